@@ -1,0 +1,5 @@
+// Every subcommand of `panoptes`, in the order `panoptes --help` lists them.
+import type { Command } from '../command.ts';
+import { migrate } from './serve.ts';
+
+export const commands: Command[] = [migrate];

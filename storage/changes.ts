@@ -1,0 +1,20 @@
+// Reading the change log in rv order, as the apiserver's poller does.
+import type { Knex } from 'knex';
+import { CompactedError } from './errors.ts';
+import { readMeta } from './meta.ts';
+import { toChange, type ChangeRow } from './rows.ts';
+import type { Change } from './types.ts';
+
+/**
+ * The changes with rv > `rv`, oldest first, at most `limit`. rvs have no holes, so a first
+ * row other than rv+1 (or no row while the watermark is past rv) means the rows after `rv`
+ * were compacted: 410 Expired, never a silent skip.
+ */
+export async function changesAfter(knex: Knex, rv: number, limit: number): Promise<Change[]> {
+  const rows: ChangeRow[] = await knex('changes').where('rv', '>', rv).orderBy('rv').limit(limit).select('*');
+  const changes = rows.map(toChange);
+  if (changes.length > 0 && changes[0].rv === rv + 1) return changes;
+  const meta = await readMeta(knex);
+  if (rv < meta.compactedRv) throw new CompactedError(rv, meta.compactedRv, 'watch');
+  return changes;
+}

@@ -1,0 +1,101 @@
+// Storage URLs: `sqlite:PATH` (embedded, the default) or `postgres://user@host:port/db`.
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import { postgres, sqlite, type Dialect } from './dialect.ts';
+
+export const defaultStorageUrl = 'sqlite:./data/panoptes.db';
+
+export interface Connection {
+  knex: Knex;
+  dialect: Dialect;
+  /** The URL without its password, for logs. */
+  display: string;
+}
+
+export class StorageUrlError extends Error {
+  override name = 'StorageUrlError';
+}
+
+export function parseStorageUrl(url: string): { dialect: Dialect; target: string } {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (path === '') throw new StorageUrlError(`storage URL ${JSON.stringify(url)} names no file: use sqlite:PATH or sqlite::memory:`);
+    return { dialect: sqlite, target: path };
+  }
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    try {
+      new URL(url);
+    } catch {
+      throw new StorageUrlError(`storage URL ${JSON.stringify(url)} is not a valid postgres:// URL`);
+    }
+    return { dialect: postgres, target: url };
+  }
+  throw new StorageUrlError(`unsupported storage URL ${JSON.stringify(url)}: use sqlite:PATH or postgres://user@host:5432/db`);
+}
+
+function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
+const sqlitePragmas = [
+  'PRAGMA busy_timeout = 10000',
+  'PRAGMA page_size = 16384',
+  'PRAGMA journal_mode = WAL',
+  'PRAGMA synchronous = NORMAL',
+  'PRAGMA cache_size = -65536',
+  'PRAGMA temp_store = MEMORY',
+  'PRAGMA wal_autocheckpoint = 16384',
+];
+
+export interface ConnectOptions {
+  /** PostgreSQL pool size. */
+  poolMax?: number;
+  /** SQLite driver: better-sqlite3 (default, fastest here) or sqlite3 (the benchmark compares them). */
+  sqliteDriver?: 'better-sqlite3' | 'sqlite3';
+}
+
+type SqliteConn = { exec(sql: string, cb?: (err: Error | null) => void): unknown };
+
+export function connect(url: string, opts: ConnectOptions = {}): Connection {
+  const { dialect, target } = parseStorageUrl(url);
+  if (dialect.name === 'sqlite') {
+    if (target !== ':memory:') mkdirSync(dirname(target), { recursive: true });
+    const driver = opts.sqliteDriver ?? 'better-sqlite3';
+    const knex = knexFactory({
+      client: driver,
+      connection: { filename: target },
+      useNullAsDefault: true,
+      pool: {
+        min: 1,
+        max: 1,
+        afterCreate(conn: SqliteConn, done: (err: Error | null, conn: unknown) => void) {
+          const sql = sqlitePragmas.join(';\n');
+          if (driver === 'sqlite3') {
+            conn.exec(sql, (err) => done(err, conn));
+            return;
+          }
+          try {
+            conn.exec(sql);
+            done(null, conn);
+          } catch (err) {
+            done(err as Error, conn);
+          }
+        },
+      },
+    });
+    return { knex, dialect, display: `sqlite:${target}` };
+  }
+  const knex = knexFactory({
+    client: 'pg',
+    connection: { connectionString: target, application_name: 'panoptes' },
+    pool: { min: 0, max: opts.poolMax ?? 10 },
+  });
+  return { knex, dialect, display: redact(target) };
+}

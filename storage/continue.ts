@@ -1,0 +1,46 @@
+// The opaque `continue` token of a paged list: the snapshot rv every page is read at, the
+// last key served, and what is needed for remainingItemCount.
+import { StatusError } from '../kube/status.ts';
+
+export interface ContinueToken {
+  /** The snapshot rv of the first page. */
+  rv: number;
+  /** The last key served: list order is namespace, name, cluster. */
+  namespace: string;
+  name: string;
+  cluster: string;
+  /** Matching items in the whole snapshot, when counted. */
+  total?: number;
+  /** Items served by the pages so far. */
+  served: number;
+}
+
+export function encodeContinue(t: ContinueToken): string {
+  const body = { v: 1, rv: t.rv, k: [t.namespace, t.name, t.cluster], t: t.total, s: t.served };
+  return Buffer.from(JSON.stringify(body)).toString('base64url');
+}
+
+function invalidToken(why: string): StatusError {
+  return new StatusError('BadRequest', `continue key is not valid: ${why}`, { causes: [{ type: 'FieldValueInvalid', field: 'continue', message: why }] });
+}
+
+export function decodeContinue(token: string): ContinueToken {
+  if (token.length > 4096 || !/^[A-Za-z0-9_-]+$/.test(token)) throw invalidToken('not a token issued by this server');
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    throw invalidToken('not a token issued by this server');
+  }
+  const b = body as { v?: unknown; rv?: unknown; k?: unknown; t?: unknown; s?: unknown };
+  const isCount = (n: unknown) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+  if (
+    typeof b !== 'object' || b === null || b.v !== 1 || !isCount(b.rv) || (b.rv as number) < 1 ||
+    !Array.isArray(b.k) || b.k.length !== 3 || !b.k.every((x) => typeof x === 'string') ||
+    !(b.t === undefined || isCount(b.t)) || !isCount(b.s)
+  ) {
+    throw invalidToken('not a token issued by this server');
+  }
+  const [namespace, name, cluster] = b.k as string[];
+  return { rv: b.rv as number, namespace, name, cluster, total: b.t as number | undefined, served: b.s as number };
+}

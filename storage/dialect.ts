@@ -1,0 +1,121 @@
+// Everything that differs between SQLite and PostgreSQL lives here; the rest of storage/
+// is portable knex.
+import type { Knex } from 'knex';
+import { chunk } from './rows.ts';
+import { columnType } from './schema-types.ts';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+export interface Dialect {
+  name: DialectName;
+  /** Column type for keys compared in list order: byte order on both engines. */
+  keyType: string;
+  /** Takes the write lock that orders rv allocation: held until commit. Returns the last allocated rv. */
+  lockRv(trx: Knex.Transaction): Promise<number>;
+  /** Runs before the migration transaction: whatever must exist for lockMigrations. */
+  prepareMigrations(knex: Knex): Promise<void>;
+  /** Serializes schema migrations across processes starting at once. */
+  lockMigrations(trx: Knex.Transaction): Promise<void>;
+  /** Starts a read transaction that sees one consistent snapshot. */
+  snapshot(knex: Knex): Promise<Knex.Transaction>;
+  /** SQL (and bindings) true when a text column holds an integer comparing `op` to bound. */
+  integerCompare(column: string, op: '>' | '<', bound: number): [string, number[]];
+  /** SQL (and bindings) for the text value of `key` in a JSON object held in a text column. */
+  jsonText(column: string, key: string): [string, string[]];
+  /** Refreshes the planner's statistics. */
+  analyze(knex: Knex): Promise<void>;
+  /**
+   * The row source of a multi-row INSERT (`VALUES …` or a SELECT) with its bindings, split
+   * into as many statements as the engine's parameter limit needs.
+   */
+  rowsSource(table: string, columns: string[], rows: Array<Record<string, unknown>>): Array<[string, unknown[]]>;
+  /** Tells other processes that changes were committed (a hint; polling still delivers). */
+  notifyCommit(trx: Knex.Transaction, rv: number): Promise<void>;
+}
+
+/** The channel PostgreSQL NOTIFY uses to wake pollers in other processes. */
+export const notifyChannel = 'panoptes_changes';
+
+const migrationLockKey = 7_461_726_112;
+
+export const sqlite: Dialect = {
+  name: 'sqlite',
+  keyType: 'text',
+  async lockRv(trx) {
+    // A write first, so the transaction holds SQLite's single write lock from here on
+    // (a read first could not be upgraded if another process wrote in between).
+    await trx('meta').where({ key: 'rv' }).update({ value: trx.raw('value') });
+    const row = await trx('meta').where({ key: 'rv' }).first('value');
+    return Number(row.value);
+  },
+  async prepareMigrations(knex) {
+    // Outside any transaction: a statement of its own waits for the lock (busy_timeout).
+    await knex.raw('CREATE TABLE IF NOT EXISTS schema_migrations (version integer primary key, applied_at text not null)');
+  },
+  async lockMigrations(trx) {
+    // A write first takes the write lock, so a second process waits here until the first
+    // commits (a read first would hold a snapshot that cannot be upgraded).
+    await trx.raw('DELETE FROM schema_migrations WHERE version < 0');
+  },
+  async snapshot(knex) {
+    return knex.transaction();
+  },
+  integerCompare(column, op, bound) {
+    return [`(${column} GLOB '[0-9]*' OR ${column} GLOB '-[0-9]*') AND CAST(${column} AS INTEGER) ${op} ?`, [bound]];
+  },
+  jsonText(column, key) {
+    return [`json_extract(${column}, ?)`, [`$."${key}"`]];
+  },
+  async analyze(knex) {
+    await knex.raw('ANALYZE');
+  },
+  rowsSource(_table, columns, rows) {
+    const tuple = `(${columns.map(() => '?').join(', ')})`;
+    return chunk(rows, columns.length).map((part) => {
+      const bindings: unknown[] = [];
+      for (const row of part) for (const c of columns) bindings.push(row[c]);
+      return [`VALUES ${new Array(part.length).fill(tuple).join(', ')}`, bindings];
+    });
+  },
+  async notifyCommit() {
+    // One process owns an embedded database's writes; in-process listeners are woken by the store.
+  },
+};
+
+export const postgres: Dialect = {
+  name: 'postgres',
+  keyType: 'text COLLATE "C"',
+  async lockRv(trx) {
+    // The row lock orders writers: the next one allocates only after this one is visible.
+    const row = await trx('meta').where({ key: 'rv' }).forUpdate().first('value');
+    return Number(row.value);
+  },
+  async prepareMigrations() {
+    // Everything happens under the advisory lock (concurrent CREATE TABLE IF NOT EXISTS can fail).
+  },
+  async lockMigrations(trx) {
+    await trx.raw('SELECT pg_advisory_xact_lock(?)', [migrationLockKey]);
+    await trx.raw('CREATE TABLE IF NOT EXISTS schema_migrations (version integer primary key, applied_at text not null)');
+  },
+  async snapshot(knex) {
+    return knex.transaction({ isolationLevel: 'repeatable read', readOnly: true });
+  },
+  integerCompare(column, op, bound) {
+    return [`(CASE WHEN ${column} ~ '^-{0,1}[0-9]{1,18}$' THEN ${column}::bigint ${op} ? ELSE false END)`, [bound]];
+  },
+  jsonText(column, key) {
+    return [`(${column}::jsonb ->> ?)`, [key]];
+  },
+  async analyze(knex) {
+    await knex.raw('ANALYZE');
+  },
+  rowsSource(table, columns, rows) {
+    // One parameter, the rows as JSON: far cheaper to bind and parse than thousands of parameters.
+    const defs = columns.map((c) => `"${c}" ${columnType(table, c)}`).join(', ');
+    const list = columns.map((c) => `"${c}"`).join(', ');
+    return [[`SELECT ${list} FROM json_to_recordset(?::json) AS x(${defs})`, [JSON.stringify(rows)]]];
+  },
+  async notifyCommit(trx, rv) {
+    await trx.raw('SELECT pg_notify(?, ?)', [notifyChannel, String(rv)]);
+  },
+};

@@ -1,0 +1,62 @@
+// A ListQuery's filters, twice: as SQL over `objects` (label and field requirements through
+// the label index table, fields through the JSON `fields` column) and as a JS predicate over one object (for snapshot rows rebuilt from
+// the change log). Both must select the same objects.
+import type { Knex } from 'knex';
+import { matchesFields } from '../kube/fields.ts';
+import { matchesLabels, type Requirement } from '../kube/labels.ts';
+import type { Dialect } from './dialect.ts';
+import { ownerUid } from './rows.ts';
+import type { KubeObject, ListQuery, ObjectKey } from './types.ts';
+
+function labelSubquery(knex: Knex, dialect: Dialect, r: Requirement): Knex.QueryBuilder {
+  const q = knex('object_labels').select('obj_id').where('key', r.key);
+  if (r.operator === 'in' || r.operator === 'notin') q.whereIn('value', r.values);
+  if (r.operator === 'gt' || r.operator === 'lt') {
+    const [sql, bindings] = dialect.integerCompare('value', r.operator === 'gt' ? '>' : '<', Number(r.values[0]));
+    q.whereRaw(sql, bindings);
+  }
+  return q;
+}
+
+function requireLabel(qb: Knex.QueryBuilder, knex: Knex, dialect: Dialect, r: Requirement): void {
+  const negated = r.operator === 'notin' || r.operator === '!';
+  const sub = labelSubquery(knex, dialect, r);
+  if (negated) qb.whereNotIn('o.id', sub);
+  else qb.whereIn('o.id', sub);
+}
+
+/** Adds the query's filters (everything but snapshot and paging) to a query over `objects o`. */
+export function whereMatches(qb: Knex.QueryBuilder, knex: Knex, dialect: Dialect, q: ListQuery): Knex.QueryBuilder {
+  qb.where('o.grp', q.group).andWhere('o.resource', q.resource);
+  if (q.clusters) qb.whereIn('o.cluster', q.clusters);
+  if (q.namespaces) qb.whereIn('o.namespace', q.namespaces);
+  if (q.names) qb.whereIn('o.name', q.names);
+  if (q.ownerUIDs) qb.whereIn('o.owner_uid', q.ownerUIDs);
+  for (const r of q.labelSelector ?? []) requireLabel(qb, knex, dialect, r);
+  for (const f of q.fieldSelector ?? []) {
+    if (f.field === 'metadata.name' || f.field === 'metadata.namespace') {
+      const column = f.field === 'metadata.name' ? 'o.name' : 'o.namespace';
+      qb.where(column, f.operator === '=' ? '=' : '<>', f.value);
+    } else {
+      // Every selectable field of the kind is stored, '' when unset.
+      const [sql, bindings] = dialect.jsonText('o.fields', f.field);
+      qb.whereRaw(`COALESCE(${sql}, '') ${f.operator === '=' ? '=' : '<>'} ?`, [...bindings, f.value]);
+    }
+  }
+  return qb;
+}
+
+/** The same filters, for one object outside SQL. */
+export function objectMatches(q: ListQuery, key: ObjectKey, obj: KubeObject): boolean {
+  if (key.group !== q.group || key.resource !== q.resource) return false;
+  if (q.clusters && !q.clusters.includes(key.cluster)) return false;
+  if (q.namespaces && !q.namespaces.includes(key.namespace)) return false;
+  if (q.names && !q.names.includes(key.name)) return false;
+  if (q.ownerUIDs) {
+    const owner = ownerUid(obj);
+    if (owner === null || !q.ownerUIDs.includes(owner)) return false;
+  }
+  if (q.labelSelector && !matchesLabels(q.labelSelector, obj.metadata?.labels)) return false;
+  if (q.fieldSelector && !matchesFields(q.fieldSelector, q.group, q.resource, obj)) return false;
+  return true;
+}

@@ -1,0 +1,103 @@
+// List over one consistent snapshot, paged by key with a continue token that pins the
+// snapshot rv. Page N of a list started at rv R is read at R too: `objects` rows not changed
+// since R are served as they are; objects changed after R are served as they were at R,
+// which is the prev_object of their first change after R (the change log keeps it).
+import type { Knex } from 'knex';
+import type { Dialect } from './dialect.ts';
+import { decodeContinue, encodeContinue } from './continue.ts';
+import { CompactedError, RvTooLargeError } from './errors.ts';
+import { objectMatches, whereMatches } from './filters.ts';
+import { readMeta } from './meta.ts';
+import { compareKeys, objectColumns, toStored, type ChangeRow, type ObjectRow } from './rows.ts';
+import { upstreamRvAnnotation } from './write.ts';
+import type { KubeObject, ListQuery, ListResult, StoredObject } from './types.ts';
+
+type Key = { namespace: string; name: string; cluster: string };
+
+/** Objects as they were at `rv`, for those that changed after it (in this snapshot). */
+async function rebuiltAt(trx: Knex.Transaction, q: ListQuery, rv: number): Promise<StoredObject[]> {
+  const qb = trx('changes').where('rv', '>', rv).andWhere('grp', q.group).andWhere('resource', q.resource).orderBy('rv');
+  if (q.clusters) qb.whereIn('cluster', q.clusters);
+  if (q.namespaces) qb.whereIn('namespace', q.namespaces);
+  if (q.names) qb.whereIn('name', q.names);
+  const rows: ChangeRow[] = await qb.select('rv', 'type', 'cluster', 'grp', 'version', 'resource', 'namespace', 'name', 'uid', 'prev_object');
+  const seen = new Set<string>();
+  const out: StoredObject[] = [];
+  for (const r of rows) {
+    const k = `${r.cluster}\u0000${r.namespace}\u0000${r.name}`;
+    if (seen.has(k)) continue;
+    seen.add(k);
+    if (r.type === 'ADDED' || r.prev_object === null) continue; // did not exist at rv
+    const obj = JSON.parse(r.prev_object) as KubeObject;
+    const key = { cluster: r.cluster, group: r.grp, resource: r.resource, namespace: r.namespace, name: r.name };
+    if (!objectMatches(q, key, obj)) continue;
+    out.push({
+      ...key,
+      version: r.version,
+      uid: r.uid,
+      rv: Number(obj.metadata?.resourceVersion ?? 0),
+      upstreamRv: obj.metadata?.annotations?.[upstreamRvAnnotation] ?? '',
+      object: r.prev_object,
+    });
+  }
+  return out.sort(compareKeys);
+}
+
+export async function list(knex: Knex, dialect: Dialect, q: ListQuery): Promise<ListResult> {
+  const token = q.continue !== undefined && q.continue !== '' ? decodeContinue(q.continue) : undefined;
+  const trx = await dialect.snapshot(knex);
+  try {
+    const meta = await readMeta(trx);
+    let rv = meta.rv;
+    if (token) {
+      if (token.rv < meta.compactedRv) throw new CompactedError(token.rv, meta.compactedRv, 'continue');
+      if (token.rv > meta.rv) throw new RvTooLargeError(token.rv, meta.rv);
+      rv = token.rv;
+    } else if (q.exactRv !== undefined) {
+      if (q.exactRv < meta.compactedRv) throw new CompactedError(q.exactRv, meta.compactedRv, 'list');
+      if (q.exactRv > meta.rv) throw new RvTooLargeError(q.exactRv, meta.rv);
+      rv = q.exactRv;
+    }
+    const historic = rv < meta.rv;
+    const after: Key | undefined = token;
+    const limit = q.limit && q.limit > 0 ? q.limit : undefined;
+
+    const live = () => {
+      const qb = trx('objects as o');
+      whereMatches(qb, trx, dialect, q);
+      if (historic) qb.andWhere('o.rv', '<=', rv);
+      return qb;
+    };
+    const page = live().select(objectColumns.map((c) => `o.${c}`)).orderBy([
+      { column: 'o.namespace' },
+      { column: 'o.name' },
+      { column: 'o.cluster' },
+    ]);
+    if (after) page.andWhereRaw('(o.namespace, o.name, o.cluster) > (?, ?, ?)', [after.namespace, after.name, after.cluster]);
+    if (limit) page.limit(limit + 1);
+    let items = ((await page) as ObjectRow[]).map(toStored);
+
+    const rebuilt = historic ? await rebuiltAt(trx, q, rv) : [];
+    if (rebuilt.length > 0) {
+      const later = after ? rebuilt.filter((o) => compareKeys(o, after) > 0) : rebuilt;
+      items = items.concat(later).sort(compareKeys);
+    }
+
+    const result: ListResult = { resourceVersion: rv, items };
+    if (limit && items.length > limit) {
+      items.length = limit;
+      const last = items[limit - 1];
+      let total = token?.total;
+      if (total === undefined && !token) {
+        const row = await live().count({ n: '*' }).first();
+        total = Number((row as { n: number | string }).n) + rebuilt.length;
+      }
+      const served = (token?.served ?? 0) + items.length;
+      result.continue = encodeContinue({ rv, namespace: last.namespace, name: last.name, cluster: last.cluster, total, served });
+      if (total !== undefined) result.remainingItemCount = Math.max(0, total - served);
+    }
+    return result;
+  } finally {
+    await trx.commit();
+  }
+}

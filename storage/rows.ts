@@ -1,0 +1,98 @@
+// Row shapes of the tables and their mapping to the storage types.
+import type { Change, EventType, KubeObject, ObjectKey, StoredObject } from './types.ts';
+
+export interface ObjectRow {
+  id: number | string;
+  cluster: string;
+  grp: string;
+  version: string;
+  resource: string;
+  namespace: string;
+  name: string;
+  uid: string;
+  rv: number | string;
+  upstream_rv: string;
+  created_at: string;
+  owner_uid: string | null;
+  fields: string | null;
+  object: string;
+}
+
+export interface ChangeRow {
+  rv: number | string;
+  type: string;
+  cluster: string;
+  grp: string;
+  version: string;
+  resource: string;
+  namespace: string;
+  name: string;
+  uid: string;
+  object: string;
+  prev_object: string | null;
+  ts: number | string;
+}
+
+export const objectColumns = ['id', 'cluster', 'grp', 'version', 'resource', 'namespace', 'name', 'uid', 'rv', 'upstream_rv', 'object'];
+
+export function toStored(r: ObjectRow): StoredObject {
+  return {
+    cluster: r.cluster,
+    group: r.grp,
+    version: r.version,
+    resource: r.resource,
+    namespace: r.namespace,
+    name: r.name,
+    uid: r.uid,
+    rv: Number(r.rv),
+    upstreamRv: r.upstream_rv,
+    object: r.object,
+  };
+}
+
+export function toChange(r: ChangeRow): Change {
+  return {
+    rv: Number(r.rv),
+    type: r.type as EventType,
+    cluster: r.cluster,
+    group: r.grp,
+    version: r.version,
+    resource: r.resource,
+    namespace: r.namespace,
+    name: r.name,
+    uid: r.uid,
+    object: r.object,
+    prevObject: r.prev_object,
+    ts: Number(r.ts),
+  };
+}
+
+/** Map key of an object within one cluster. */
+export function keyOf(group: string, resource: string, namespace: string, name: string): string {
+  return `${group}\u0000${resource}\u0000${namespace}\u0000${name}`;
+}
+
+/** Total order of list results: namespace, name, cluster (byte order, as the SQL columns). */
+export function compareKeys(a: Pick<ObjectKey, 'namespace' | 'name' | 'cluster'>, b: Pick<ObjectKey, 'namespace' | 'name' | 'cluster'>): number {
+  return cmp(a.namespace, b.namespace) || cmp(a.name, b.name) || cmp(a.cluster, b.cluster);
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The uid of the object's controller (or first) owner, used by the ownerUID search. */
+export function ownerUid(obj: KubeObject): string | null {
+  const refs = obj.metadata?.ownerReferences;
+  if (!Array.isArray(refs) || refs.length === 0) return null;
+  const ref = refs.find((r) => r.controller) ?? refs[0];
+  return typeof ref.uid === 'string' ? ref.uid : null;
+}
+
+/** Splits rows into chunks that stay under the engines' bound-parameter limits. */
+export function chunk<T>(items: T[], columns: number, maxParams = 30_000): T[][] {
+  const size = Math.max(1, Math.floor(maxParams / Math.max(1, columns)));
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}

@@ -1,0 +1,83 @@
+// Test fixtures: a Store on each backend. PostgreSQL comes from PANOPTES_TEST_POSTGRES_URL
+// (.ci/run starts one) or from a throwaway server this process starts and stops.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createDatabase, startPostgres, type PostgresServer } from '../hack/postgres.ts';
+import { Store } from './store.ts';
+import type { UpstreamEvent } from './types.ts';
+
+export type Backend = 'sqlite' | 'postgres';
+export const backends: Backend[] = ['sqlite', 'postgres'];
+
+let server: Promise<PostgresServer> | undefined;
+let dbCounter = 0;
+
+async function postgresServerUrl(): Promise<string> {
+  const fromEnv = process.env.PANOPTES_TEST_POSTGRES_URL;
+  if (fromEnv) return fromEnv;
+  server ??= startPostgres();
+  return (await server).url;
+}
+
+/** A storage URL for an empty database on `backend`, and a cleanup function. */
+export async function emptyStorageUrl(backend: Backend): Promise<{ url: string; cleanup: () => Promise<void> }> {
+  if (backend === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'panoptes-test-'));
+    return { url: `sqlite:${join(dir, 'panoptes.db')}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const name = `panoptes_test_${process.pid}_${++dbCounter}_${Date.now() % 100000}`;
+  const url = await createDatabase(await postgresServerUrl(), name);
+  return { url, cleanup: async () => {} };
+}
+
+/** Opens a Store on an empty database; `t.teardown` it with the returned close. */
+export async function openTestStore(backend: Backend): Promise<{ store: Store; url: string; close: () => Promise<void> }> {
+  const { url, cleanup } = await emptyStorageUrl(backend);
+  const store = await Store.open(url);
+  return {
+    store,
+    url,
+    close: async () => {
+      await store.close();
+      await cleanup();
+    },
+  };
+}
+
+/** Stops the throwaway server, if this process started one. */
+export async function stopTestPostgres(): Promise<void> {
+  if (server) await (await server).stop();
+  server = undefined;
+}
+
+/** An upstream event for a pod, with the fields tests select on. */
+export function podEvent(
+  type: 'ADDED' | 'MODIFIED' | 'DELETED',
+  namespace: string,
+  name: string,
+  upstreamRv: string,
+  opts: { labels?: Record<string, string>; uid?: string; nodeName?: string; phase?: string; owner?: string } = {},
+): UpstreamEvent {
+  return {
+    type,
+    group: '',
+    version: 'v1',
+    resource: 'pods',
+    object: {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name,
+        namespace,
+        uid: opts.uid ?? `uid-${namespace}-${name}`,
+        resourceVersion: upstreamRv,
+        creationTimestamp: '2026-01-01T00:00:00Z',
+        ...(opts.labels ? { labels: opts.labels } : {}),
+        ...(opts.owner ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: opts.owner, controller: true }] } : {}),
+      },
+      spec: { nodeName: opts.nodeName ?? 'node-1' },
+      status: { phase: opts.phase ?? 'Running' },
+    },
+  };
+}

@@ -1,0 +1,139 @@
+// The storage contract: what synchro writes and what the apiserver reads.
+import type { LabelSelector } from '../kube/labels.ts';
+import type { FieldSelector } from '../kube/fields.ts';
+
+/** A Kubernetes object as JSON. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    creationTimestamp?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: Array<{ uid?: string; controller?: boolean; [k: string]: unknown }>;
+    [k: string]: unknown;
+  };
+  [k: string]: unknown;
+}
+
+/** Which resource an event or query is about. `group` is '' for the core group. */
+export interface ResourceRef {
+  group: string;
+  version: string;
+  resource: string;
+}
+
+export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+/** One event seen in a member cluster, as synchro hands it to storage. */
+export interface UpstreamEvent extends ResourceRef {
+  type: EventType;
+  /**
+   * The object as the member cluster served it; its metadata.resourceVersion is the
+   * upstream one. For DELETED it may carry only metadata (namespace, name); storage then
+   * serves the last stored state.
+   */
+  object: KubeObject;
+}
+
+/** The identity of one stored object. namespace is '' for cluster-scoped objects. */
+export interface ObjectKey {
+  cluster: string;
+  group: string;
+  resource: string;
+  namespace: string;
+  name: string;
+}
+
+/** One row of `objects`: the current state of an object. */
+export interface StoredObject extends ObjectKey {
+  version: string;
+  uid: string;
+  /** Panoptes resourceVersion: the rv of the object's last change. */
+  rv: number;
+  upstreamRv: string;
+  /** The object as served (JSON text), metadata.resourceVersion = rv. */
+  object: string;
+}
+
+/** One row of the change log. */
+export interface Change extends ObjectKey {
+  rv: number;
+  type: EventType;
+  version: string;
+  uid: string;
+  /** The object as served after the change (for DELETED: its last state, at this rv). */
+  object: string;
+  /** The object as served before the change; null for ADDED. */
+  prevObject: string | null;
+  /** When the change was committed, ms since the epoch. */
+  ts: number;
+}
+
+export interface ListQuery {
+  group: string;
+  resource: string;
+  /** Only these clusters (search.panoptes.io/clusters, or the one-cluster view). */
+  clusters?: string[];
+  namespaces?: string[];
+  names?: string[];
+  ownerUIDs?: string[];
+  labelSelector?: LabelSelector;
+  /** metadata.name, metadata.namespace and the kind's selectable fields (checked by the caller). */
+  fieldSelector?: FieldSelector;
+  /** Page size; unset or 0 means everything. */
+  limit?: number;
+  /** Opaque token from a previous page; pins that page's snapshot rv. */
+  continue?: string;
+  /** Read the snapshot exactly at this rv (resourceVersionMatch=Exact). Default: the latest. */
+  exactRv?: number;
+}
+
+export interface ListResult {
+  /** The watermark the snapshot was read at, the same on every page. */
+  resourceVersion: number;
+  items: StoredObject[];
+  continue?: string;
+  remainingItemCount?: number;
+}
+
+export interface BatchResult {
+  /** The changes written, in rv order (empty when every event was a replay). */
+  changes: Array<Pick<Change, 'rv' | 'type' | 'cluster' | 'group' | 'resource' | 'namespace' | 'name'>>;
+  /** The watermark after the batch. */
+  watermark: number;
+}
+
+export interface ClusterRecord {
+  name: string;
+  /** Registration as configured (no secrets). */
+  spec: Record<string, unknown>;
+  /** Health and per-resource sync state, written by synchro. */
+  status: Record<string, unknown>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface RetentionPolicy {
+  /** Keep every change younger than this. */
+  minAgeMs: number;
+  /** Keep at least this many of the newest changes. */
+  minCount: number;
+}
+
+export interface CompactResult {
+  compactedRv: number;
+  deleted: number;
+}
+
+/** What reconcile needs about each stored object of one cluster and resource. */
+export interface StoredKey {
+  namespace: string;
+  name: string;
+  uid: string;
+  upstreamRv: string;
+}

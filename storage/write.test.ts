@@ -1,0 +1,130 @@
+import t from 'tap';
+import { backends, openTestStore, podEvent, stopTestPostgres } from './testing.ts';
+import type { KubeObject } from './types.ts';
+
+t.teardown(stopTestPostgres);
+
+for (const backend of backends) {
+  t.test(backend, async (t) => {
+    const { store, close } = await openTestStore(backend);
+    t.teardown(close);
+
+    t.test('an empty store has watermark 1 and no changes', async (t) => {
+      t.equal(await store.watermark(), 1);
+      t.same(await store.changesAfter(1, 10), []);
+    });
+
+    t.test('writes objects and changes with rvs in batch order', async (t) => {
+      const r = await store.applyBatch('east', [podEvent('ADDED', 'web', 'a', '100'), podEvent('ADDED', 'web', 'b', '101')]);
+      t.same(r.changes.map((c) => [c.rv, c.type, c.name]), [[2, 'ADDED', 'a'], [3, 'ADDED', 'b']]);
+      t.equal(r.watermark, 3);
+      t.equal(await store.watermark(), 3);
+      const a = await store.get({ cluster: 'east', group: '', resource: 'pods', namespace: 'web', name: 'a' });
+      t.ok(a);
+      t.equal(a!.rv, 2);
+      t.equal(a!.upstreamRv, '100');
+      const obj = JSON.parse(a!.object) as KubeObject;
+      t.equal(obj.metadata?.resourceVersion, '2', 'served rv is the change rv');
+      t.equal(obj.metadata?.annotations?.['panoptes.io/cluster'], 'east');
+      t.equal(obj.metadata?.annotations?.['panoptes.io/upstream-resource-version'], '100');
+      const changes = await store.changesAfter(1, 10);
+      t.same(changes.map((c) => c.rv), [2, 3]);
+      t.equal(changes[0].prevObject, null, 'ADDED has no previous object');
+      t.equal(JSON.parse(changes[0].object).metadata.resourceVersion, '2');
+    });
+
+    t.test('replays of events not newer than stored write nothing', async (t) => {
+      const before = await store.watermark();
+      const r = await store.applyBatch('east', [podEvent('ADDED', 'web', 'a', '100'), podEvent('MODIFIED', 'web', 'b', '99')]);
+      t.same(r.changes, []);
+      t.equal(await store.watermark(), before);
+      const r2 = await store.applyBatch('east', [podEvent('DELETED', 'web', 'a', '100')]);
+      t.same(r2.changes, [], 'a delete at the stored upstream rv is a replay too');
+    });
+
+    t.test('a newer event is MODIFIED and keeps the previous object', async (t) => {
+      const r = await store.applyBatch('east', [podEvent('MODIFIED', 'web', 'a', '105', { labels: { app: 'web' } })]);
+      t.same(r.changes.map((c) => c.type), ['MODIFIED']);
+      const [c] = await store.changesAfter(r.changes[0].rv - 1, 1);
+      t.equal(JSON.parse(c.prevObject!).metadata.resourceVersion, '2', 'prev is the object as served before');
+      t.same(JSON.parse(c.object).metadata.labels, { app: 'web' });
+    });
+
+    t.test('an ADDED for a stored object is served as MODIFIED', async (t) => {
+      const r = await store.applyBatch('east', [podEvent('ADDED', 'web', 'b', '110')]);
+      t.same(r.changes.map((c) => c.type), ['MODIFIED']);
+    });
+
+    t.test('several events for one object in a batch each become a change, in order', async (t) => {
+      const r = await store.applyBatch('east', [
+        podEvent('ADDED', 'web', 'c', '120'),
+        podEvent('MODIFIED', 'web', 'c', '121', { labels: { v: '1' } }),
+        podEvent('MODIFIED', 'web', 'c', '122', { labels: { v: '2' } }),
+      ]);
+      t.same(r.changes.map((c) => c.type), ['ADDED', 'MODIFIED', 'MODIFIED']);
+      const changes = await store.changesAfter(r.changes[0].rv - 1, 10);
+      t.equal(JSON.parse(changes[2].prevObject!).metadata.labels.v, '1', 'prev of the third is the second as served');
+      const c = await store.get({ cluster: 'east', group: '', resource: 'pods', namespace: 'web', name: 'c' });
+      t.equal(c!.rv, r.changes[2].rv);
+      t.equal(c!.upstreamRv, '122');
+    });
+
+    t.test('a delete removes the object and logs its last state at the new rv', async (t) => {
+      const r = await store.applyBatch('east', [podEvent('DELETED', 'web', 'c', '130')]);
+      t.same(r.changes.map((c) => c.type), ['DELETED']);
+      t.equal(await store.get({ cluster: 'east', group: '', resource: 'pods', namespace: 'web', name: 'c' }), undefined);
+      const [c] = await store.changesAfter(r.changes[0].rv - 1, 1);
+      t.equal(JSON.parse(c.object).metadata.resourceVersion, String(c.rv));
+      t.equal(JSON.parse(c.prevObject!).metadata.labels.v, '2');
+      const again = await store.applyBatch('east', [podEvent('DELETED', 'web', 'c', '131')]);
+      t.same(again.changes, [], 'deleting what is not stored writes nothing');
+    });
+
+    t.test('a reconcile delete (no upstream rv) serves the last stored state', async (t) => {
+      const ev = podEvent('DELETED', 'web', 'b', '');
+      ev.object = { metadata: { namespace: 'web', name: 'b' } };
+      const r = await store.applyBatch('east', [ev]);
+      t.same(r.changes.map((c) => c.type), ['DELETED']);
+      const [c] = await store.changesAfter(r.changes[0].rv - 1, 1);
+      const obj = JSON.parse(c.object) as KubeObject;
+      t.equal(obj.kind, 'Pod');
+      t.equal(obj.metadata?.uid, 'uid-web-b');
+      t.equal(obj.metadata?.resourceVersion, String(c.rv));
+    });
+
+    t.test('an object recreated under the same name is DELETED then ADDED', async (t) => {
+      const r = await store.applyBatch('east', [podEvent('MODIFIED', 'web', 'a', '140', { uid: 'new-uid' })]);
+      t.same(r.changes.map((c) => c.type), ['DELETED', 'ADDED']);
+      const a = await store.get({ cluster: 'east', group: '', resource: 'pods', namespace: 'web', name: 'a' });
+      t.equal(a!.uid, 'new-uid');
+    });
+
+    t.test('clusters are separate', async (t) => {
+      const r = await store.applyBatch('west', [podEvent('ADDED', 'web', 'a', '5')]);
+      t.same(r.changes.map((c) => [c.cluster, c.type]), [['west', 'ADDED']]);
+      t.same((await store.storedKeys('west', '', 'pods')).map((k) => k.name), ['a']);
+      t.same((await store.storedKeys('east', '', 'pods')).map((k) => [k.name, k.upstreamRv]), [['a', '140']]);
+    });
+
+    t.test('cluster registration and status', async (t) => {
+      await store.upsertCluster('east', { server: 'https://east' });
+      await store.setClusterStatus('east', { phase: 'Ready' });
+      await store.upsertCluster('east', { server: 'https://east:6443' });
+      const c = await store.getCluster('east');
+      t.same(c?.spec, { server: 'https://east:6443' });
+      t.same(c?.status, { phase: 'Ready' }, 're-registering keeps the status');
+      t.same((await store.listClusters()).map((x) => x.name), ['east']);
+      await store.deleteClusterRow('east');
+      t.equal(await store.getCluster('east'), undefined);
+    });
+
+    t.test('an event without a name is refused and writes nothing', async (t) => {
+      const before = await store.watermark();
+      const ev = podEvent('ADDED', 'web', 'x', '1');
+      delete ev.object.metadata!.name;
+      await t.rejects(store.applyBatch('east', [podEvent('ADDED', 'web', 'ok', '1'), ev]));
+      t.equal(await store.watermark(), before);
+      t.equal(await store.get({ cluster: 'east', group: '', resource: 'pods', namespace: 'web', name: 'ok' }), undefined);
+    });
+  });
+}
