@@ -1,5 +1,7 @@
 // Every subcommand of `panoptes`, in the order `panoptes --help` lists them.
 import type { Command } from '../command.ts';
 import { migrate } from './serve.ts';
+import { kubeconfig } from './kubeconfig.ts';
+import { sim } from './sim.ts';
 
-export const commands: Command[] = [migrate];
+export const commands: Command[] = [migrate, sim, kubeconfig];

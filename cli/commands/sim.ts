@@ -1,0 +1,78 @@
+// `panoptes sim`: simulated member clusters in the foreground (hack/sim), for tests and
+// trying Panoptes without real clusters.
+import { startSimClusters, type SimCluster } from '../../hack/sim/cluster.ts';
+import { intFlag, parseFlags, UsageError, type Command } from '../command.ts';
+import { writeKubeconfig } from './kubeconfig.ts';
+
+/** Resolves on SIGINT or SIGTERM. */
+export function waitForSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const on = (sig: string) => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+      resolve(sig);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+}
+
+export function clusterNames(value: string | undefined, fallback: string[]): string[] {
+  const names = value === undefined ? fallback : value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const n of names) {
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(n)) throw new UsageError(`cluster names must be DNS labels, got ${JSON.stringify(n)}`);
+  }
+  if (names.length === 0 || new Set(names).size !== names.length) throw new UsageError('--clusters needs distinct names');
+  return names;
+}
+
+export async function closeAll(clusters: SimCluster[]): Promise<void> {
+  await Promise.all(clusters.map((c) => c.close()));
+}
+
+export const sim: Command = {
+  name: 'sim',
+  summary: 'run simulated member clusters (in-memory Kubernetes API servers) in the foreground',
+  usage: `Usage: panoptes sim [flags]
+
+Starts one in-memory Kubernetes API server per cluster on 127.0.0.1 (see hack/README.md:
+kubectl works against each; fault injection under POST /_sim/...). Runs until Ctrl-C.
+
+Flags:
+  --clusters a,b,c     cluster names (default a,b,c)
+  --base-port N        cluster i listens on N+i (default 7001; 0: ephemeral ports)
+  --workload           load the demo workload (deployments, services, a CRD...)
+  --churn RATE         per cluster, create/update/delete RATE objects per second (default 0)
+  --seed N             churn seed (default 1)
+  --history N          events kept for watch resumption; older rvs get 410 (default 10000)
+  --kubeconfig FILE    also write a kubeconfig with a sim-<name> context per cluster`,
+  async run(argv) {
+    const { values } = parseFlags(argv, {
+      clusters: { type: 'string' },
+      'base-port': { type: 'string' },
+      workload: { type: 'boolean' },
+      churn: { type: 'string' },
+      seed: { type: 'string' },
+      history: { type: 'string' },
+      kubeconfig: { type: 'string' },
+    });
+    const names = clusterNames(values.clusters, ['a', 'b', 'c']);
+    const basePort = intFlag('base-port', values['base-port'], 7001);
+    const churn = intFlag('churn', values.churn, 0);
+    const seed = intFlag('seed', values.seed, 1);
+    const historySize = intFlag('history', values.history, 10_000);
+    const clusters = await startSimClusters(names, { basePort, historySize, workload: values.workload ?? false });
+    for (const [i, c] of clusters.entries()) {
+      if (churn > 0) c.churn.start({ ratePerSecond: churn, seed: seed + i });
+      console.log(`cluster ${c.name}: ${c.url}`);
+    }
+    if (values.kubeconfig) {
+      await writeKubeconfig(values.kubeconfig, { sims: clusters.map((c) => ({ name: c.name, url: c.url })) });
+      console.log(`kubeconfig: ${values.kubeconfig}`);
+    }
+    console.log('Ctrl-C to stop.');
+    await waitForSignal();
+    await closeAll(clusters);
+    return 0;
+  },
+};

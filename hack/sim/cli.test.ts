@@ -1,0 +1,43 @@
+// `panoptes demo` and `panoptes kubeconfig` as a user runs them (node bin/panoptes.mjs ...).
+import { execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { parse } from 'yaml';
+import { tempDir, until } from './testutil.ts';
+
+const bin = new URL('../../bin/panoptes.mjs', import.meta.url).pathname;
+
+t.test('panoptes kubeconfig writes panoptes and panoptes-<cluster> contexts', async (t) => {
+  const dir = tempDir(t);
+  const out = join(dir, 'kc');
+  const code = await new Promise<number>((resolve) => {
+    execFile('node', [bin, 'kubeconfig', '--server', 'https://127.0.0.1:8443', '--clusters', 'a,b', '--out', out], { timeout: 30_000 }, (err) => resolve(err ? 1 : 0));
+  });
+  t.equal(code, 0);
+  const doc = parse(readFileSync(out, 'utf8')) as { contexts: { name: string }[]; clusters: { name: string; cluster: { server: string } }[] };
+  t.same(doc.contexts.map((c) => c.name), ['panoptes', 'panoptes-a', 'panoptes-b']);
+  t.equal(doc.clusters[2].cluster.server, 'https://127.0.0.1:8443/apis/panoptes.io/v1alpha1/resources/clusters/b');
+});
+
+t.test('panoptes demo: three clusters, a kubeconfig, kubectl works through its contexts', async (t) => {
+  const dir = tempDir(t);
+  const kc = join(dir, 'kubeconfig');
+  const p = spawn('node', [bin, 'demo', '--base-port', '0', '--kubeconfig', kc], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  p.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => p.on('exit', (code) => resolve(code)));
+  t.teardown(() => p.kill('SIGKILL'));
+  t.ok(await until(() => out.includes('Ctrl-C to stop'), 30_000), out);
+  t.match(out, `Kubeconfig: ${kc}`);
+  const doc = parse(readFileSync(kc, 'utf8')) as { contexts: { name: string }[] };
+  t.same(doc.contexts.map((c) => c.name), ['sim-east', 'sim-west', 'sim-lab']);
+  const r = await new Promise<{ code: number; stdout: string }>((resolve) => {
+    execFile('kubectl', ['--kubeconfig', kc, '--context', 'sim-west', '--cache-dir', join(dir, 'cache'), 'get', 'deploy', '-n', 'shop', '-o', 'name'], { timeout: 20_000 }, (err, stdout) => resolve({ code: err ? 1 : 0, stdout }));
+  });
+  t.equal(r.code, 0);
+  t.match(r.stdout, 'deployment.apps/frontend');
+  p.kill('SIGTERM');
+  t.equal(await exited, 0, 'stops cleanly on SIGTERM');
+});

@@ -1,0 +1,153 @@
+// A simulated member cluster: one HTTP listener on 127.0.0.1 with its own store,
+// resourceVersion counter, watch hub, faults and churn generator. Several per process.
+import { createServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import { StatusError } from '../../kube/status.ts';
+import { Churn } from './churn.ts';
+import { Crud } from './crud.ts';
+import { Faults } from './faults.ts';
+import { Registry } from './resources.ts';
+import { handle, type SimContext } from './server.ts';
+import { Store } from './store.ts';
+import type { KObject } from './types.ts';
+import { WatchHub } from './watch.ts';
+import { loadWorkload, type WorkloadOptions } from './workload.ts';
+
+export interface SimClusterOptions {
+  name: string;
+  /** Port on 127.0.0.1; 0 (default) picks a free one. */
+  port?: number;
+  host?: string;
+  /** Events kept for watch resumption and paging; older rvs get 410 (default 10000). */
+  historySize?: number;
+  /** The first write gets initialRv + 1 (default 100). */
+  initialRv?: number;
+  /** Bookmark period for watches with allowWatchBookmarks (default 60 s). */
+  bookmarkIntervalMs?: number;
+  /** Watches without timeoutSeconds end after this long (default 1800 s). */
+  defaultWatchTimeoutSeconds?: number;
+  /** Wait for a future resourceVersion before answering 504 (default 3000 ms). */
+  tooLargeWaitMs?: number;
+  /** Load the demo workload (deployments, services, a CRD...) at start. */
+  workload?: boolean | WorkloadOptions;
+}
+
+export interface SimCluster {
+  name: string;
+  /** http://127.0.0.1:<port> */
+  url: string;
+  port: number;
+  store: Store;
+  registry: Registry;
+  crud: Crud;
+  hub: WatchHub;
+  faults: Faults;
+  churn: Churn;
+  /**
+   * Stores many objects without HTTP (benchmarks): `resource` is `pods`, `deployments.apps`
+   * or `apps/deployments`. kind/apiVersion are filled in; each object gets its own rv.
+   */
+  bulkCreate(resource: string, objects: KObject[]): number;
+  close(): Promise<void>;
+}
+
+/** The namespaces every new cluster has. */
+const systemNamespaces = ['default', 'kube-node-lease', 'kube-public', 'kube-system'];
+
+export async function startSimCluster(opts: SimClusterOptions): Promise<SimCluster> {
+  const host = opts.host ?? '127.0.0.1';
+  const registry = new Registry();
+  const store = new Store({ historySize: opts.historySize, initialRv: opts.initialRv });
+  const crud = new Crud(store, registry);
+  const hub = new WatchHub(store, { bookmarkIntervalMs: opts.bookmarkIntervalMs });
+  const churn = new Churn(crud);
+  const sockets = new Set<Socket>();
+  let port = opts.port ?? 0;
+
+  const server: Server = createServer();
+  server.keepAliveTimeout = 30_000;
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  const listen = () =>
+    new Promise<void>((resolve, reject) => {
+      const onError = (err: Error) => reject(err);
+      server.once('error', onError);
+      server.listen(port, host, () => {
+        server.off('error', onError);
+        const addr = server.address();
+        if (addr && typeof addr === 'object') port = addr.port;
+        resolve();
+      });
+    });
+  const stopListening = () =>
+    new Promise<void>((resolve) => {
+      if (!server.listening) return resolve();
+      server.close(() => resolve());
+      for (const s of sockets) s.destroy();
+    });
+  const faults = new Faults(store, hub, { stopListening, startListening: listen });
+
+  const ctx: SimContext = {
+    name: opts.name, store, registry, crud, hub, faults, churn,
+    options: { defaultWatchTimeoutSeconds: opts.defaultWatchTimeoutSeconds ?? 1800, tooLargeWaitMs: opts.tooLargeWaitMs ?? 3000 },
+    address: () => `${host}:${port}`,
+  };
+  server.on('request', (req, res) => void handle(ctx, req, res));
+
+  const nsInfo = registry.lookup('', 'v1', 'namespaces')!;
+  for (const name of systemNamespaces) crud.create(nsInfo, 'v1', undefined, { metadata: { name } });
+  if (opts.workload) loadWorkload(crud, { cluster: opts.name, ...(typeof opts.workload === 'object' ? opts.workload : {}) });
+
+  await listen();
+
+  const resolve = (resource: string) => {
+    const [a, b] = resource.includes('/') ? resource.split('/') : [resource.split('.').slice(1).join('.'), resource.split('.')[0]];
+    const info = registry.byId(`${a}/${b}`);
+    if (!info) throw new StatusError('NotFound', `the server doesn't have a resource type "${resource}"`);
+    return info;
+  };
+
+  return {
+    name: opts.name,
+    get url() {
+      return `http://${host}:${port}`;
+    },
+    get port() {
+      return port;
+    },
+    store, registry, crud, hub, faults, churn,
+    bulkCreate(resource, objects) {
+      const info = resolve(resource);
+      const apiVersion = info.group ? `${info.group}/${info.versions[0]}` : info.versions[0];
+      return store.bulkCreate(info.id, objects.map((o) => ({ ...o, apiVersion: o.apiVersion ?? apiVersion, kind: o.kind ?? info.kind })));
+    },
+    async close() {
+      churn.stop();
+      faults.dispose();
+      hub.dropAll(true);
+      await stopListening();
+    },
+  };
+}
+
+export interface SimClustersOptions extends Omit<SimClusterOptions, 'name' | 'port'> {
+  /** Cluster i listens on basePort + i; 0 or unset: ephemeral ports. */
+  basePort?: number;
+}
+
+/** Starts one simulated cluster per name (closes the started ones if one fails). */
+export async function startSimClusters(names: string[], opts: SimClustersOptions = {}): Promise<SimCluster[]> {
+  const { basePort, ...rest } = opts;
+  const started: SimCluster[] = [];
+  try {
+    for (const [i, name] of names.entries()) {
+      started.push(await startSimCluster({ ...rest, name, port: basePort ? basePort + i : 0 }));
+    }
+  } catch (err) {
+    await Promise.all(started.map((c) => c.close()));
+    throw err;
+  }
+  return started;
+}
