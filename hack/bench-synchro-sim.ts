@@ -1,0 +1,72 @@
+// The simulated clusters of hack/bench-synchro.ts, in their own process so that they do not
+// share synchro's event loop. Driven over IPC; reports when each churn event happened
+// (cluster, upstream resourceVersion, wall time in ms) so the parent can measure
+// upstream-event-to-commit lag.
+import { startSimClusters, type SimCluster } from './sim/cluster.ts';
+import type { KObject } from './sim/types.ts';
+
+type Msg =
+  | { cmd: 'start'; clusters: number }
+  | { cmd: 'bulk'; cluster: number; count: number; namespaces: number }
+  | { cmd: 'churn'; ratePerCluster: number }
+  | { cmd: 'stop-churn' }
+  | { cmd: 'exit' };
+
+let clusters: SimCluster[] = [];
+let pending: Array<[string, string, number]> = [];
+let flushTimer: NodeJS.Timeout | undefined;
+const now = () => performance.timeOrigin + performance.now();
+const send = (m: unknown) => process.send!(m);
+
+process.on('message', async (m: Msg) => {
+  switch (m.cmd) {
+    case 'start':
+      clusters = await startSimClusters(Array.from({ length: m.clusters }, (_, i) => `bench-${i}`), { historySize: 50_000 });
+      send({ ok: 'start', urls: clusters.map((c) => c.url) });
+      break;
+    case 'bulk': {
+      const c = clusters[m.cluster];
+      for (let i = 0; i < m.namespaces; i++) c.crud.create(c.registry.lookup('', 'v1', 'namespaces')!, 'v1', undefined, { metadata: { name: `bench-${i}` } });
+      const objects: KObject[] = [];
+      for (let i = 0; i < m.count; i++) {
+        objects.push({
+          metadata: {
+            name: `cm-${i.toString(36).padStart(5, '0')}`,
+            namespace: `bench-${i % m.namespaces}`,
+            labels: { app: `app-${i % 50}`, 'app.kubernetes.io/part-of': 'bench' },
+            annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"apiVersion":"v1","kind":"ConfigMap"}' },
+            managedFields: [{ manager: 'kubectl', operation: 'Update', apiVersion: 'v1', time: '2024-01-01T00:00:00Z', fieldsType: 'FieldsV1', fieldsV1: { 'f:data': {} } }],
+          },
+          data: { 'config.yaml': `replicas: ${i % 7}\nimage: registry.example.com/app:${i % 13}\nfeature: on\n`, index: String(i) },
+        });
+      }
+      c.bulkCreate('configmaps', objects);
+      send({ ok: 'bulk', rv: c.store.resourceVersion });
+      break;
+    }
+    case 'churn':
+      for (const c of clusters) {
+        for (const id of ['/configmaps', '/pods']) c.store.subscribe(id, (e) => pending.push([c.name, String(e.rv), now()]));
+        c.churn.start({ ratePerSecond: m.ratePerCluster, seed: clusters.indexOf(c) + 1, maxObjects: 2000 });
+      }
+      flushTimer = setInterval(() => {
+        if (pending.length === 0) return;
+        send({ times: pending });
+        pending = [];
+      }, 50);
+      send({ ok: 'churn' });
+      break;
+    case 'stop-churn':
+      for (const c of clusters) c.churn.stop();
+      clearInterval(flushTimer);
+      if (pending.length) send({ times: pending });
+      pending = [];
+      send({ ok: 'stop-churn', stats: clusters.map((c) => c.churn.status()) });
+      break;
+    case 'exit':
+      await Promise.all(clusters.map((c) => c.close()));
+      send({ ok: 'exit' });
+      process.exit(0);
+  }
+});
+send({ ok: 'ready' });

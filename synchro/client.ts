@@ -1,0 +1,198 @@
+// HTTP to one member cluster: connection settings from a kubeconfig context or inline
+// credentials, JSON GETs with a timeout, and streaming GETs for watches. Plain node:http(s)
+// with a keep-alive agent: the list and watch paths parse JSON themselves.
+import { readFileSync } from 'node:fs';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterConnection } from './config.ts';
+
+/** A non-2xx answer, with the Kubernetes Status reason when the body had one. */
+export class HttpError extends Error {
+  override name = 'HttpError';
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly reason?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A 410 Expired: the resourceVersion or continue token is older than the cluster keeps. */
+export const isExpired = (err: unknown): boolean => err instanceof HttpError && (err.status === 410 || err.reason === 'Expired' || err.reason === 'Gone');
+
+export interface RequestOptions {
+  /** Whole-request timeout for get(); time to response headers for stream(). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface ClusterClient {
+  readonly server: string;
+  get<T = unknown>(path: string, opts?: RequestOptions): Promise<T>;
+  /** Starts a streaming GET; resolves to the 200 response (the caller reads it), rejects on other codes. */
+  stream(path: string, opts?: RequestOptions): Promise<IncomingMessage>;
+  close(): void;
+}
+
+interface Settings {
+  server: URL;
+  tls: https.AgentOptions;
+  /** Headers for the next request (tokens from exec plugins and token files are refreshed). */
+  headers: () => Promise<Record<string, string>>;
+}
+
+function readMaybe(file?: string, data?: string): Buffer | undefined {
+  if (file) return readFileSync(file);
+  if (data) return Buffer.from(data, 'base64');
+  return undefined;
+}
+
+async function fromKubeconfig(c: ClusterConnection): Promise<Settings> {
+  const kc = new KubeConfig();
+  kc.loadFromFile(c.kubeconfig!);
+  if (c.context) {
+    if (!kc.getContextObject(c.context)) throw new Error(`kubeconfig ${c.kubeconfig} has no context ${JSON.stringify(c.context)}`);
+    kc.setCurrentContext(c.context);
+  }
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error(`kubeconfig ${c.kubeconfig}: context ${JSON.stringify(kc.getCurrentContext())} names no cluster`);
+  const opts: https.RequestOptions = {};
+  await kc.applyToHTTPSOptions(opts);
+  const tls: https.AgentOptions = { ca: opts.ca, cert: opts.cert, key: opts.key, pfx: opts.pfx, passphrase: opts.passphrase };
+  if (cluster.skipTLSVerify) tls.rejectUnauthorized = false;
+  if (cluster.tlsServerName) tls.servername = cluster.tlsServerName;
+  const user = kc.getCurrentUser();
+  const dynamic = Boolean(user && (user.exec || user.authProvider));
+  const toHeaders = (o: https.RequestOptions): Record<string, string> => {
+    const h: Record<string, string> = {};
+    for (const [k, v] of Object.entries(o.headers ?? {})) if (v !== undefined) h[k] = String(v);
+    if (o.auth) h.Authorization = `Basic ${Buffer.from(o.auth).toString('base64')}`;
+    return h;
+  };
+  const fixed = toHeaders(opts);
+  return {
+    server: new URL(cluster.server),
+    tls,
+    headers: dynamic
+      ? async () => {
+          const o: https.RequestOptions = {};
+          await kc.applyToHTTPSOptions(o);
+          return toHeaders(o);
+        }
+      : async () => fixed,
+  };
+}
+
+function fromInline(c: ClusterConnection): Settings {
+  const tls: https.AgentOptions = {
+    ca: readMaybe(c.certificateAuthority, c.certificateAuthorityData),
+    cert: readMaybe(c.clientCertificate, c.clientCertificateData),
+    key: readMaybe(c.clientKey, c.clientKeyData),
+  };
+  if (c.insecureSkipTLSVerify) tls.rejectUnauthorized = false;
+  if (c.tlsServerName) tls.servername = c.tlsServerName;
+  let token = c.token;
+  let readAt = 0;
+  return {
+    server: new URL(c.server!),
+    tls,
+    headers: async (): Promise<Record<string, string>> => {
+      if (c.tokenFile && Date.now() - readAt > 60_000) {
+        token = readFileSync(c.tokenFile, 'utf8').trim();
+        readAt = Date.now();
+      }
+      return token ? { Authorization: `Bearer ${token}` } : {};
+    },
+  };
+}
+
+function statusMessage(status: number, body: string): HttpError {
+  try {
+    const s = JSON.parse(body) as { kind?: string; message?: string; reason?: string };
+    if (s.kind === 'Status') return new HttpError(status, `HTTP ${status}${s.reason ? ` ${s.reason}` : ''}: ${s.message ?? ''}`.trim(), s.reason);
+  } catch {
+    // not JSON
+  }
+  const text = body.trim().slice(0, 200);
+  return new HttpError(status, `HTTP ${status}${text ? `: ${text}` : ''}`);
+}
+
+/** Builds a client for a cluster; throws when its settings cannot be loaded (bad kubeconfig, missing files). */
+export async function connectCluster(c: ClusterConnection): Promise<ClusterClient> {
+  const s = c.kubeconfig ? await fromKubeconfig(c) : fromInline(c);
+  const secure = s.server.protocol === 'https:';
+  if (!secure && s.server.protocol !== 'http:') throw new Error(`server ${s.server.href}: only http:// and https:// are supported`);
+  const agent = secure
+    ? new https.Agent({ ...s.tls, keepAlive: true, maxSockets: Infinity, maxFreeSockets: 16 })
+    : new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 16 });
+  const base = s.server.pathname.replace(/\/+$/, '');
+  const transport = secure ? https : http;
+
+  const request = async (path: string, opts: RequestOptions): Promise<IncomingMessage> => {
+    const headers = { Accept: 'application/json', 'User-Agent': 'panoptes-synchro', ...(await s.headers()) };
+    return new Promise((resolve, reject) => {
+      if (opts.signal?.aborted) return reject(new Error('aborted'));
+      const req = transport.request(
+        { protocol: s.server.protocol, hostname: s.server.hostname, port: s.server.port, path: base + path, method: 'GET', headers, agent },
+        (res) => {
+          clearTimeout(timer);
+          resolve(res);
+        },
+      );
+      const timer = opts.timeoutMs ? setTimeout(() => req.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)), opts.timeoutMs) : undefined;
+      const onAbort = () => req.destroy(new Error('aborted'));
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      req.on('close', () => opts.signal?.removeEventListener('abort', onAbort));
+      req.on('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+      req.end();
+    });
+  };
+
+  const readBody = async (res: IncomingMessage, timeoutMs?: number): Promise<string> => {
+    const chunks: Buffer[] = [];
+    const timer = timeoutMs ? setTimeout(() => res.destroy(new Error(`body not complete within ${timeoutMs} ms`)), timeoutMs) : undefined;
+    try {
+      for await (const chunk of res) chunks.push(chunk as Buffer);
+    } finally {
+      clearTimeout(timer);
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  };
+
+  return {
+    server: s.server.href,
+    async get<T>(path: string, opts: RequestOptions = {}): Promise<T> {
+      const started = Date.now();
+      const res = await request(path, opts);
+      const body = await readBody(res, opts.timeoutMs ? Math.max(1, opts.timeoutMs - (Date.now() - started)) : undefined);
+      const status = res.statusCode ?? 0;
+      if (status < 200 || status >= 300) throw statusMessage(status, body);
+      try {
+        return JSON.parse(body) as T;
+      } catch {
+        throw new Error(`GET ${path}: the answer is not JSON`);
+      }
+    },
+    async stream(path: string, opts: RequestOptions = {}): Promise<IncomingMessage> {
+      const res = await request(path, opts);
+      const status = res.statusCode ?? 0;
+      if (status !== 200) throw statusMessage(status, await readBody(res, 5000));
+      return res;
+    },
+    close() {
+      agent.destroy();
+    },
+  };
+}
+
+/** A short description of a connection error (ECONNREFUSED 127.0.0.1:6443, HTTP 503 ...). */
+export function describeError(err: unknown): string {
+  const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (e && e.code && typeof e.code === 'string') return `${e.code}${e.address ? ` ${e.address}${e.port ? `:${e.port}` : ''}` : ''}: ${e.message}`;
+  return e instanceof Error ? e.message : String(err);
+}

@@ -1,0 +1,382 @@
+// One member cluster: its connection, readiness probe, discovery, one reflector per selected
+// resource, its batcher and its status row. Resources that leave the selection (a CRD was
+// deleted, the configuration changed) and removed clusters get a DELETED change per object.
+import { setMaxListeners } from 'node:events';
+import type { Logger } from '../lib/log.ts';
+import type { Store } from '../storage/store.ts';
+import type { KubeObject } from '../storage/types.ts';
+import { Backoff, Waker, sleep, type BackoffOptions } from './backoff.ts';
+import { Batcher, type BatcherOptions, type CommitHook } from './batcher.ts';
+import { connectCluster, describeError, type ClusterClient } from './client.ts';
+import { publicSpec, type ClusterConfig } from './config.ts';
+import { discover, type DiscoveryResult } from './discovery.ts';
+import { probe } from './health.ts';
+import type { SynchroMetrics } from './metrics.ts';
+import { Reflector, type ResourceStatus } from './reflector.ts';
+import { resourceId, resourceLabel, selectResources, type ApiResource } from './resources.ts';
+
+export type ClusterPhase = 'Pending' | 'Ready' | 'Unreachable' | 'Invalid';
+
+export interface ClusterTimings {
+  /** Readiness probe period while the cluster answers (default 10 s). */
+  probeIntervalMs: number;
+  /** Rediscovery period, to pick up and drop CRDs (default 30 s; CRD events trigger it sooner). */
+  discoveryIntervalMs: number;
+  /** Initial-sync progress line period (default 2 s). */
+  progressIntervalMs: number;
+  /** Minimum time between two status writes (default 1 s). */
+  statusIntervalMs: number;
+  /** Reconnect backoff of probes and reflectors. */
+  backoff: BackoffOptions;
+  /** Reflector watch timeoutSeconds lower bound (default 300). */
+  minWatchTimeoutSeconds: number;
+}
+
+export const defaultTimings: ClusterTimings = {
+  probeIntervalMs: 10_000,
+  discoveryIntervalMs: 30_000,
+  progressIntervalMs: 2_000,
+  statusIntervalMs: 1_000,
+  backoff: { initialMs: 500, maxMs: 30_000 },
+  minWatchTimeoutSeconds: 300,
+};
+
+export interface ClusterDeps {
+  store: Store;
+  metrics: SynchroMetrics;
+  log: Logger;
+  batch: BatcherOptions;
+  timings: ClusterTimings;
+  onCommit?: CommitHook;
+  /** The problem with the configuration file, while its last good version is in effect. */
+  configError?: () => string | undefined;
+}
+
+/** What a cluster's row in the clusters table says about its health and sync state. */
+export interface ClusterStatus {
+  phase: ClusterPhase;
+  ready: boolean;
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  lastProbeTime?: string;
+  server?: string;
+  conditions: Array<{ type: 'Ready'; status: 'True' | 'False' | 'Unknown'; reason: string; message: string; lastTransitionTime: string }>;
+  initialSync: { resourcesSynced: number; resourcesTotal: number; objects: number; complete: boolean; startedAt: string; completedAt?: string };
+  resources: ResourceStatus[];
+  /** Discovery metadata (kind, scope, names) of every synced resource: the apiserver's discovery is built from it. */
+  apiResources: ApiResource[];
+  discoveryErrors?: Record<string, string>;
+  /** Set while the configuration file is broken and its last good version is in effect. */
+  configError?: string;
+}
+
+const crdId = 'apiextensions.k8s.io/customresourcedefinitions';
+
+export class ClusterSync {
+  readonly name: string;
+  private client?: ClusterClient;
+  private batcher?: Batcher;
+  private readonly reflectors = new Map<string, Reflector>();
+  private readonly abort = new AbortController();
+  private readonly discoveryWaker = new Waker();
+  private readonly log: Logger;
+  private phase: ClusterPhase = 'Pending';
+  private reason = 'Starting';
+  private message = 'not probed yet';
+  private transitionAt = new Date().toISOString();
+  private lastProbeAt?: string;
+  private discoveryErrors?: Record<string, string>;
+  private loops: Promise<void>[] = [];
+  private statusTimer?: NodeJS.Timeout;
+  private statusDirty = false;
+  private statusWriting?: Promise<void>;
+  private lastStatusWrite = 0;
+  private initial = { total: 0, startedAt: new Date().toISOString(), startedMs: Date.now(), completedAt: undefined as string | undefined, discovered: false };
+  private tasks: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly config: ClusterConfig,
+    private readonly deps: ClusterDeps,
+  ) {
+    this.name = config.name;
+    this.log = deps.log.child({ cluster: config.name });
+    setMaxListeners(0, this.abort.signal);
+  }
+
+  /** Registers the cluster and starts syncing it in the background. */
+  async start(): Promise<void> {
+    const { store } = this.deps;
+    await store.upsertCluster(this.name, publicSpec(this.config as unknown as Record<string, unknown>));
+    try {
+      this.client = await connectCluster(this.config);
+    } catch (err) {
+      this.deps.metrics.errors.inc({ cluster: this.name, kind: 'config' });
+      this.transition('Invalid', 'InvalidConfig', `cannot use the connection settings: ${describeError(err)}`);
+      this.log.error('cluster configuration is not usable', { error: describeError(err) });
+      await this.writeStatus();
+      return;
+    }
+    this.batcher = new Batcher(store, this.name, this.deps.batch, this.deps.metrics, this.log, this.deps.onCommit);
+    this.log.info('cluster registered', { server: this.client.server, resources: this.config.resources });
+    await this.writeStatus();
+    this.loops.push(this.probeLoop(), this.discoveryLoop(), this.progressLoop());
+  }
+
+  /** Whether the first list of every resource selected at first discovery has been committed. */
+  get initialSyncDone(): boolean {
+    return this.initial.completedAt !== undefined;
+  }
+
+  /** Initial sync done, or nothing to wait for (the settings are unusable). */
+  get settled(): boolean {
+    return this.initialSyncDone || this.phase === 'Invalid';
+  }
+
+  /** Stops everything; queued events are committed first. Data stays in storage. */
+  async stop(): Promise<void> {
+    this.abort.abort();
+    this.discoveryWaker.wake();
+    await Promise.all([...this.reflectors.values()].map((r) => r.stop()));
+    await Promise.all(this.loops);
+    await this.tasks.catch(() => undefined);
+    await this.batcher?.close().catch((err: Error) => this.log.error('final storage write failed', { err }));
+    clearTimeout(this.statusTimer);
+    clearTimeout(this.crdTimer);
+    await this.statusWriting;
+    await this.writeStatus().catch(() => undefined);
+    this.client?.close();
+  }
+
+  status(): ClusterStatus {
+    const resources = [...this.reflectors.values()].map((r) => r.status());
+    const synced = [...this.reflectors.values()].filter((r) => r.hasSynced).length;
+    const ready = this.phase === 'Ready';
+    const s: ClusterStatus = {
+      phase: this.phase,
+      ready,
+      reason: this.reason,
+      message: this.message,
+      lastTransitionTime: this.transitionAt,
+      conditions: [{ type: 'Ready', status: ready ? 'True' : this.phase === 'Pending' ? 'Unknown' : 'False', reason: this.reason, message: this.message, lastTransitionTime: this.transitionAt }],
+      initialSync: {
+        resourcesSynced: Math.min(synced, this.initial.total || synced),
+        resourcesTotal: this.initial.total,
+        objects: resources.reduce((n, r) => n + r.objects, 0),
+        complete: this.initialSyncDone,
+        startedAt: this.initial.startedAt,
+      },
+      resources,
+      apiResources: [...this.reflectors.values()].map((r) => ({ ...r.resource })),
+    };
+    if (this.initial.completedAt) s.initialSync.completedAt = this.initial.completedAt;
+    if (this.lastProbeAt) s.lastProbeTime = this.lastProbeAt;
+    if (this.client) s.server = this.client.server;
+    if (this.discoveryErrors) s.discoveryErrors = this.discoveryErrors;
+    const configError = this.deps.configError?.();
+    if (configError) s.configError = configError;
+    return s;
+  }
+
+  private transition(phase: ClusterPhase, reason: string, message: string): void {
+    if (phase !== this.phase || reason !== this.reason) this.transitionAt = new Date().toISOString();
+    const changed = phase !== this.phase;
+    this.phase = phase;
+    this.reason = reason;
+    this.message = message;
+    this.deps.metrics.clusterReady.set({ cluster: this.name }, phase === 'Ready' ? 1 : 0);
+    if (changed) this.scheduleStatus(true);
+  }
+
+  /** Writes the status row now, or at most once per statusIntervalMs. */
+  private scheduleStatus(now = false): void {
+    this.statusDirty = true;
+    if (this.statusTimer) {
+      if (!now) return;
+      clearTimeout(this.statusTimer);
+    }
+    const wait = now ? 0 : Math.max(0, this.deps.timings.statusIntervalMs - (Date.now() - this.lastStatusWrite));
+    this.statusTimer = setTimeout(() => {
+      this.statusTimer = undefined;
+      void this.writeStatus().catch((err: Error) => this.log.warn('status write failed', { err }));
+    }, wait);
+    this.statusTimer.unref?.();
+  }
+
+  private async writeStatus(): Promise<void> {
+    await this.statusWriting;
+    this.statusDirty = false;
+    this.lastStatusWrite = Date.now();
+    this.statusWriting = this.deps.store.setClusterStatus(this.name, this.status() as unknown as Record<string, unknown>);
+    try {
+      await this.statusWriting;
+    } finally {
+      this.statusWriting = undefined;
+    }
+  }
+
+  private get stopped(): boolean {
+    return this.abort.signal.aborted;
+  }
+
+  /** Probes readiness: every probeIntervalMs while Ready, with exponential backoff and jitter while not. */
+  private async probeLoop(): Promise<void> {
+    const backoff = new Backoff(this.deps.timings.backoff);
+    while (!this.stopped) {
+      const result = await probe(this.client!, 5000, this.abort.signal);
+      if (this.stopped) break;
+      this.lastProbeAt = new Date().toISOString();
+      if (result.ready) {
+        const was = this.phase;
+        this.transition('Ready', 'ProbeSucceeded', `GET ${result.path} answered ok`);
+        if (was !== 'Ready') {
+          if (was === 'Unreachable') {
+            this.log.info('cluster is reachable again', { after: backoff.attempts });
+            this.deps.metrics.reconnects.inc({ cluster: this.name, resource: '' });
+          }
+          backoff.reset();
+          for (const r of this.reflectors.values()) r.kick();
+          this.discoveryWaker.wake();
+        }
+        this.scheduleStatus();
+        await sleep(this.deps.timings.probeIntervalMs, this.abort.signal);
+      } else {
+        if (this.phase !== 'Unreachable') this.log.warn('cluster is unreachable; its data is kept and served as possibly stale', { reason: result.reason });
+        this.deps.metrics.errors.inc({ cluster: this.name, kind: 'probe' });
+        this.transition('Unreachable', 'ProbeFailed', `GET ${result.path ?? '/readyz'}: ${result.reason}`);
+        this.scheduleStatus();
+        await sleep(backoff.next(), this.abort.signal);
+      }
+    }
+  }
+
+  /** Discovers resources now and then (and soon after a CRD changed), and reconciles the reflectors. */
+  private async discoveryLoop(): Promise<void> {
+    const backoff = new Backoff(this.deps.timings.backoff);
+    while (!this.stopped) {
+      let delay = this.deps.timings.discoveryIntervalMs;
+      try {
+        const found = await discover(this.client!, { signal: this.abort.signal });
+        if (this.stopped) break;
+        await this.task(() => this.reconcileReflectors(found));
+        backoff.reset();
+      } catch (err) {
+        if (this.stopped) break;
+        this.deps.metrics.errors.inc({ cluster: this.name, kind: 'discovery' });
+        delay = Math.min(delay, backoff.next());
+        this.log.info('discovery failed; retrying', { error: describeError(err), retryInMs: delay });
+      }
+      await this.discoveryWaker.sleep(delay, this.abort.signal);
+    }
+  }
+
+  /** Runs cluster-level changes (reflector set, drops) one at a time. */
+  private task(fn: () => Promise<void>): Promise<void> {
+    const run = this.tasks.then(fn);
+    this.tasks = run.catch(() => undefined);
+    return run;
+  }
+
+  private async reconcileReflectors(found: DiscoveryResult): Promise<void> {
+    const selected = selectResources(this.config.patterns, found.resources);
+    const wanted = new Map(selected.map((r) => [resourceId(r), r]));
+    this.discoveryErrors = found.failedGroups.size ? Object.fromEntries(found.failedGroups) : undefined;
+    const keep = (group: string) => found.failedGroups.has(group);
+
+    for (const [id, refl] of this.reflectors) {
+      const want = wanted.get(id);
+      if (want && want.version === refl.resource.version) continue;
+      if (!want && keep(refl.resource.group)) continue;
+      await refl.stop();
+      this.reflectors.delete(id);
+      if (!want) {
+        this.log.info('resource no longer served or selected; deleting its objects', { resource: resourceLabel(refl.resource) });
+        await this.dropResource(refl.resource.group, refl.resource.resource);
+      }
+    }
+    if (!this.initial.discovered) {
+      // After a restart or a configuration change: stored resources that are no longer selected.
+      for (const s of await this.deps.store.storedResources(this.name)) {
+        const id = resourceId(s);
+        if (wanted.has(id) || keep(s.group)) continue;
+        this.log.info('stored resource is not selected (any more); deleting its objects', { resource: resourceLabel(s) });
+        await this.dropResource(s.group, s.resource);
+      }
+    }
+    for (const [id, r] of wanted) {
+      if (this.reflectors.has(id)) continue;
+      this.startReflector(r);
+    }
+    if (!this.initial.discovered) {
+      this.initial.discovered = true;
+      this.initial.total = this.reflectors.size;
+      this.log.info('initial sync started', { resources: this.reflectors.size });
+      void Promise.all([...this.reflectors.values()].map((r) => r.synced())).then(() => {
+        if (this.stopped) return;
+        this.initial.completedAt = new Date().toISOString();
+        const objects = [...this.reflectors.values()].reduce((n, r) => n + r.status().objects, 0);
+        this.log.info('initial sync complete', { resources: this.initial.total, objects, ms: Date.now() - this.initial.startedMs });
+        this.scheduleStatus(true);
+      });
+    }
+    this.scheduleStatus();
+  }
+
+  private startReflector(r: ApiResource): void {
+    const refl = new Reflector({
+      cluster: this.name,
+      client: this.client!,
+      store: this.deps.store,
+      batcher: this.batcher!,
+      resource: r,
+      namespaces: this.config.namespaces,
+      metrics: this.deps.metrics,
+      log: this.log.child({ resource: resourceLabel(r) }),
+      backoff: this.deps.timings.backoff,
+      minWatchTimeoutSeconds: this.deps.timings.minWatchTimeoutSeconds,
+      onStatus: () => this.scheduleStatus(),
+      onEvent: resourceId(r) === crdId ? (type: string, _o: KubeObject) => this.crdChanged(type) : undefined,
+    });
+    this.reflectors.set(resourceId(r), refl);
+    refl.start();
+  }
+
+  private crdTimer?: NodeJS.Timeout;
+  /** A CRD came, changed or went: rediscover shortly (its resource is served once established). */
+  private crdChanged(_type: string): void {
+    clearTimeout(this.crdTimer);
+    this.crdTimer = setTimeout(() => this.discoveryWaker.wake(), 300);
+    this.crdTimer.unref?.();
+  }
+
+  /** DELETED for every stored object of one resource of this cluster. */
+  private async dropResource(group: string, resource: string): Promise<number> {
+    return dropStored(this.deps.store, this.batcher!, this.name, group, resource, this.deps.metrics);
+  }
+
+  /** Logs the initial sync's progress until it is complete. */
+  private async progressLoop(): Promise<void> {
+    while (!this.stopped && !this.initialSyncDone) {
+      await sleep(this.deps.timings.progressIntervalMs, this.abort.signal);
+      if (this.stopped || this.initialSyncDone || !this.initial.discovered) continue;
+      const s = this.status().initialSync;
+      this.log.info('initial sync progress', { resources: `${s.resourcesSynced}/${s.resourcesTotal}`, objects: s.objects, phase: this.phase });
+    }
+  }
+}
+
+/** Pushes a reconcile DELETED for every stored object of (cluster, group, resource) and waits for the commit. */
+export async function dropStored(store: Store, batcher: Batcher, cluster: string, group: string, resource: string, metrics: SynchroMetrics): Promise<number> {
+  await batcher.flush();
+  const keys = await store.storedKeys(cluster, group, resource);
+  const version = (await store.storedResources(cluster)).find((s) => s.group === group && s.resource === resource)?.version ?? 'v1';
+  metrics.relists.inc({ cluster, resource: resourceLabel({ group, resource }), reason: 'dropped' });
+  for (const k of keys) {
+    const metadata = k.namespace ? { namespace: k.namespace, name: k.name, uid: k.uid } : { name: k.name, uid: k.uid };
+    const wait = batcher.push({ type: 'DELETED', group, version, resource, object: { metadata } }, 256);
+    if (wait) await wait;
+  }
+  await batcher.flush();
+  metrics.objects.remove({ cluster, resource: resourceLabel({ group, resource }) });
+  return keys.length;
+}

@@ -1,0 +1,112 @@
+import { writeFileSync } from 'node:fs';
+import t from 'tap';
+import { ConfigError, loadKubeconfigClusters, parseClustersYaml, publicSpec } from './config.ts';
+import { defaultResources } from './resources.ts';
+import { tempDir } from './testutil.ts';
+
+t.test('a valid file', async (t) => {
+  const cfg = parseClustersYaml(
+    `
+defaults:
+  namespaces: { exclude: [kube-system] }
+clusters:
+  - name: prod-eu
+    kubeconfig: ./kube/prod.yaml
+    context: prod-eu
+    resources: ["apps/*", pods, "*"]
+  - name: dev
+    server: https://10.0.0.1:6443
+    certificateAuthority: /etc/ca.crt
+    token: s3cret
+    namespaces: { include: [web, api] }
+`,
+    '/etc/panoptes',
+  );
+  t.same(cfg.invalid, []);
+  t.equal(cfg.clusters.length, 2);
+  const [eu, dev] = cfg.clusters;
+  t.equal(eu.kubeconfig, '/etc/panoptes/kube/prod.yaml', 'relative paths resolve against the file');
+  t.same(eu.resources, ['apps/*', 'pods', '*']);
+  t.same(eu.namespaces, { exclude: ['kube-system'] }, 'defaults apply');
+  t.same(dev.resources, [...defaultResources], 'default resource set');
+  t.same(dev.namespaces, { include: ['web', 'api'] });
+  t.equal(publicSpec(dev as never).token, '(redacted)', 'no secrets in the stored spec');
+  t.not(eu.fingerprint, dev.fingerprint);
+});
+
+t.test('invalid entries are reported one by one', async (t) => {
+  const cfg = parseClustersYaml(
+    `
+clusters:
+  - name: good
+    server: http://127.0.0.1:1
+  - name: Bad_Name
+    server: http://127.0.0.1:1
+  - name: noserver
+  - name: both
+    server: http://x
+    kubeconfig: /k
+  - name: ftp
+    server: ftp://x
+  - name: typo
+    server: http://x
+    resource: [pods]
+  - name: badres
+    server: http://x
+    resources: ["a/b/c"]
+  - name: good
+    server: http://127.0.0.1:2
+  - 42
+`,
+    '/',
+  );
+  t.same(cfg.clusters.map((c) => c.name), ['good']);
+  const byIndex = Object.fromEntries(cfg.invalid.map((i) => [i.index, i]));
+  t.match(byIndex[1].message, /DNS label/);
+  t.equal(byIndex[1].name, undefined, 'an invalid name gets no status row');
+  t.match(byIndex[2], { name: 'noserver', message: /give kubeconfig/ });
+  t.match(byIndex[3].message, /not both/);
+  t.match(byIndex[4].message, /http:\/\/ or https:\/\//);
+  t.match(byIndex[5].message, /unknown key "resource"/);
+  t.match(byIndex[6].message, /GROUP\/RESOURCE/);
+  t.match(byIndex[7].message, /duplicate name "good"/);
+  t.match(byIndex[8].message, /must be a map/);
+});
+
+t.test('a malformed file is one error', async (t) => {
+  t.throws(() => parseClustersYaml('clusters: [\n  - name: x', '/'), ConfigError);
+  t.throws(() => parseClustersYaml('clusters: 3', '/'), /clusters must be a list/);
+  t.throws(() => parseClustersYaml('clustrs: []', '/'), /unknown top-level key "clustrs"/);
+  t.same(parseClustersYaml('', '/').clusters, [], 'an empty file has no clusters');
+});
+
+t.test('kubeconfig contexts', async (t) => {
+  const { dir, cleanup } = tempDir();
+  t.teardown(cleanup);
+  const file = `${dir}/kubeconfig`;
+  writeFileSync(
+    file,
+    `apiVersion: v1
+kind: Config
+clusters:
+- name: c1
+  cluster: { server: "http://127.0.0.1:1" }
+users:
+- name: u1
+  user: { token: abc }
+contexts:
+- name: Kind-One
+  context: { cluster: c1, user: u1 }
+- name: two
+  context: { cluster: c1, user: u1 }
+current-context: two
+`,
+  );
+  const all = loadKubeconfigClusters(file, 'all');
+  t.same(all.clusters.map((c) => [c.name, c.context]), [['kind-one', 'Kind-One'], ['two', 'two']]);
+  const some = loadKubeconfigClusters(file, ['two', 'three'], ['pods']);
+  t.same(some.clusters.map((c) => c.name), ['two']);
+  t.same(some.clusters[0].resources, ['pods']);
+  t.match(some.invalid[0].message, /no context "three"/);
+  t.throws(() => loadKubeconfigClusters(`${dir}/missing`, 'all'), ConfigError);
+});

@@ -1,0 +1,89 @@
+// Prometheus metrics of synchro, and the small HTTP server that exposes them.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export class SynchroMetrics {
+  readonly registry: Registry;
+  readonly eventsReceived: Counter<'cluster' | 'resource'>;
+  readonly eventsApplied: Counter<'cluster' | 'resource' | 'type'>;
+  readonly lag: Histogram<'cluster'>;
+  readonly batchSize: Histogram<'cluster'>;
+  readonly batchDuration: Histogram<'cluster'>;
+  readonly errors: Counter<'cluster' | 'kind'>;
+  readonly reconnects: Counter<'cluster' | 'resource'>;
+  readonly relists: Counter<'cluster' | 'resource' | 'reason'>;
+  readonly objects: Gauge<'cluster' | 'resource'>;
+  readonly clusterReady: Gauge<'cluster'>;
+  readonly queued: Gauge<'cluster'>;
+
+  constructor(registry = new Registry()) {
+    this.registry = registry;
+    const r = [registry];
+    this.eventsReceived = new Counter({ name: 'panoptes_synchro_events_received_total', help: 'Objects received from member clusters (list items and watch events)', labelNames: ['cluster', 'resource'], registers: r });
+    this.eventsApplied = new Counter({ name: 'panoptes_synchro_events_applied_total', help: 'Changes committed to storage (replays that wrote nothing are not counted)', labelNames: ['cluster', 'resource', 'type'], registers: r });
+    this.lag = new Histogram({ name: 'panoptes_synchro_event_lag_seconds', help: 'Time from receiving an upstream event to its commit in storage', labelNames: ['cluster'], buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: r });
+    this.batchSize = new Histogram({ name: 'panoptes_synchro_batch_size', help: 'Events per storage batch', labelNames: ['cluster'], buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500], registers: r });
+    this.batchDuration = new Histogram({ name: 'panoptes_synchro_batch_duration_seconds', help: 'Time to commit one storage batch', labelNames: ['cluster'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: r });
+    this.errors = new Counter({ name: 'panoptes_synchro_errors_total', help: 'Errors by kind: config, connect, probe, discovery, list, watch, storage', labelNames: ['cluster', 'kind'], registers: r });
+    this.reconnects = new Counter({ name: 'panoptes_synchro_reconnects_total', help: 'Watches re-established after a drop or an error', labelNames: ['cluster', 'resource'], registers: r });
+    this.relists = new Counter({ name: 'panoptes_synchro_relists_total', help: 'Full lists (initial, expired history, removed resource)', labelNames: ['cluster', 'resource', 'reason'], registers: r });
+    this.objects = new Gauge({ name: 'panoptes_synchro_objects', help: 'Objects in sync per cluster and resource', labelNames: ['cluster', 'resource'], registers: r });
+    this.clusterReady = new Gauge({ name: 'panoptes_synchro_cluster_ready', help: '1 when the cluster answered its last readiness probe', labelNames: ['cluster'], registers: r });
+    this.queued = new Gauge({ name: 'panoptes_synchro_queued_events', help: 'Events received and not yet committed', labelNames: ['cluster'], registers: r });
+  }
+
+  /** Drops every series of a removed cluster. */
+  async forget(cluster: string): Promise<void> {
+    const all = [this.eventsReceived, this.eventsApplied, this.lag, this.batchSize, this.batchDuration, this.errors, this.reconnects, this.relists, this.objects, this.clusterReady, this.queued];
+    for (const m of all) {
+      const seen = new Set<string>();
+      for (const v of (await m.get()).values) {
+        const labels: Record<string, string | number> = { ...v.labels };
+        if (labels.cluster !== cluster) continue;
+        delete labels.le;
+        const key = JSON.stringify(labels);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        (m as unknown as { remove(l: Record<string, string | number>): void }).remove(labels);
+      }
+    }
+  }
+}
+
+/** Serves GET /metrics (and /healthz) on host:port; resolves once listening. */
+export async function serveMetrics(registry: Registry, listen: string): Promise<{ url: string; close(): Promise<void> }> {
+  const m = /^(.*):(\d+)$/.exec(listen);
+  if (!m) throw new Error(`--metrics-listen must be HOST:PORT, got ${JSON.stringify(listen)}`);
+  const host = m[1].replace(/^\[|\]$/g, '') || '0.0.0.0';
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && path === '/metrics') {
+      registry.metrics().then(
+        (text) => res.writeHead(200, { 'Content-Type': registry.contentType }).end(text),
+        (err: Error) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(err.message),
+      );
+    } else if (req.method === 'GET' && (path === '/healthz' || path === '/livez')) {
+      res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
+    } else {
+      res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found: try /metrics');
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(Number(m[2]), host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  const shown = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  return {
+    url: `http://${shown}:${addr.port}/metrics`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,349 @@
+// One reflector per cluster and resource, as client-go's: list (in pages of 500), then
+// watch from the list's resourceVersion with bookmarks; after a dropped watch, watch again
+// from the last resourceVersion seen; on 410 Expired, list again and reconcile against
+// what storage holds: objects that vanished get a DELETED change, unchanged ones are not
+// written at all. Errors back off exponentially with jitter.
+import type { IncomingMessage } from 'node:http';
+import type { Logger } from '../lib/log.ts';
+import type { Store } from '../storage/store.ts';
+import type { KubeObject, UpstreamEvent } from '../storage/types.ts';
+import { Backoff, Waker, type BackoffOptions } from './backoff.ts';
+import type { Batcher } from './batcher.ts';
+import { HttpError, describeError, isExpired, type ClusterClient } from './client.ts';
+import type { NamespaceFilter } from './config.ts';
+import type { SynchroMetrics } from './metrics.ts';
+import { resourceLabel, type ApiResource } from './resources.ts';
+import { transform } from './transform.ts';
+
+export type ResourceState = 'syncing' | 'synced' | 'error';
+
+/** Per-resource part of a cluster's status. */
+export interface ResourceStatus {
+  group: string;
+  version: string;
+  resource: string;
+  state: ResourceState;
+  objects: number;
+  lastEventTime?: string;
+  lastSyncTime?: string;
+  error?: string;
+  errorTime?: string;
+}
+
+export interface ReflectorOptions {
+  cluster: string;
+  client: ClusterClient;
+  store: Store;
+  batcher: Batcher;
+  resource: ApiResource;
+  namespaces?: NamespaceFilter;
+  metrics: SynchroMetrics;
+  log: Logger;
+  /** List page size (default 500, as kubectl and client-go). */
+  pageSize?: number;
+  /** Watch timeoutSeconds is drawn from [min, 2*min) (default 300, as client-go). */
+  minWatchTimeoutSeconds?: number;
+  backoff?: BackoffOptions;
+  /** Called when the status changed (the cluster writes it, debounced). */
+  onStatus?: () => void;
+  /** Called after each upstream change event (the CRD reflector triggers rediscovery). */
+  onEvent?: (type: string, object: KubeObject) => void;
+}
+
+interface WatchLine {
+  type?: string;
+  object?: KubeObject & { code?: number; reason?: string; message?: string };
+}
+
+class ExpiredError extends Error {
+  override name = 'ExpiredError';
+}
+
+const objKey = (ns: string | undefined, name: string) => (ns ? `${ns}/${name}` : name);
+
+export class Reflector {
+  readonly resource: ApiResource;
+  private readonly o: ReflectorOptions;
+  private readonly abort = new AbortController();
+  private readonly waker = new Waker();
+  private readonly backoff: Backoff;
+  private readonly path: string;
+  private readonly label: string;
+  private readonly apiVersion: string;
+  private lastRv = '';
+  private needList = true;
+  private listReason = 'initial';
+  private loop?: Promise<void>;
+  private syncedOnce = false;
+  private syncedWaiters: Array<() => void> = [];
+  private st: ResourceStatus;
+  private readonly allowNs: (obj: KubeObject) => boolean;
+
+  constructor(o: ReflectorOptions) {
+    this.o = o;
+    this.resource = o.resource;
+    const r = o.resource;
+    this.path = r.group ? `/apis/${r.group}/${r.version}/${r.resource}` : `/api/${r.version}/${r.resource}`;
+    this.label = resourceLabel(r);
+    this.apiVersion = r.group ? `${r.group}/${r.version}` : r.version;
+    this.backoff = new Backoff(o.backoff);
+    this.st = { group: r.group, version: r.version, resource: r.resource, state: 'syncing', objects: 0 };
+    const inc = o.namespaces?.include ? new Set(o.namespaces.include) : undefined;
+    const exc = o.namespaces?.exclude ? new Set(o.namespaces.exclude) : undefined;
+    const nsOf = (obj: KubeObject) => obj.metadata?.namespace || (r.group === '' && r.resource === 'namespaces' ? obj.metadata?.name : undefined);
+    this.allowNs = !inc && !exc ? () => true : (obj) => {
+      const ns = nsOf(obj);
+      if (ns === undefined) return true;
+      return (!inc || inc.has(ns)) && !exc?.has(ns);
+    };
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops listing and watching; resolves when the loop has ended (queued events stay in the batcher). */
+  async stop(): Promise<void> {
+    this.abort.abort();
+    this.waker.wake();
+    await this.loop;
+    for (const w of this.syncedWaiters.splice(0)) w();
+  }
+
+  /** Cuts a backoff short (the cluster answered its probe again). */
+  kick(): void {
+    this.backoff.reset();
+    this.waker.wake();
+  }
+
+  get hasSynced(): boolean {
+    return this.syncedOnce;
+  }
+
+  /** Resolves after the first complete list was committed (or on stop). */
+  synced(): Promise<void> {
+    if (this.syncedOnce || this.abort.signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => this.syncedWaiters.push(resolve));
+  }
+
+  status(): ResourceStatus {
+    return { ...this.st };
+  }
+
+  private setStatus(p: Partial<ResourceStatus>): void {
+    Object.assign(this.st, p);
+    this.o.onStatus?.();
+  }
+
+  private get stopped(): boolean {
+    return this.abort.signal.aborted;
+  }
+
+  private async run(): Promise<void> {
+    const { log, metrics, cluster } = this.o;
+    while (!this.stopped) {
+      try {
+        if (this.needList) {
+          await this.listAndReconcile();
+          this.backoff.reset();
+        }
+        if (this.stopped) break;
+        const started = Date.now();
+        await this.watch();
+        if (this.stopped) break;
+        metrics.reconnects.inc({ cluster, resource: this.label });
+        // A watch that ended at once (server closing early) must not become a hot loop.
+        if (Date.now() - started < 1000) await this.waker.sleep(this.backoff.next(), this.abort.signal);
+        else this.backoff.reset();
+      } catch (err) {
+        if (this.stopped) break;
+        if (err instanceof ExpiredError || isExpired(err)) {
+          log.info('resource version expired; listing again', { resource: this.label, resourceVersion: this.lastRv, reason: (err as Error).message });
+          this.needList = true;
+          this.listReason = 'expired';
+          continue;
+        }
+        const delay = this.backoff.next();
+        const kind = this.needList ? 'list' : 'watch';
+        metrics.errors.inc({ cluster, kind });
+        const message = describeError(err);
+        (this.backoff.attempts > 3 ? log.warn : log.info)(`${kind} failed; retrying`, { resource: this.label, error: message, retryInMs: delay, attempt: this.backoff.attempts });
+        this.setStatus({ state: 'error', error: `${kind}: ${message}`, errorTime: new Date().toISOString() });
+        await this.waker.sleep(delay, this.abort.signal);
+        if (!this.needList) metrics.reconnects.inc({ cluster, resource: this.label });
+      }
+    }
+  }
+
+  /** Lists every page, writes what changed, DELETED for what is gone; then the list's rv is the watch start. */
+  private async listAndReconcile(): Promise<void> {
+    const { store, batcher, cluster, client, metrics, log, resource: r } = this.o;
+    const startedAt = Date.now();
+    this.setStatus({ state: 'syncing' });
+    metrics.relists.inc({ cluster, resource: this.label, reason: this.listReason });
+    // Storage must hold everything pushed before we compare with it.
+    await batcher.flush();
+    const stored = new Map<string, { uid: string; upstreamRv: string }>();
+    for (const k of await store.storedKeys(cluster, r.group, r.resource)) stored.set(objKey(k.namespace, k.name), { uid: k.uid, upstreamRv: k.upstreamRv });
+
+    const pageSize = this.o.pageSize ?? 500;
+    const get = (cont?: string) => {
+      const q = new URLSearchParams({ limit: String(pageSize) });
+      if (cont) q.set('continue', cont);
+      return client.get<{ metadata?: { resourceVersion?: string; continue?: string }; items?: KubeObject[] }>(`${this.path}?${q}`, { timeoutMs: 60_000, signal: this.abort.signal });
+    };
+    let seen = new Set<string>();
+    let written = 0;
+    let listRv = '';
+    let next = get();
+    for (let pages = 0; ; pages++) {
+      let page: Awaited<ReturnType<typeof get>>;
+      try {
+        page = await next;
+      } catch (err) {
+        // An expired continue token: start over from a fresh first page (client-go does the same).
+        if (isExpired(err) && pages > 0) {
+          log.info('list continue token expired; listing from the start', { resource: this.label });
+          seen = new Set();
+          next = get();
+          continue;
+        }
+        throw err;
+      }
+      if (this.stopped) return;
+      const cont = page.metadata?.continue;
+      listRv = page.metadata?.resourceVersion ?? '';
+      // Fetch the next page while this one is written.
+      if (cont) {
+        next = get(cont);
+        next.catch(() => undefined);
+      }
+      const items = page.items ?? [];
+      const receivedAt = performance.now();
+      metrics.eventsReceived.inc({ cluster, resource: this.label }, items.length);
+      for (const item of items) {
+        const md = item.metadata;
+        if (!md?.name || !this.allowNs(item)) continue;
+        const key = objKey(md.namespace, md.name);
+        seen.add(key);
+        const s = stored.get(key);
+        if (s && s.uid === (md.uid ?? '') && s.upstreamRv === (md.resourceVersion ?? '')) continue;
+        transform(item, this.apiVersion, r.kind);
+        written++;
+        const wait = batcher.push({ type: 'ADDED', group: r.group, version: r.version, resource: r.resource, object: item }, 1024, receivedAt);
+        if (wait) await wait;
+        if (this.stopped) return;
+      }
+      if (!cont) break;
+    }
+    if (this.stopped) return;
+    let deleted = 0;
+    for (const [key, s] of stored) {
+      if (seen.has(key)) continue;
+      const slash = key.indexOf('/');
+      const metadata = slash < 0 ? { name: key, uid: s.uid } : { namespace: key.slice(0, slash), name: key.slice(slash + 1), uid: s.uid };
+      // No resourceVersion: a reconcile delete; storage serves the last stored state.
+      const wait = batcher.push({ type: 'DELETED', group: r.group, version: r.version, resource: r.resource, object: { metadata } }, 256);
+      deleted++;
+      if (wait) await wait;
+    }
+    await batcher.flush();
+    this.lastRv = listRv;
+    this.needList = false;
+    const now = new Date().toISOString();
+    metrics.objects.set({ cluster, resource: this.label }, seen.size);
+    (this.listReason === 'initial' ? log.debug : log.info)('listed', { resource: this.label, reason: this.listReason, objects: seen.size, written, deleted, resourceVersion: listRv, ms: Date.now() - startedAt });
+    this.setStatus({ state: 'synced', objects: seen.size, lastSyncTime: now, error: undefined, errorTime: undefined });
+    if (!this.syncedOnce) {
+      this.syncedOnce = true;
+      for (const w of this.syncedWaiters.splice(0)) w();
+    }
+  }
+
+  /** One watch request, until the server ends it (resolve), it fails (throw) or history expired (ExpiredError). */
+  private async watch(): Promise<void> {
+    const { client } = this.o;
+    const min = this.o.minWatchTimeoutSeconds ?? 300;
+    const timeoutSeconds = Math.floor(min * (1 + Math.random()));
+    const q = new URLSearchParams({ watch: '1', allowWatchBookmarks: 'true', resourceVersion: this.lastRv, timeoutSeconds: String(timeoutSeconds) });
+    const res: IncomingMessage = await client.stream(`${this.path}?${q}`, { timeoutMs: 30_000, signal: this.abort.signal });
+    if (this.st.state !== 'synced') this.setStatus({ state: 'synced', error: undefined, errorTime: undefined });
+    this.backoff.reset();
+    // A stalled connection (no bytes, not even bookmarks) is given up after the timeout plus a minute.
+    let idle = setTimeout(() => res.destroy(new Error('watch stalled')), (timeoutSeconds + 60) * 1000);
+    const bump = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => res.destroy(new Error('watch stalled')), (timeoutSeconds + 60) * 1000);
+    };
+    const onAbort = () => res.destroy();
+    this.abort.signal.addEventListener('abort', onAbort, { once: true });
+    res.setEncoding('utf8');
+    let buf = '';
+    try {
+      for await (const chunk of res as AsyncIterable<string>) {
+        bump();
+        buf += chunk;
+        let nl: number;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          if (line.trim() === '') continue;
+          const wait = this.handle(line, performance.now());
+          if (wait) await wait;
+          if (this.stopped) return;
+        }
+      }
+    } catch (err) {
+      if (this.stopped) return;
+      throw err;
+    } finally {
+      clearTimeout(idle);
+      this.abort.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Handles one watch line; returns a promise when the batcher asks us to wait. */
+  private handle(line: string, receivedAt: number): Promise<void> | undefined {
+    const { batcher, cluster, metrics, resource: r } = this.o;
+    let ev: WatchLine;
+    try {
+      ev = JSON.parse(line) as WatchLine;
+    } catch {
+      throw new Error(`watch sent a line that is not JSON: ${line.slice(0, 100)}`);
+    }
+    const obj = ev.object;
+    if (!obj || typeof obj !== 'object') throw new Error(`watch event without object: ${line.slice(0, 100)}`);
+    switch (ev.type) {
+      case 'BOOKMARK': {
+        const rv = obj.metadata?.resourceVersion;
+        if (rv) this.lastRv = rv;
+        return undefined;
+      }
+      case 'ERROR': {
+        const message = obj.message ?? 'watch error';
+        if (obj.code === 410 || obj.reason === 'Expired' || obj.reason === 'Gone') throw new ExpiredError(message);
+        throw new HttpError(obj.code ?? 500, `watch ERROR: ${message}`, obj.reason);
+      }
+      case 'ADDED':
+      case 'MODIFIED':
+      case 'DELETED': {
+        const md = obj.metadata;
+        if (!md?.name) throw new Error(`watch ${ev.type} event without metadata.name`);
+        if (md.resourceVersion) this.lastRv = md.resourceVersion;
+        metrics.eventsReceived.inc({ cluster, resource: this.label });
+        this.o.onEvent?.(ev.type, obj);
+        if (!this.allowNs(obj)) return undefined;
+        transform(obj, this.apiVersion, r.kind);
+        const objects = this.st.objects + (ev.type === 'ADDED' ? 1 : ev.type === 'DELETED' ? -1 : 0);
+        this.st.objects = Math.max(0, objects);
+        this.st.lastEventTime = new Date().toISOString();
+        metrics.objects.set({ cluster, resource: this.label }, this.st.objects);
+        this.o.onStatus?.();
+        const event: UpstreamEvent = { type: ev.type, group: r.group, version: r.version, resource: r.resource, object: obj };
+        return batcher.push(event, line.length, receivedAt);
+      }
+      default:
+        throw new Error(`watch sent an unknown event type ${JSON.stringify(ev.type)}`);
+    }
+  }
+}
