@@ -23,7 +23,8 @@ t.test('panoptes kubeconfig writes panoptes and panoptes-<cluster> contexts', as
 t.test('panoptes demo: three clusters, a kubeconfig, kubectl works through its contexts', async (t) => {
   const dir = tempDir(t);
   const kc = join(dir, 'kubeconfig');
-  const p = spawn('node', [bin, 'demo', '--base-port', '0', '--kubeconfig', kc], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const storage = `sqlite:${join(dir, 'panoptes.db')}`;
+  const p = spawn('node', [bin, 'demo', '--base-port', '0', '--listen', '127.0.0.1:0', '--storage', storage, '--kubeconfig', kc], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   p.stdout.on('data', (d: Buffer) => (out += d.toString()));
   p.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -32,12 +33,25 @@ t.test('panoptes demo: three clusters, a kubeconfig, kubectl works through its c
   t.ok(await until(() => out.includes('Ctrl-C to stop'), 30_000), out);
   t.match(out, `Kubeconfig: ${kc}`);
   const doc = parse(readFileSync(kc, 'utf8')) as { contexts: { name: string }[] };
-  t.same(doc.contexts.map((c) => c.name), ['sim-east', 'sim-west', 'sim-lab']);
-  const r = await new Promise<{ code: number; stdout: string }>((resolve) => {
-    execFile('kubectl', ['--kubeconfig', kc, '--context', 'sim-west', '--cache-dir', join(dir, 'cache'), 'get', 'deploy', '-n', 'shop', '-o', 'name'], { timeout: 20_000 }, (err, stdout) => resolve({ code: err ? 1 : 0, stdout }));
-  });
+  t.same(doc.contexts.map((c) => c.name), ['sim-east', 'sim-west', 'sim-lab', 'panoptes', 'panoptes-east', 'panoptes-west', 'panoptes-lab']);
+  const kubectl = (...args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile('kubectl', ['--kubeconfig', kc, '--cache-dir', join(dir, 'cache'), ...args], { timeout: 20_000 }, (err, stdout, stderr) => resolve({ code: err ? 1 : 0, stdout, stderr }));
+    });
+  const r = await kubectl('--context', 'sim-west', 'get', 'deploy', '-n', 'shop', '-o', 'name');
   t.equal(r.code, 0);
   t.match(r.stdout, 'deployment.apps/frontend');
+  // Through Panoptes: the same deployment in every cluster (discovery follows what synchro
+  // reports within a few seconds of the initial sync).
+  let all = await kubectl('--context', 'panoptes', 'get', 'deploy', '-n', 'shop', '-o', 'name');
+  for (let i = 0; i < 20 && all.code !== 0; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    all = await kubectl('--context', 'panoptes', 'get', 'deploy', '-n', 'shop', '-o', 'name');
+  }
+  t.equal(all.code, 0, all.stderr);
+  t.match(all.stdout, 'deployment.apps/frontend');
+  const wide = await kubectl('--context', 'panoptes', 'get', 'deploy', '-A');
+  for (const cluster of ['east', 'west', 'lab']) t.match(wide.stdout, new RegExp(`^shop\\s+${cluster}\\s+frontend`, 'm'), `${cluster} listed with its Cluster column`);
   p.kill('SIGTERM');
   t.equal(await exited, 0, 'stops cleanly on SIGTERM');
 });

@@ -1,0 +1,41 @@
+// What every handler gets: storage, the discovery catalog, limits, and a reply type that
+// handlers return instead of writing to the Koa context (so a timed-out handler's late
+// answer is simply dropped).
+import type { Logger } from '../lib/log.ts';
+import type { Store } from '../storage/store.ts';
+import type { Catalog } from './catalog.ts';
+
+export interface ApiserverLimits {
+  /** limit values above this are served as pages of this size (default 10000). */
+  maxLimit: number;
+  /** Requests other than watches end with 504 after this long (default 60 s; `timeout=` may shorten it). */
+  requestTimeoutMs: number;
+  /** How long a list or get waits for a future resourceVersion before 504 (default 3 s). */
+  tooLargeWaitMs: number;
+  /** Longest request URL accepted (default 16 KiB). */
+  maxUrlBytes: number;
+  /** Largest request body accepted (default 1 MiB; reads take none). */
+  maxBodyBytes: number;
+}
+
+export const defaultLimits: ApiserverLimits = {
+  maxLimit: 10_000,
+  requestTimeoutMs: 60_000,
+  tooLargeWaitMs: 3_000,
+  maxUrlBytes: 16 * 1024,
+  maxBodyBytes: 1024 * 1024,
+};
+
+export interface Deps {
+  store: Store;
+  catalog: Catalog;
+  log: Logger;
+  limits: ApiserverLimits;
+}
+
+export interface Reply {
+  status?: number;
+  type: string;
+  body: string;
+  headers?: Record<string, string | string[]>;
+}

@@ -1,0 +1,73 @@
+// /healthz, /livez and /readyz as kube-apiserver answers them: `ok` (text/plain), `?verbose`
+// lists `[+]name ok`; a failure is a 500 naming the failing check. /readyz fails while
+// storage does not answer; /livez and /healthz only say the process serves HTTP.
+import type { Context } from 'koa';
+import type { Store } from '../storage/store.ts';
+import type { Catalog } from './catalog.ts';
+
+export interface HealthCheck {
+  name: string;
+  /** Resolves when healthy; rejects (or resolves a reason string) when not. */
+  check(): Promise<void | string>;
+}
+
+/** SELECT 1 against storage, bounded in time. */
+export function storageCheck(store: Store, timeoutMs = 3000): HealthCheck {
+  return {
+    name: 'storage',
+    async check() {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<string>((resolve) => {
+        timer = setTimeout(() => resolve(`no answer within ${timeoutMs} ms`), timeoutMs);
+      });
+      try {
+        return await Promise.race([store.conn.knex.raw('select 1').then(() => undefined), timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+/** The discovery catalog was loaded from storage at least once. */
+export function catalogCheck(catalog: Catalog): HealthCheck {
+  return { name: 'discovery-catalog', check: async () => (catalog.loadedAt > 0 ? undefined : `not loaded yet${catalog.lastError ? `: ${catalog.lastError}` : ''}`) };
+}
+
+export const pingCheck: HealthCheck = { name: 'ping', check: async () => undefined };
+
+/** Serves one health endpoint (`healthz`, `livez`, `readyz`) over the given checks. */
+export async function serveHealth(ctx: Context, endpoint: string, checks: HealthCheck[]): Promise<void> {
+  const exclude = new Set(new URLSearchParams(ctx.querystring).getAll('exclude'));
+  const sub = ctx.path.split('/')[2];
+  const selected = sub ? checks.filter((c) => c.name === sub) : checks.filter((c) => !exclude.has(c.name));
+  if (sub && selected.length === 0) {
+    ctx.status = 404;
+    ctx.type = 'text/plain';
+    ctx.body = `${endpoint} check ${JSON.stringify(sub)} not found\n`;
+    return;
+  }
+  const results = await Promise.all(
+    selected.map(async (c) => {
+      try {
+        const why = await c.check();
+        return { name: c.name, ok: why === undefined, why };
+      } catch (err) {
+        return { name: c.name, ok: false, why: (err as Error).message };
+      }
+    }),
+  );
+  const failed = results.filter((r) => !r.ok);
+  const verbose = new URLSearchParams(ctx.querystring).has('verbose');
+  ctx.type = 'text/plain; charset=utf-8';
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('Cache-Control', 'no-cache, private');
+  const lines = results.map((r) => (r.ok ? `[+]${r.name} ok` : `[-]${r.name} failed: ${r.why ?? 'reason withheld'}`));
+  if (failed.length) {
+    ctx.status = 500;
+    ctx.body = `${lines.join('\n')}\n${endpoint} check failed\n`;
+  } else {
+    ctx.status = 200;
+    ctx.body = verbose ? `${lines.join('\n')}\n${endpoint} check passed\n` : 'ok';
+  }
+}

@@ -1,0 +1,44 @@
+// list: one storage snapshot read, spliced into the response as JSON text (PodList, ...),
+// a Table, or a PartialObjectMetadataList. resourceVersion semantics: unset or "0" the
+// latest; N not older than N (waits, then 504); Exact N the snapshot at N (410 when
+// compacted); continue pins the first page's snapshot.
+import type { KubeObject, ListQuery } from '../storage/types.ts';
+import type { Deps, Reply } from './deps.ts';
+import { apiVersionOf, clustersRead, toListQuery, type ResourceRequest } from './request.ts';
+import { waitForRv } from './rv.ts';
+import { tableJson, tableRenderer, tableRowJson, toPartialObjectMetadata } from './table.ts';
+import { staleWarnings } from './warnings.ts';
+
+export async function serveList(deps: Deps, req: ResourceRequest): Promise<Reply> {
+  const p = req.params;
+  const q: ListQuery = toListQuery(req);
+  if (p.limit) q.limit = p.limit;
+  if (p.continue) q.continue = p.continue;
+  if (!p.continue && p.resourceVersion !== '' && p.resourceVersion !== '0') {
+    const rv = Number(p.resourceVersion);
+    await waitForRv(deps.store, rv, deps.limits.tooLargeWaitMs);
+    if (p.resourceVersionMatch === 'Exact') q.exactRv = rv;
+  }
+  const result = await deps.store.list(q);
+
+  const listMeta: Record<string, unknown> = { resourceVersion: String(result.resourceVersion) };
+  if (result.continue) listMeta.continue = result.continue;
+  if (result.remainingItemCount !== undefined && result.continue) listMeta.remainingItemCount = result.remainingItemCount;
+
+  const out = req.output;
+  let body: string;
+  if (out.kind === 'json') {
+    const head = `{"kind":${JSON.stringify(`${req.info.kind}List`)},"apiVersion":${JSON.stringify(apiVersionOf(req.info))},"metadata":${JSON.stringify(listMeta)},"items":[`;
+    body = head + result.items.map((i) => i.object).join(',') + ']}';
+  } else if (out.kind === 'table') {
+    const renderer = tableRenderer(req.info, req.view);
+    const now = Date.now();
+    const rows = result.items.map((i) => tableRowJson(renderer, req.info, JSON.parse(i.object) as KubeObject, i.object, i.cluster, out, now));
+    body = tableJson(renderer, out.metaVersion, listMeta, rows);
+  } else {
+    const items = result.items.map((i) => JSON.stringify(toPartialObjectMetadata(JSON.parse(i.object) as KubeObject, out.metaVersion)));
+    body = `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/${out.metaVersion}","metadata":${JSON.stringify(listMeta)},"items":[${items.join(',')}]}`;
+  }
+  const warnings = staleWarnings(deps.catalog, clustersRead(req, req.info.clusters));
+  return { type: out.contentType, body, headers: warnings.length ? { Warning: warnings } : undefined };
+}

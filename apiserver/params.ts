@@ -1,0 +1,180 @@
+// Query parameters of list, get and watch → ListParams, validated as kube-apiserver does
+// (ValidateListOptions and the storage layer's rv checks), plus the Panoptes search
+// parameters. Unknown or malformed parameters are a 400 Status, never ignored.
+import { checkFieldSelector, parseFieldSelector } from '../kube/fields.ts';
+import { parseLabelSelector, type LabelSelector } from '../kube/labels.ts';
+import { StatusError, badRequest } from '../kube/status.ts';
+import type { ResourceInfo } from './catalog.ts';
+import type { ListParams, SearchParams, Verb } from './request.ts';
+
+/** Label keys that reach the Panoptes search parameters (kubectl -l). */
+export const searchLabelPrefix = 'search.panoptes.io/';
+
+const searchKeys: Record<string, keyof SearchParams> = {
+  clusters: 'clusters',
+  namespaces: 'namespaces',
+  names: 'names',
+  ownerUID: 'ownerUIDs',
+};
+
+const knownParams = new Set([
+  'labelSelector',
+  'fieldSelector',
+  'limit',
+  'continue',
+  'resourceVersion',
+  'resourceVersionMatch',
+  'watch',
+  'allowWatchBookmarks',
+  'timeoutSeconds',
+  'sendInitialEvents',
+  'includeObject',
+  'pretty',
+  'timeout',
+  ...Object.keys(searchKeys),
+]);
+
+/** kube ListOptions validation failures: 422 Invalid on ListOptions.meta.k8s.io. */
+export function invalidListOptions(causes: Array<{ field: string; type: string; message: string }>): StatusError {
+  const text = causes.map((c) => `${c.field}: ${c.type === 'FieldValueForbidden' ? 'Forbidden' : c.type === 'FieldValueNotSupported' ? 'Unsupported value' : 'Invalid value'}: ${c.message}`);
+  return new StatusError('Invalid', `ListOptions.meta.k8s.io "" is invalid: ${text.length === 1 ? text[0] : `[${text.join(', ')}]`}`, {
+    group: 'meta.k8s.io',
+    kind: 'ListOptions',
+    causes: causes.map((c) => ({ type: c.type, message: c.message, field: c.field })),
+  });
+}
+
+/** strconv.ParseBool. */
+export function parseBool(name: string, v: string): boolean {
+  if (['1', 't', 'T', 'true', 'TRUE', 'True'].includes(v)) return true;
+  if (['0', 'f', 'F', 'false', 'FALSE', 'False'].includes(v)) return false;
+  throw badRequest(`invalid value for ${name}: ${JSON.stringify(v)} is not a boolean`);
+}
+
+/** A Go duration such as `32s`, `1m0s`, `500ms` → ms. */
+export function parseGoDuration(name: string, v: string): number {
+  const units: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, 'µs': 0.001, ns: 0.000001 };
+  const re = /(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/gy;
+  let total = 0;
+  let pos = 0;
+  let m: RegExpExecArray | null;
+  if (v === '' || v.length > 64) throw badRequest(`invalid ${name} ${JSON.stringify(v)}: not a duration`);
+  while ((m = re.exec(v))) {
+    total += Number(m[1]) * units[m[2]];
+    pos = re.lastIndex;
+  }
+  if (pos !== v.length) {
+    if (/^\d+$/.test(v)) return Number(v) * 1000;
+    throw badRequest(`invalid ${name} ${JSON.stringify(v)}: not a duration (e.g. 30s, 1m0s)`);
+  }
+  return total;
+}
+
+const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+function checkSearchValues(key: keyof SearchParams, values: string[], source: string): string[] {
+  if (values.length === 0 || values.length > 1000) throw badRequest(`${source}: give between 1 and 1000 values`);
+  for (const v of values) {
+    const ok =
+      key === 'clusters' || key === 'namespaces' ? v.length <= 63 && dnsLabel.test(v) : key === 'names' ? v.length > 0 && v.length <= 253 && !v.includes('/') : v.length > 0 && v.length <= 128 && /^[A-Za-z0-9._-]+$/.test(v);
+    if (!ok) throw badRequest(`${source}: ${JSON.stringify(v)} is not a valid ${key === 'ownerUIDs' ? 'uid' : key.slice(0, -1) + ' name'}`);
+  }
+  return [...new Set(values)];
+}
+
+function mergeSearch(search: SearchParams, key: keyof SearchParams, values: string[]): void {
+  const cur = search[key];
+  search[key] = cur === undefined ? values : cur.filter((v) => values.includes(v));
+}
+
+/** Splits search.panoptes.io/* requirements out of a label selector. */
+export function extractSearch(selector: LabelSelector, search: SearchParams): LabelSelector {
+  const rest: LabelSelector = [];
+  for (const r of selector) {
+    if (!r.key.startsWith(searchLabelPrefix)) {
+      rest.push(r);
+      continue;
+    }
+    const name = r.key.slice(searchLabelPrefix.length);
+    const key = searchKeys[name];
+    if (!key) throw badRequest(`unknown search key ${JSON.stringify(r.key)}: use ${Object.keys(searchKeys).map((k) => searchLabelPrefix + k).join(', ')}`);
+    if (r.operator !== 'in') throw badRequest(`search key ${r.key} supports only =, == and in (...)`);
+    mergeSearch(search, key, checkSearchValues(key, r.values, r.key));
+  }
+  return rest;
+}
+
+export interface ParamOptions {
+  /** Limits above it are served as pages of this size (default 10000). */
+  maxLimit: number;
+}
+
+/** Parses and validates the query of a list, get or watch of `info`. */
+export function parseListParams(qs: URLSearchParams, verb: Verb, info: ResourceInfo, opts: ParamOptions): ListParams {
+  for (const k of qs.keys()) {
+    if (!knownParams.has(k)) throw badRequest(`unknown query parameter ${JSON.stringify(k)}`);
+  }
+  const one = (k: string): string | undefined => qs.get(k) ?? undefined;
+
+  const search: SearchParams = {};
+  let labelSelector = parseLabelSelector(one('labelSelector') ?? '');
+  labelSelector = extractSearch(labelSelector, search);
+  const fieldSelector = parseFieldSelector(one('fieldSelector') ?? '');
+  checkFieldSelector(info.group, info.resource, fieldSelector);
+  for (const [param, key] of Object.entries(searchKeys)) {
+    const raw = qs.getAll(param);
+    if (raw.length === 0) continue;
+    const values = raw.flatMap((v) => v.split(',')).map((v) => v.trim());
+    if (values.some((v) => v === '')) throw badRequest(`${param}: empty value`);
+    mergeSearch(search, key, checkSearchValues(key, values, param));
+  }
+
+  const params: ListParams = { labelSelector, fieldSelector, search, resourceVersion: one('resourceVersion') ?? '', allowWatchBookmarks: false };
+
+  const limit = one('limit');
+  if (limit !== undefined && limit !== '') {
+    if (!/^-?\d{1,19}$/.test(limit) || Number(limit) < 0) throw badRequest(`invalid limit ${JSON.stringify(limit)}: must be a non-negative integer`);
+    const n = Number(limit);
+    if (n > 0) params.limit = Math.min(n, opts.maxLimit);
+  }
+  const cont = one('continue');
+  if (cont) params.continue = cont;
+
+  const rv = params.resourceVersion;
+  if (rv !== '' && !/^\d{1,19}$/.test(rv)) throw badRequest(`invalid resource version ${JSON.stringify(rv)}: must be a non-negative integer`);
+  if (rv !== '' && !Number.isSafeInteger(Number(rv))) throw badRequest(`invalid resource version ${JSON.stringify(rv)}: too large`);
+
+  const timeout = one('timeout');
+  if (timeout !== undefined) params.timeoutMs = parseGoDuration('timeout', timeout);
+  const ts = one('timeoutSeconds');
+  if (ts !== undefined) {
+    if (!/^\d{1,9}$/.test(ts)) throw badRequest(`invalid timeoutSeconds ${JSON.stringify(ts)}: must be a non-negative integer`);
+    params.timeoutSeconds = Number(ts);
+  }
+  const watch = one('watch');
+  if (watch !== undefined) parseBool('watch', watch);
+  const bookmarks = one('allowWatchBookmarks');
+  if (bookmarks !== undefined) params.allowWatchBookmarks = parseBool('allowWatchBookmarks', bookmarks);
+  const sie = one('sendInitialEvents');
+  if (sie !== undefined) params.sendInitialEvents = parseBool('sendInitialEvents', sie);
+
+  const match = one('resourceVersionMatch');
+  const causes: Array<{ field: string; type: string; message: string }> = [];
+  if (match !== undefined && match !== '') {
+    if (match !== 'Exact' && match !== 'NotOlderThan') {
+      causes.push({ field: 'resourceVersionMatch', type: 'FieldValueNotSupported', message: `Unsupported value: ${JSON.stringify(match)}: supported values: "Exact", "NotOlderThan", ""` });
+    } else params.resourceVersionMatch = match;
+  }
+  if (verb !== 'watch') {
+    if (match) {
+      if (rv === '') causes.push({ field: 'resourceVersionMatch', type: 'FieldValueForbidden', message: 'resourceVersionMatch is forbidden unless resourceVersion is provided' });
+      if (params.continue) causes.push({ field: 'resourceVersionMatch', type: 'FieldValueForbidden', message: 'resourceVersionMatch is forbidden when continue is provided' });
+      if (match === 'Exact' && rv === '0') causes.push({ field: 'resourceVersionMatch', type: 'FieldValueForbidden', message: 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"' });
+    }
+    if (params.sendInitialEvents !== undefined) causes.push({ field: 'sendInitialEvents', type: 'FieldValueForbidden', message: 'sendInitialEvents is forbidden for list' });
+  }
+  if (causes.length) throw invalidListOptions(causes);
+  if (verb === 'list' && params.continue && rv !== '' && rv !== '0') throw badRequest('specifying resource version is not allowed when using continue');
+  return params;
+}

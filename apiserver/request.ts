@@ -1,0 +1,102 @@
+// The parsed form of a resource request (list, get or watch), shared by the list and get
+// handlers and by the watch module: which view and resource, the selectors and search
+// parameters, resourceVersion semantics, and the output format with its Table options.
+import type { FieldSelector } from '../kube/fields.ts';
+import type { LabelSelector } from '../kube/labels.ts';
+import type { ListQuery } from '../storage/types.ts';
+import type { ResourceInfo } from './catalog.ts';
+
+/** Which clusters a URL reads: every cluster (the `.../resources/...` prefix) or one (`.../resources/clusters/<c>/...`). */
+export interface View {
+  /** undefined: the all-clusters view. */
+  cluster?: string;
+}
+
+export type Verb = 'list' | 'get' | 'watch';
+
+/** Panoptes search beyond Kubernetes: query parameters and search.panoptes.io/* label keys, intersected. */
+export interface SearchParams {
+  clusters?: string[];
+  namespaces?: string[];
+  names?: string[];
+  ownerUIDs?: string[];
+}
+
+export type ResourceVersionMatch = 'Exact' | 'NotOlderThan';
+
+/** Query parameters of a list, get or watch, validated. */
+export interface ListParams {
+  /** Without the search.panoptes.io/* requirements (those are in `search`). */
+  labelSelector: LabelSelector;
+  /** Checked against the kind's selectable fields. */
+  fieldSelector: FieldSelector;
+  search: SearchParams;
+  /** Page size, already capped at the server's maximum; undefined: everything. */
+  limit?: number;
+  continue?: string;
+  /** As given ("" when absent). */
+  resourceVersion: string;
+  resourceVersionMatch?: ResourceVersionMatch;
+  /** Watch: timeoutSeconds. */
+  timeoutSeconds?: number;
+  allowWatchBookmarks: boolean;
+  sendInitialEvents?: boolean;
+  /** `timeout=` (client-go's request timeout), in ms. */
+  timeoutMs?: number;
+}
+
+/** What the response body is. */
+export type OutputKind = 'json' | 'table' | 'partial';
+
+export interface OutputFormat {
+  kind: OutputKind;
+  /** For table and partial: meta.k8s.io version asked for. */
+  metaVersion: 'v1' | 'v1beta1';
+  /** Table rows' `object`: kube-apiserver's default is Metadata. */
+  includeObject: 'None' | 'Metadata' | 'Object';
+  /** Content-Type of the response. */
+  contentType: string;
+}
+
+export interface ResourceRequest {
+  verb: Verb;
+  view: View;
+  /** The resource as the view serves it (version, kind, scope, printer columns). */
+  info: ResourceInfo;
+  /** From the path (`/namespaces/<ns>/...`); undefined: all namespaces (or cluster-scoped). */
+  namespace?: string;
+  /** get: the object's name; watch: set by the legacy `/watch/.../<name>` form. */
+  name?: string;
+  params: ListParams;
+  output: OutputFormat;
+}
+
+function intersect(a: string[] | undefined, b: string[] | undefined): string[] | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return a.filter((x) => b.includes(x));
+}
+
+/** The storage query of a list request (paging and rv choices are the caller's). */
+export function toListQuery(req: ResourceRequest): ListQuery {
+  const s = req.params.search;
+  const q: ListQuery = { group: req.info.group, resource: req.info.resource };
+  const clusters = intersect(s.clusters, req.view.cluster === undefined ? undefined : [req.view.cluster]);
+  if (clusters) q.clusters = clusters;
+  const namespaces = intersect(s.namespaces, req.namespace === undefined ? undefined : [req.namespace]);
+  if (namespaces) q.namespaces = namespaces;
+  const names = intersect(s.names, req.name === undefined ? undefined : [req.name]);
+  if (names) q.names = names;
+  if (s.ownerUIDs) q.ownerUIDs = s.ownerUIDs;
+  if (req.params.labelSelector.length) q.labelSelector = req.params.labelSelector;
+  if (req.params.fieldSelector.length) q.fieldSelector = req.params.fieldSelector;
+  return q;
+}
+
+/** The clusters a request reads from: the search's, the view's, or every known one. */
+export function clustersRead(req: ResourceRequest, known: string[]): string[] {
+  return intersect(intersect(req.params.search.clusters, req.view.cluster === undefined ? undefined : [req.view.cluster]), known) ?? known;
+}
+
+/** `group/version` as apiVersion. */
+export const apiVersionOf = (info: { group: string; version: string }): string => (info.group ? `${info.group}/${info.version}` : info.version);

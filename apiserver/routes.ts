@@ -1,0 +1,234 @@
+// URL routing (DESIGN.md "URLs"): the server's own paths (health, metrics, version, OpenAPI,
+// discovery of panoptes.io/v1alpha1 and its clusters), and the two resource prefixes
+// `/apis/panoptes.io/v1alpha1/resources/<kubernetes path>` (every cluster) and
+// `.../resources/clusters/<cluster>/<kubernetes path>` (one cluster), each with its own
+// discovery, OpenAPI and /version.
+import type { Context } from 'koa';
+import { StatusError, badRequest, notFound } from '../kube/status.ts';
+import type { GroupEntry, ResourceInfo, ViewCatalog } from './catalog.ts';
+import { clusterInfo, panoptesGroup, panoptesGroupName, panoptesVersion, serveClusters } from './clusters.ts';
+import type { Deps, Reply } from './deps.ts';
+import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions, versionInfo, viewGroups } from './discovery.ts';
+import { pathNotFound } from './errors.ts';
+import { serveGet } from './get.ts';
+import { serveList } from './list.ts';
+import type { MetricVerb } from './metrics.ts';
+import { negotiateDiscovery, negotiateOutput } from './negotiate.ts';
+import { openapiV2, openapiV3, openapiV3Root, withEtag } from './openapi.ts';
+import { parseBool, parseListParams } from './params.ts';
+import type { ResourceRequest, View } from './request.ts';
+import { serveWatch } from './watch-route.ts';
+
+export const resourcesPrefix = `/apis/${panoptesGroupName}/${panoptesVersion}/resources`;
+
+/** What the metrics middleware labels a request with. */
+export interface MetricLabels {
+  verb: MetricVerb;
+  group: string;
+  resource: string;
+}
+
+/** A routed request: a reply to write, or a watch that streams by itself. */
+export type Routed = { reply: Reply } | { watch: () => Promise<void> };
+
+const json = (doc: unknown, type = 'application/json'): Routed => ({ reply: { type, body: JSON.stringify(doc) } });
+
+function label(ctx: Context, m: MetricLabels): void {
+  (ctx.state as { metric?: MetricLabels }).metric = m;
+}
+
+function decodeSegments(path: string): string[] {
+  if (path === '' || path === '/') return [];
+  const raw = path.replace(/^\//, '').split('/');
+  return raw.map((s) => {
+    if (s === '') throw pathNotFound();
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      throw badRequest(`malformed path segment ${JSON.stringify(s)}`);
+    }
+  });
+}
+
+function rootPaths(groups: GroupEntry[], prefix: string): Routed {
+  const paths = [`${prefix}/api`, `${prefix}/api/v1`, `${prefix}/apis`, `${prefix}/version`, `${prefix}/openapi/v2`, `${prefix}/openapi/v3`];
+  for (const g of groups) {
+    if (g.name === '') continue;
+    paths.push(`${prefix}/apis/${g.name}`);
+    for (const v of g.versions) paths.push(`${prefix}/apis/${g.name}/${v.version}`);
+  }
+  if (prefix === '') paths.push('/healthz', '/livez', '/readyz', '/metrics', resourcesPrefix);
+  return json({ paths: paths.sort() });
+}
+
+function openapi(ctx: Context, groups: GroupEntry[], segs: string[], prefix: string): Routed {
+  label(ctx, { verb: 'openapi', group: '', resource: '' });
+  let doc: unknown;
+  if (segs[1] === 'v2' && segs.length === 2) doc = openapiV2(groups);
+  else if (segs[1] === 'v3' && segs.length === 2) return json(openapiV3Root(groups, prefix));
+  else if (segs[1] === 'v3') {
+    const rest = segs.slice(2);
+    const [group, version] = rest[0] === 'api' && rest.length === 2 ? ['', rest[1]] : rest[0] === 'apis' && rest.length === 3 ? [rest[1], rest[2]] : [undefined, undefined];
+    const v = group === undefined ? undefined : groups.find((g) => g.name === group)?.versions.find((x) => x.version === version);
+    if (!v) throw pathNotFound();
+    doc = openapiV3(group!, version!, v.resources);
+  } else throw pathNotFound();
+  const { body, etag } = withEtag(doc);
+  const headers = { ETag: etag, 'Cache-Control': 'no-cache, private' };
+  if (ctx.get('If-None-Match') === etag) return { reply: { status: 304, type: 'application/json', body: '', headers } };
+  return { reply: { type: 'application/json', body, headers } };
+}
+
+/** Discovery, /version and OpenAPI of one set of groups (a view, or the server root); undefined when not such a path. */
+function discovery(ctx: Context, deps: Deps, groups: GroupEntry[], segs: string[], prefix: string): Routed | undefined {
+  const accept = ctx.get('Accept');
+  const d = () => label(ctx, { verb: 'discovery', group: '', resource: '' });
+  if (segs.length === 0) return d(), rootPaths(groups, prefix);
+  if (segs[0] === 'version' && segs.length === 1) return d(), json(versionInfo());
+  if (segs[0] === 'openapi') return openapi(ctx, groups, segs, prefix);
+  if (segs[0] === 'api' && segs.length <= 2) {
+    d();
+    if (segs.length === 1) {
+      const f = negotiateDiscovery(accept, true);
+      if (f.aggregated) return json(aggregatedDiscovery(groups, 'api', f.version), f.contentType);
+      return json(apiVersions(ctx.host || '127.0.0.1'));
+    }
+    negotiateDiscovery(accept, false);
+    const list = apiResourceList(groups, '', segs[1]);
+    if (!list) throw pathNotFound();
+    return json(list);
+  }
+  if (segs[0] === 'apis' && segs.length <= 3) {
+    d();
+    if (segs.length === 1) {
+      const f = negotiateDiscovery(accept, true);
+      if (f.aggregated) return json(aggregatedDiscovery(groups, 'apis', f.version), f.contentType);
+      return json(apiGroupList(groups));
+    }
+    negotiateDiscovery(accept, false);
+    const g = groups.find((x) => x.name === segs[1] && x.name !== '');
+    if (!g) throw pathNotFound();
+    if (segs.length === 2) return json(apiGroupDoc(g));
+    const list = apiResourceList(groups, segs[1], segs[2]);
+    if (!list) throw pathNotFound();
+    return json(list);
+  }
+  void deps;
+  return undefined;
+}
+
+async function clustersRoute(ctx: Context, deps: Deps, rest: string[], viewCluster: string | undefined): Promise<Routed> {
+  if (rest.length > 1) throw pathNotFound();
+  const name = rest[0];
+  const verb = name === undefined ? 'list' : 'get';
+  label(ctx, { verb, group: panoptesGroupName, resource: 'clusters' });
+  const qs = new URLSearchParams(ctx.querystring);
+  const watch = qs.get('watch');
+  if (watch !== null && parseBool('watch', watch)) throw new StatusError('MethodNotAllowed', 'watch is not supported on clusters.panoptes.io: list them again to see changes', {});
+  qs.delete('watch');
+  const params = parseListParams(qs, verb, clusterInfo, deps.limits);
+  const output = negotiateOutput(ctx.get('Accept'), verb, qs.get('includeObject') ?? undefined);
+  let resourceVersion = '0';
+  try {
+    resourceVersion = String(await deps.store.watermark());
+  } catch {
+    // Storage is away: the catalog still knows the clusters.
+  }
+  return { reply: await serveClusters(deps.catalog, { name, viewCluster, params, output, resourceVersion }) };
+}
+
+/** Finds the resource of a kubernetes path below /api/v1 or /apis/G/V: [watch/] [namespaces/NS/] R [/NAME]. */
+function resolve(view: ViewCatalog, group: string, version: string, segs: string[]): { info: ResourceInfo; namespace?: string; name?: string; legacyWatch: boolean } | undefined {
+  let legacyWatch = false;
+  if (segs[0] === 'watch') {
+    legacyWatch = true;
+    segs = segs.slice(1);
+  }
+  if (segs.length === 0) return undefined;
+  if (segs[0] === 'namespaces' && segs.length >= 3) {
+    const info = view.find(group, version, segs[2]);
+    if (info?.namespaced) {
+      if (segs.length > 4) throw pathNotFound(); // subresources are not served
+      return { info, namespace: segs[1], name: segs[3], legacyWatch };
+    }
+  }
+  const info = view.find(group, version, segs[0]);
+  if (!info) return undefined;
+  if (segs.length > 2) throw pathNotFound();
+  if (segs.length === 2 && info.namespaced) throw pathNotFound(); // a namespaced object needs its namespace
+  return { info, name: segs[1], legacyWatch };
+}
+
+async function checkSearchClusters(deps: Deps, clusters: string[] | undefined): Promise<void> {
+  if (!clusters) return;
+  let unknown = clusters.filter((c) => !deps.catalog.hasCluster(c));
+  if (unknown.length) {
+    await deps.catalog.refreshOnMiss();
+    unknown = clusters.filter((c) => !deps.catalog.hasCluster(c));
+  }
+  if (unknown.length) {
+    throw badRequest(`unknown cluster${unknown.length > 1 ? 's' : ''} ${unknown.map((c) => JSON.stringify(c)).join(', ')} in the clusters search; known clusters: ${deps.catalog.clusterNames().join(', ') || '(none)'}`);
+  }
+}
+
+async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[]): Promise<Routed> {
+  const group = segs[0] === 'api' ? '' : segs[1];
+  const version = segs[0] === 'api' ? segs[1] : segs[2];
+  const rest = segs.slice(segs[0] === 'api' ? 2 : 3);
+  if (group === panoptesGroupName && version === panoptesVersion && rest[0] === 'clusters') return clustersRoute(ctx, deps, rest.slice(1), view.cluster);
+
+  let found: ReturnType<typeof resolve>;
+  const lookup = () => {
+    const cat = deps.catalog.view(view.cluster);
+    return cat ? resolve(cat, group, version, rest) : undefined;
+  };
+  found = lookup();
+  if (!found) {
+    await deps.catalog.refreshOnMiss();
+    found = lookup();
+  }
+  if (!found) throw pathNotFound();
+  const { info, namespace, name, legacyWatch } = found;
+
+  const qs = new URLSearchParams(ctx.querystring);
+  const w = qs.get('watch');
+  const watch = legacyWatch || (w !== null && parseBool('watch', w));
+  const verb = watch ? 'watch' : name === undefined ? 'list' : 'get';
+  label(ctx, { verb, group: info.group, resource: info.resource });
+  const params = parseListParams(qs, verb, info, deps.limits);
+  await checkSearchClusters(deps, params.search.clusters);
+  const output = negotiateOutput(ctx.get('Accept'), verb, qs.get('includeObject') ?? undefined);
+  const req: ResourceRequest = { verb, view, info, namespace, name, params, output };
+  if (verb === 'watch') return { watch: () => serveWatch(ctx, req, deps) };
+  return { reply: verb === 'list' ? await serveList(deps, req) : await serveGet(deps, req) };
+}
+
+/** Routes one GET (or HEAD). */
+export async function route(ctx: Context, deps: Deps): Promise<Routed> {
+  const path = ctx.path;
+  if (path === resourcesPrefix || path.startsWith(resourcesPrefix + '/')) {
+    let segs = decodeSegments(path.slice(resourcesPrefix.length));
+    let view: View = {};
+    let prefix = resourcesPrefix;
+    if (segs[0] === 'clusters') {
+      const cluster = segs[1];
+      if (cluster === undefined) throw pathNotFound();
+      if (!deps.catalog.hasCluster(cluster)) await deps.catalog.refreshOnMiss();
+      if (!deps.catalog.hasCluster(cluster)) throw notFound(`clusters.${panoptesGroupName} "${cluster}" not found`, { name: cluster, group: panoptesGroupName, kind: 'clusters' });
+      view = { cluster };
+      prefix = `${resourcesPrefix}/clusters/${encodeURIComponent(cluster)}`;
+      segs = segs.slice(2);
+    }
+    const groups = viewGroups(deps.catalog.view(view.cluster), [panoptesGroup]);
+    const d = discovery(ctx, deps, groups, segs, prefix);
+    if (d) return d;
+    if ((segs[0] === 'api' && segs.length >= 3) || (segs[0] === 'apis' && segs.length >= 4)) return resourceRoute(ctx, deps, view, segs);
+    throw pathNotFound();
+  }
+
+  const segs = decodeSegments(path);
+  if (segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion && segs[3] === 'clusters') return clustersRoute(ctx, deps, segs.slice(4), undefined);
+  const d = discovery(ctx, deps, [panoptesGroup], segs, '');
+  if (d) return d;
+  throw pathNotFound();
+}

@@ -1,0 +1,173 @@
+// The apiserver's Koa app and HTTP listener: request bounds (method, URL and body size,
+// timeout), Status errors, metrics, health, then routing. Plain HTTP on loopback in this
+// version (no TLS, no authentication: see README).
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import Koa, { type Context } from 'koa';
+import { logger, type Logger } from '../lib/log.ts';
+import { StatusError } from '../kube/status.ts';
+import type { Store } from '../storage/store.ts';
+import { Catalog, type CatalogOptions } from './catalog.ts';
+import { defaultLimits, type ApiserverLimits, type Deps, type Reply } from './deps.ts';
+import { readOnly, toStatus, writeStatus } from './errors.ts';
+import { catalogCheck, pingCheck, serveHealth, storageCheck, type HealthCheck } from './health.ts';
+import { ApiserverMetrics } from './metrics.ts';
+import { route, type MetricLabels } from './routes.ts';
+
+export interface ApiserverOptions {
+  store: Store;
+  /** A started catalog to share; by default the server makes and starts its own. */
+  catalog?: Catalog;
+  catalogOptions?: CatalogOptions;
+  limits?: Partial<ApiserverLimits>;
+  /** Metrics (all-in-one shares the registry with synchro). */
+  metrics?: ApiserverMetrics;
+  /** Extra /readyz checks (e.g. the watch poller). */
+  readyChecks?: HealthCheck[];
+  log?: Logger;
+}
+
+export interface Apiserver {
+  app: Koa;
+  deps: Deps;
+  metrics: ApiserverMetrics;
+  /** Starts listening; resolves with the base URL (http://host:port). */
+  listen(host: string, port: number): Promise<string>;
+  /** The listening server, once listen() resolved. */
+  server?: Server;
+  /** Stops listening, ends open connections and the catalog's refresh (not the store). */
+  close(): Promise<void>;
+}
+
+function writeReply(ctx: Context, reply: Reply): void {
+  ctx.status = reply.status ?? 200;
+  for (const [k, v] of Object.entries(reply.headers ?? {})) ctx.set(k, v);
+  ctx.body = reply.body;
+  ctx.set('Content-Type', reply.type); // as is: Koa's ctx.type would rewrite media type parameters
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StatusError('Timeout', 'Timeout: request did not complete within requested timeout - context deadline exceeded', {})), ms);
+  });
+  p.catch(() => undefined); // a late failure after the timeout is not unhandled
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver> {
+  const log = opts.log ?? logger('apiserver');
+  const limits: ApiserverLimits = { ...defaultLimits, ...opts.limits };
+  let ownCatalog = false;
+  let catalog = opts.catalog;
+  if (!catalog) {
+    catalog = new Catalog(opts.store, { log, ...opts.catalogOptions });
+    await catalog.start();
+    ownCatalog = true;
+  }
+  const deps: Deps = { store: opts.store, catalog, log, limits };
+  const metrics = opts.metrics ?? new ApiserverMetrics();
+  const checks = { healthz: [pingCheck], livez: [pingCheck], readyz: [pingCheck, storageCheck(opts.store), catalogCheck(catalog), ...(opts.readyChecks ?? [])] };
+
+  const app = new Koa();
+  app.silent = true;
+  app.on('error', (err: Error & { code?: string }) => {
+    if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || err.code === 'ERR_STREAM_PREMATURE_CLOSE') return;
+    log.warn('response error', { err });
+  });
+
+  // Metrics and the request log (outermost: sees the final code).
+  app.use(async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const m = (ctx.state as { metric?: MetricLabels }).metric ?? { verb: 'other', group: '', resource: '' };
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      metrics.observe(m.verb, m.group, m.resource, ctx.status, seconds);
+      log.debug('request', { method: ctx.method, url: ctx.url, code: ctx.status, ms: Math.round(seconds * 1000) });
+    }
+  });
+
+  // Every error is a Status.
+  app.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      if (ctx.headerSent) {
+        log.warn('error after the response started', { err: err as Error });
+        ctx.res.destroy();
+        return;
+      }
+      writeStatus(ctx, toStatus(err, log));
+    }
+  });
+
+  // Bounds, health and metrics, then the API.
+  app.use(async (ctx) => {
+    if (Buffer.byteLength(ctx.url) > limits.maxUrlBytes) throw new StatusError('BadRequest', `request URL is too long (${Buffer.byteLength(ctx.url)} bytes; at most ${limits.maxUrlBytes})`);
+    const length = Number(ctx.get('Content-Length') || 0);
+    if (length > limits.maxBodyBytes) throw new StatusError('RequestEntityTooLarge', `request body is too large (${length} bytes; at most ${limits.maxBodyBytes})`);
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
+    const first = ctx.path.split('/')[1];
+    if (first === 'healthz' || first === 'livez' || first === 'readyz') {
+      (ctx.state as { metric?: MetricLabels }).metric = { verb: 'health', group: '', resource: '' };
+      return serveHealth(ctx, first, checks[first]);
+    }
+    if (ctx.path === '/metrics') {
+      (ctx.state as { metric?: MetricLabels }).metric = { verb: 'metrics', group: '', resource: '' };
+      ctx.type = metrics.registry.contentType;
+      ctx.body = await metrics.registry.metrics();
+      return;
+    }
+    const q = new URLSearchParams(ctx.querystring);
+    let timeoutMs = limits.requestTimeoutMs;
+    const t = q.get('timeout');
+    if (t && /^\d+(\.\d+)?(ms|s|m|h)$/.test(t)) {
+      const n = parseFloat(t);
+      const unit = t.endsWith('ms') ? 1 : t.endsWith('s') ? 1000 : t.endsWith('m') ? 60_000 : 3_600_000;
+      if (n > 0) timeoutMs = Math.min(timeoutMs, n * unit);
+    }
+    const routed = await withTimeout(route(ctx, deps), timeoutMs);
+    if ('watch' in routed) return routed.watch();
+    writeReply(ctx, routed.reply);
+  });
+
+  const sockets = new Set<Socket>();
+  const handle: Apiserver = {
+    app,
+    deps,
+    metrics,
+    async listen(host, port) {
+      const server = createServer({ maxHeaderSize: Math.max(16 * 1024, limits.maxUrlBytes + 8 * 1024) }, app.callback());
+      server.keepAliveTimeout = 65_000;
+      server.headersTimeout = 66_000;
+      server.requestTimeout = 0; // watches are long; other requests are bounded above
+      server.on('connection', (s) => {
+        sockets.add(s);
+        s.on('close', () => sockets.delete(s));
+      });
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      handle.server = server;
+      const addr = server.address() as AddressInfo;
+      const shown = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+      return `http://${shown}:${addr.port}`;
+    },
+    async close() {
+      if (ownCatalog) catalog.stop();
+      const server = handle.server;
+      if (!server) return;
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      });
+    },
+  };
+  return handle;
+}

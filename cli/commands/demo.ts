@@ -1,0 +1,144 @@
+// `panoptes demo` (npm run demo): three simulated member clusters with a realistic workload
+// and light churn, a kubeconfig with a context per cluster, and kubectl commands to try.
+// It also starts the Panoptes all-in-one (synchro + apiserver in this process, one Store)
+// over those clusters; its URL goes into the kubeconfig as the `panoptes` contexts.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { Registry } from 'prom-client';
+import { stringify } from 'yaml';
+import { ApiserverMetrics } from '../../apiserver/metrics.ts';
+import { logger } from '../../lib/log.ts';
+import { SynchroMetrics } from '../../synchro/metrics.ts';
+import { startSynchro } from '../../synchro/synchro.ts';
+import { startServing } from './apiserver.ts';
+import { openStorage } from './serve.ts';
+import { startSimClusters } from '../../hack/sim/cluster.ts';
+import { intFlag, parseFlags, UsageError, type Command } from '../command.ts';
+import { writeKubeconfig } from './kubeconfig.ts';
+import { closeAll, clusterNames, waitForSignal } from './sim.ts';
+
+export const defaultDemoKubeconfig = './data/demo/kubeconfig';
+
+export function demoInstructions(kubeconfig: string, clusters: { name: string; url: string }[], panoptes?: string): string {
+  const k = `kubectl --kubeconfig ${kubeconfig}`;
+  const first = clusters[0]?.name ?? 'a';
+  const lines = [
+    '',
+    'Simulated member clusters:',
+    ...clusters.map((c) => `  ${c.name.padEnd(8)} ${c.url}   (context sim-${c.name})`),
+    '',
+    `Kubeconfig: ${kubeconfig}`,
+    '',
+    'Try:',
+    `  ${k} --context sim-${first} get nodes`,
+    `  ${k} --context sim-${first} get deploy,rs,pods -n shop`,
+    `  ${k} --context sim-${first} get pods -A -l app.kubernetes.io/managed-by=sim-churn -w`,
+    `  ${k} --context sim-${first} get widgets -n shop`,
+    `  ${k} --context sim-${first} scale deploy frontend -n shop --replicas=5`,
+    `  ${k} --context sim-${first} label cm frontend-config -n shop tier=web`,
+    `  curl -s -XPOST '${clusters[0]?.url ?? ''}/_sim/drop-watches'          # fault injection: see hack/README.md`,
+  ];
+  if (panoptes) {
+    lines.push(
+      '',
+      `Panoptes: ${panoptes}   (contexts panoptes = every cluster, panoptes-<cluster> = one)`,
+      `  ${k} --context panoptes get pods -A`,
+      `  ${k} --context panoptes get pods -A -o wide -l app=frontend`,
+      `  ${k} --context panoptes get deploy,svc -A`,
+      `  ${k} --context panoptes get pods -A -l 'search.panoptes.io/clusters in (${first})'`,
+      `  ${k} --context panoptes get clusters`,
+      `  ${k} --context panoptes get widgets -A`,
+      `  ${k} --context panoptes-${first} get deploy -A`,
+      `  ${k} --context panoptes api-resources`,
+      `  curl -s ${panoptes}/apis/panoptes.io/v1alpha1/clusters`,
+    );
+  } else {
+    lines.push('', 'No Panoptes server: the sim-* contexts reach the clusters directly.');
+  }
+  lines.push('', 'Ctrl-C to stop.');
+  return lines.join('\n');
+}
+
+export const demo: Command = {
+  name: 'demo',
+  summary: 'start three simulated clusters with a demo workload and print kubectl commands to try',
+  usage: `Usage: panoptes demo [flags]   (also: npm run demo)
+
+Starts simulated member clusters (hack/sim) with deployments, replicasets, pods, services,
+endpointslices, configmaps and a CRD with custom resources, plus light churn, writes a
+kubeconfig with a context sim-<name> per cluster and prints commands to try. Runs until Ctrl-C.
+
+Flags:
+  --clusters a,b,c         cluster names (default east,west,lab)
+  --base-port N            cluster i listens on N+i (default 7001; 0: ephemeral ports)
+  --kubeconfig FILE        where to write the kubeconfig (default ${defaultDemoKubeconfig})
+  --churn RATE             changes per second per cluster (default 2; 0: none)
+  --seed N                 churn seed (default 1)
+  --listen HOST:PORT       where the all-in-one serves (plain HTTP, loopback only; default 127.0.0.1:8080)
+  --storage URL            the all-in-one's storage (default sqlite:./data/demo/panoptes.db, emptied at start)
+  --panoptes-server URL    use a Panoptes you run yourself instead of starting the all-in-one`,
+  async run(argv) {
+    const { values } = parseFlags(argv, {
+      clusters: { type: 'string' },
+      'base-port': { type: 'string' },
+      kubeconfig: { type: 'string' },
+      churn: { type: 'string' },
+      seed: { type: 'string' },
+      'panoptes-server': { type: 'string' },
+      listen: { type: 'string' },
+      storage: { type: 'string' },
+    });
+    const names = clusterNames(values.clusters, ['east', 'west', 'lab']);
+    const basePort = intFlag('base-port', values['base-port'], 7001);
+    const rate = intFlag('churn', values.churn, 2);
+    const seed = intFlag('seed', values.seed, 1);
+    const file = resolve(values.kubeconfig ?? defaultDemoKubeconfig);
+
+    // Step 1: the member clusters.
+    let clusters;
+    try {
+      clusters = await startSimClusters(names, { basePort, workload: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new UsageError(`a port from ${basePort} is in use: pick another --base-port (or 0)`);
+      throw err;
+    }
+    for (const [i, c] of clusters.entries()) {
+      if (rate > 0) c.churn.start({ ratePerSecond: rate, seed: seed + i, namespaces: ['shop', 'batch'], maxObjects: 50 });
+    }
+    const sims = clusters.map((c) => ({ name: c.name, url: c.url }));
+
+    // Step 2: the Panoptes all-in-one over those clusters (unless one is given).
+    let panoptes: string | undefined = values['panoptes-server'];
+    let stopPanoptes = async () => {};
+    if (!panoptes) {
+      const dir = dirname(file);
+      mkdirSync(dir, { recursive: true });
+      const clustersFile = join(dir, 'clusters.yaml');
+      writeFileSync(clustersFile, stringify({ clusters: sims.map((c) => ({ name: c.name, server: c.url, resources: ['*'] })) }));
+      const storage = values.storage ?? `sqlite:${join(dir, 'panoptes.db')}`;
+      if (storage.startsWith('sqlite:')) {
+        const { rmSync } = await import('node:fs');
+        for (const suffix of ['', '-wal', '-shm']) rmSync(storage.slice('sqlite:'.length) + suffix, { force: true });
+      }
+      const store = await openStorage(storage, 'demo');
+      const registry = new Registry();
+      const server = await startServing(store, { 'insecure-listen': values.listen ?? '127.0.0.1:8080' }, logger('apiserver'), new ApiserverMetrics(registry));
+      const synchro = await startSynchro({ store, clustersFile, metrics: new SynchroMetrics(registry), timings: { probeIntervalMs: 2000 }, log: logger('synchro') });
+      await synchro.waitForInitialSync(30_000);
+      panoptes = server.url;
+      stopPanoptes = async () => {
+        await synchro.stop();
+        await server.close();
+        await store.close();
+      };
+    }
+
+    // Step 3: kubeconfig and instructions.
+    await writeKubeconfig(file, { sims, panoptes: panoptes ? { server: panoptes, clusters: names, insecureSkipTlsVerify: panoptes.startsWith('https:') } : undefined, currentContext: `sim-${names[0]}` });
+    console.log(demoInstructions(file, sims, panoptes));
+    await waitForSignal();
+    await stopPanoptes();
+    await closeAll(clusters);
+    return 0;
+  },
+};

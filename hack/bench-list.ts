@@ -1,0 +1,186 @@
+// List benchmark of the apiserver read path (issue 5 targets):
+//   node --import tsx hack/bench-list.ts [--pods 100000] [--clusters 10] [--samples 200] [--storage sqlite|postgres]
+// Simulated clusters get --pods pods in total; synchro copies them into storage; then, with
+// synchro stopped, it measures (1) the first page (limit=500) through HTTP, as JSON (client-go
+// informers) and as Table (kubectl), and (2) `kubectl get pods -A` over the whole set through
+// Panoptes against `kubectl get pods -A` on each simulated cluster one after the other.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
+import { createApiserver } from '../apiserver/server.ts';
+import { setLogLevel } from '../lib/log.ts';
+import { Store } from '../storage/store.ts';
+import { emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/testing.ts';
+import { startSynchro } from '../synchro/synchro.ts';
+import { startSimClusters } from './sim/cluster.ts';
+import type { KObject } from './sim/types.ts';
+
+const { values } = parseArgs({ options: { pods: { type: 'string' }, clusters: { type: 'string' }, samples: { type: 'string' }, storage: { type: 'string' } } });
+const total = Number(values.pods ?? 100_000);
+const nClusters = Number(values.clusters ?? 10);
+const samples = Number(values.samples ?? 200);
+const backend = (values.storage ?? 'sqlite') as Backend;
+setLogLevel('warn');
+
+const P = '/apis/panoptes.io/v1alpha1/resources';
+const TABLE = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json';
+
+function pod(cluster: number, i: number): KObject {
+  const app = `app-${i % 40}`;
+  return {
+    metadata: {
+      name: `${app}-${i.toString(36).padStart(6, '0')}`,
+      namespace: `bench-${i % 20}`,
+      labels: { app, 'pod-template-hash': 'abc123', tier: i % 2 ? 'web' : 'api' },
+      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `${app}-abc123`, uid: `rs-${cluster}-${i % 40}`, controller: true, blockOwnerDeletion: true }],
+    },
+    spec: {
+      nodeName: `node-${i % 30}`,
+      restartPolicy: 'Always',
+      schedulerName: 'default-scheduler',
+      serviceAccountName: 'default',
+      containers: [{ name: 'main', image: `registry.example.com/${app}:1.${i % 9}`, ports: [{ containerPort: 8080, protocol: 'TCP' }], resources: { requests: { cpu: '100m', memory: '128Mi' } } }],
+    },
+    status: {
+      phase: i % 50 ? 'Running' : 'Pending',
+      podIP: `10.${cluster}.${(i >> 8) & 255}.${i & 255}`,
+      podIPs: [{ ip: `10.${cluster}.${(i >> 8) & 255}.${i & 255}` }],
+      conditions: [{ type: 'Ready', status: 'True' }],
+      containerStatuses: [{ name: 'main', ready: true, restartCount: i % 4 === 0 ? 1 : 0, state: { running: { startedAt: '2026-01-01T00:00:00Z' } } }],
+    },
+  };
+}
+
+function httpGet(url: string, accept?: string): Promise<{ ms: number; bytes: number; status: number }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers: accept ? { Accept: accept } : {} }, (res) => {
+      let bytes = 0;
+      res.on('data', (c: Buffer) => (bytes += c.length));
+      res.on('end', () => resolve({ ms: performance.now() - started, bytes, status: res.statusCode ?? 0 }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+function kubectl(args: string[]): Promise<{ ms: number; lines: number; stderr: string }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    execFile('kubectl', args, { maxBuffer: 512 * 1024 * 1024, timeout: 600_000 }, (err, stdout, stderr) => {
+      if (err) return reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`));
+      resolve({ ms: performance.now() - started, lines: stdout.split('\n').filter(Boolean).length, stderr });
+    });
+  });
+}
+
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'panoptes-bench-list-'));
+  const sims = await startSimClusters(Array.from({ length: nClusters }, (_, i) => `c${i}`), { historySize: 1000 });
+  const per = Math.ceil(total / nClusters);
+  for (const [ci, c] of sims.entries()) {
+    for (let n = 0; n < 20; n++) c.crud.create(c.registry.lookup('', 'v1', 'namespaces')!, 'v1', undefined, { metadata: { name: `bench-${n}` } });
+    c.bulkCreate('pods', Array.from({ length: Math.min(per, total - ci * per) }, (_, i) => pod(ci, i)));
+  }
+  const { url, cleanup } = await emptyStorageUrl(backend);
+  const store = await Store.open(url);
+  const clustersFile = join(dir, 'clusters.yaml');
+  writeFileSync(clustersFile, stringify({ clusters: sims.map((s) => ({ name: s.name, server: s.url, resources: ['pods'] })) }));
+  let t0 = performance.now();
+  const synchro = await startSynchro({ store, clustersFile });
+  if (!(await synchro.waitForInitialSync(600_000))) throw new Error('initial sync did not finish');
+  await synchro.stop();
+  await store.analyze();
+  console.log(`setup: ${total} pods in ${nClusters} simulated clusters synced to ${backend} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+  const api = await createApiserver({ store });
+  const base = await api.listen('127.0.0.1', 0);
+  const first = `${base}${P}/api/v1/pods?limit=500`;
+  for (let i = 0; i < 10; i++) await httpGet(first); // warm-up
+  for (const [what, accept] of [['JSON (PodList)', undefined], ['Table (kubectl)', TABLE]] as const) {
+    const ms: number[] = [];
+    let bytes = 0;
+    for (let i = 0; i < samples; i++) {
+      const r = await httpGet(first, accept);
+      if (r.status !== 200) throw new Error(`first page: HTTP ${r.status}`);
+      ms.push(r.ms);
+      bytes = r.bytes;
+    }
+    console.log(`first page, limit=500, ${what}: ${samples} sequential requests over HTTP: p50 ${pct(ms, 50).toFixed(1)} ms, p90 ${pct(ms, 90).toFixed(1)} ms, p99 ${pct(ms, 99).toFixed(1)} ms (${(bytes / 1024).toFixed(0)} KiB)${what.startsWith('JSON') ? `; target p50 <= 25 ms: ${pct(ms, 50) <= 25 ? 'MET' : 'MISSED'}` : ''}`);
+  }
+
+  for (const [what, accept] of [['JSON', undefined], ['Table', TABLE]] as const) {
+    const started = performance.now();
+    let cont = '';
+    let pages = 0;
+    let slowest = 0;
+    let slowestPage = 0;
+    do {
+      const t1 = performance.now();
+      const body = await new Promise<string>((resolve, reject) => {
+        const req = request(`${first}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`, { headers: accept ? { Accept: accept } : {} }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve(Buffer.concat(chunks).toString()));
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      const ms = performance.now() - t1;
+      if (ms > slowest) [slowest, slowestPage] = [ms, pages];
+      cont = (JSON.parse(body) as { metadata: { continue?: string } }).metadata.continue ?? '';
+      pages++;
+    } while (cont && pages < 10_000);
+    console.log(`all pages, limit=500, ${what}: ${pages} pages in ${((performance.now() - started) / 1000).toFixed(2)} s over HTTP (slowest: page ${slowestPage}, ${slowest.toFixed(0)} ms)`);
+  }
+
+  if (process.env.BENCH_LIST_HOLD) {
+    console.log(`holding: ${base}${P} and ${sims.map((s) => s.url).join(' ')}`);
+    await new Promise((r) => setTimeout(r, Number(process.env.BENCH_LIST_HOLD) * 1000));
+  }
+  const cache = join(dir, 'kubectl-cache');
+  const viaPanoptes = ['--kubeconfig', '/dev/null', '--cache-dir', cache, '--server', `${base}${P}`, 'get', 'pods', '-A'];
+  const direct = (s: { url: string }) => ['--kubeconfig', '/dev/null', '--cache-dir', cache, '--server', s.url, 'get', 'pods', '-A'];
+  // Warm kubectl's discovery cache for every server first (both sides then pay the same).
+  await kubectl([...viaPanoptes.slice(0, 6), 'api-resources']);
+  for (const s of sims) await kubectl([...direct(s).slice(0, 6), 'api-resources']);
+  t0 = performance.now();
+  const p = await kubectl(viaPanoptes);
+  const panoptesMs = performance.now() - t0;
+  let directMs = 0;
+  let directLines = 0;
+  for (const s of sims) {
+    const r = await kubectl(direct(s));
+    directMs += r.ms;
+    directLines += r.lines - 1;
+  }
+  console.log(`kubectl get pods -A through Panoptes (all clusters, one command): ${p.lines - 1} pods in ${(panoptesMs / 1000).toFixed(2)} s`);
+  console.log(`kubectl get pods -A against each of the ${nClusters} clusters, one after the other: ${directLines} pods in ${(directMs / 1000).toFixed(2)} s`);
+  console.log(`ratio: Panoptes takes ${(panoptesMs / directMs).toFixed(2)}x the time of the ${nClusters} direct runs (${(directMs / panoptesMs).toFixed(2)}x faster); target faster: ${panoptesMs < directMs ? 'MET' : 'MISSED'}`);
+  // kubectl's client-side rate limiter (5 requests/s after a burst of 10) paces its pages of 500:
+  // the same comparison with larger pages, on both sides.
+  const big = await kubectl([...viaPanoptes, '--chunk-size=5000']);
+  let bigDirect = 0;
+  for (const s of sims) bigDirect += (await kubectl([...direct(s), '--chunk-size=5000'])).ms;
+  console.log(`with --chunk-size=5000 on both sides: Panoptes ${(big.ms / 1000).toFixed(2)} s, ${nClusters} direct runs ${(bigDirect / 1000).toFixed(2)} s, ratio ${(big.ms / bigDirect).toFixed(2)}x (${(bigDirect / big.ms).toFixed(2)}x faster)`);
+
+  await api.close();
+  await store.close();
+  await Promise.all(sims.map((s) => s.close()));
+  await cleanup();
+  await stopTestPostgres();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
