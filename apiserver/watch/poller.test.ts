@@ -1,0 +1,143 @@
+// The poller against a scripted change source: one query at a time, woken at once, in-order
+// batches, back-off on errors, lag.
+import t from 'tap';
+import { Registry } from 'prom-client';
+import { CompactedError } from '../../storage/errors.ts';
+import type { Change } from '../../storage/types.ts';
+import { logger } from '../../lib/log.ts';
+import { watchMetrics } from './metrics.ts';
+import { Poller, type ChangeSource } from './poller.ts';
+import { delay } from './testutil.ts';
+
+const change = (rv: number): Change => ({
+  rv, type: 'ADDED', cluster: 'c', group: '', version: 'v1', resource: 'pods', namespace: 'n', name: `p${rv}`, uid: `u${rv}`,
+  object: '{}', prevObject: null, ts: Date.now(),
+});
+
+class FakeLog implements ChangeSource {
+  head = 0;
+  compacted = 0;
+  inFlight = 0;
+  maxInFlight = 0;
+  calls = 0;
+  failNext = 0;
+  latencyMs = 5;
+  async changesAfter(rv: number, limit: number): Promise<Change[]> {
+    this.calls++;
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      await delay(this.latencyMs);
+      if (this.failNext > 0) {
+        this.failNext--;
+        throw new Error('connection refused');
+      }
+      if (rv < this.compacted) throw new CompactedError(rv, this.compacted, 'watch');
+      const out: Change[] = [];
+      for (let r = rv + 1; r <= this.head && out.length < limit; r++) out.push(change(r));
+      return out;
+    } finally {
+      this.inFlight--;
+    }
+  }
+}
+
+const quiet = logger('test', {});
+
+function poller(log: FakeLog, opts: ConstructorParameters<typeof Poller>[4], got: number[], onGap = (e: CompactedError) => e.compacted) {
+  const metrics = watchMetrics(new Registry());
+  const p = new Poller(log, 0, { onBatch: (cs) => got.push(...cs.map((c) => c.rv)), onGap }, metrics, opts, quiet);
+  return { p, metrics };
+}
+
+t.test('woken at once, never concurrent with itself, batches in order', async (t) => {
+  const log = new FakeLog();
+  const got: number[] = [];
+  const { p } = poller(log, { intervalMs: 10_000, minIntervalMs: 0, batchSize: 3 }, got);
+  p.start();
+  t.teardown(() => p.stop());
+  await delay(30);
+  const calls = log.calls;
+  log.head = 7;
+  const woke = Date.now();
+  for (let i = 0; i < 50; i++) p.wake(7);
+  await delay(60);
+  t.same(got, [1, 2, 3, 4, 5, 6, 7], 'full batches are followed by another poll at once');
+  t.ok(Date.now() - woke < 1000, 'without waiting for the 10 s interval');
+  t.equal(log.maxInFlight, 1, 'one query at a time, however often woken');
+  t.ok(log.calls - calls <= 5, `50 wake-ups coalesce into few polls (${log.calls - calls})`);
+  t.equal(p.rv, 7);
+  t.equal(p.lag, 0);
+});
+
+t.test('polls on its interval without wake-ups; minIntervalMs caps the query rate', async (t) => {
+  const log = new FakeLog();
+  log.latencyMs = 0;
+  const got: number[] = [];
+  const { p, metrics } = poller(log, { intervalMs: 40, minIntervalMs: 20 }, got);
+  p.start();
+  t.teardown(() => p.stop());
+  await delay(50);
+  log.head = 2;
+  await delay(120);
+  t.same(got, [1, 2], 'delivered by polling alone');
+  const before = log.calls;
+  const until = Date.now() + 300;
+  while (Date.now() < until) {
+    p.wake();
+    await delay(1);
+  }
+  const rate = (log.calls - before) / 0.3;
+  t.ok(rate <= 60, `woken continuously: ${rate.toFixed(0)} polls/s ≤ 1/minInterval`);
+  t.equal((await metrics.pollQueries.get()).values[0].value, log.calls);
+});
+
+t.test('errors back off and polling resumes; lag is known from commit hints', async (t) => {
+  const log = new FakeLog();
+  log.latencyMs = 0;
+  const got: number[] = [];
+  const { p, metrics } = poller(log, { intervalMs: 20, minIntervalMs: 1, maxBackoffMs: 200 }, got);
+  p.start();
+  t.teardown(() => p.stop());
+  await delay(30);
+  log.failNext = 3;
+  log.head = 4;
+  p.wake(4);
+  t.equal(p.lag, 4, 'newest committed (4) − newest delivered (0)');
+  await delay(30);
+  const during = log.calls;
+  await delay(40);
+  t.ok(log.calls - during <= 2, 'backing off, not hammering the database');
+  await delay(800);
+  t.same(got, [1, 2, 3, 4]);
+  t.equal(p.lag, 0);
+  t.equal((await metrics.pollErrors.get()).values[0].value, 3);
+});
+
+t.test('fallen behind compaction: the hub is told, polling continues from the compacted rv', async (t) => {
+  const log = new FakeLog();
+  log.latencyMs = 0;
+  const got: number[] = [];
+  const gaps: number[] = [];
+  const { p } = poller(log, { intervalMs: 10 }, got, (e) => {
+    gaps.push(e.compacted);
+    return e.compacted;
+  });
+  log.head = 10;
+  log.compacted = 6;
+  p.start();
+  t.teardown(() => p.stop());
+  await delay(100);
+  t.same(gaps, [6]);
+  t.same(got, [7, 8, 9, 10]);
+});
+
+t.test('stop ends a sleeping poller at once', async (t) => {
+  const log = new FakeLog();
+  const { p } = poller(log, { intervalMs: 60_000 }, []);
+  p.start();
+  await delay(20);
+  const s = Date.now();
+  await p.stop();
+  t.ok(Date.now() - s < 200);
+});

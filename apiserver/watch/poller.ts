@@ -1,0 +1,163 @@
+// The poller: one per process, whatever the number of watchers. It reads the change log
+// after its last rv in batches, on an interval and at once when woken (commits of this
+// process; NOTIFY from others), never concurrently with itself, and hands each batch, in rv
+// order, to the hub. Wake-ups are hints: polling alone still delivers everything.
+import { CompactedError } from '../../storage/errors.ts';
+import type { Change } from '../../storage/types.ts';
+import { logger, type Logger } from '../../lib/log.ts';
+import type { WatchMetrics } from './metrics.ts';
+
+/** What the poller reads: the Store satisfies it. */
+export interface ChangeSource {
+  changesAfter(rv: number, limit: number): Promise<Change[]>;
+}
+
+export interface PollerOptions {
+  /** Poll period when nothing wakes the poller (default 100 ms). */
+  intervalMs?: number;
+  /** At most one poll per this period, however often woken (default 10 ms). */
+  minIntervalMs?: number;
+  /** Changes per query (default 1,000); a full batch is followed by another poll at once. */
+  batchSize?: number;
+  /** Back-off after a failed poll: doubles from minIntervalMs·10 up to this (default 5 s). */
+  maxBackoffMs?: number;
+}
+
+export interface PollerHooks {
+  /** A batch of changes, in rv order, contiguous with the previous batch. Called synchronously. */
+  onBatch(changes: Change[]): void;
+  /**
+   * The log was compacted past the poller's rv (it fell behind the retention window): events
+   * are lost for everyone watching. Returns the rv to continue from.
+   */
+  onGap(err: CompactedError): number;
+}
+
+export class Poller {
+  private last: number;
+  private committed: number;
+  private stopped = true;
+  private dirty = false;
+  private wakeSleep: (() => void) | undefined;
+  private sleepTimer: NodeJS.Timeout | undefined;
+  private loopDone: Promise<void> | undefined;
+  private lastPollStart = 0;
+  private readonly intervalMs: number;
+  private readonly minIntervalMs: number;
+  private readonly batchSize: number;
+  private readonly maxBackoffMs: number;
+  private readonly log: Logger;
+  /** Queries issued (also counted in metrics.pollQueries). */
+  queries = 0;
+
+  constructor(
+    private readonly source: ChangeSource,
+    startRv: number,
+    private readonly hooks: PollerHooks,
+    private readonly metrics: WatchMetrics,
+    opts: PollerOptions = {},
+    log: Logger = logger('watch.poller'),
+  ) {
+    this.last = startRv;
+    this.committed = startRv;
+    this.intervalMs = Math.max(1, opts.intervalMs ?? 100);
+    this.minIntervalMs = Math.max(0, Math.min(opts.minIntervalMs ?? 10, this.intervalMs));
+    this.batchSize = Math.max(1, opts.batchSize ?? 1000);
+    this.maxBackoffMs = Math.max(1, opts.maxBackoffMs ?? 5000);
+    this.log = log;
+  }
+
+  /** The newest rv handed to the hub. */
+  get rv(): number {
+    return this.last;
+  }
+
+  /** Newest committed rv known minus newest delivered. */
+  get lag(): number {
+    return Math.max(0, this.committed - this.last);
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.loopDone = this.loop();
+  }
+
+  /** Polls as soon as allowed. `committedRv` (if known) is the newest rv committed somewhere. */
+  wake(committedRv?: number): void {
+    if (committedRv !== undefined && Number.isFinite(committedRv) && committedRv > this.committed) {
+      this.committed = committedRv;
+      this.metrics.pollerLag.set(this.lag);
+    }
+    this.dirty = true;
+    this.wakeSleep?.();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wakeSleep?.();
+    await this.loopDone;
+  }
+
+  private sleep(ms: number, wakeable: boolean): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        if (this.sleepTimer) clearTimeout(this.sleepTimer);
+        this.sleepTimer = undefined;
+        this.wakeSleep = undefined;
+        resolve();
+      };
+      this.sleepTimer = setTimeout(done, ms);
+      // stop() always ends a sleep; wake() only a wakeable one.
+      this.wakeSleep = wakeable ? done : () => (this.stopped ? done() : undefined);
+    });
+  }
+
+  private async loop(): Promise<void> {
+    let backoff = 0;
+    while (!this.stopped) {
+      this.dirty = false;
+      this.lastPollStart = Date.now();
+      let full = false;
+      let failed = false;
+      try {
+        this.queries++;
+        this.metrics.pollQueries.inc();
+        const changes = await this.source.changesAfter(this.last, this.batchSize);
+        if (this.stopped) break;
+        if (changes.length > 0) {
+          if (changes[0].rv !== this.last + 1) throw new Error(`change log gap: expected rv ${this.last + 1}, read ${changes[0].rv}`);
+          this.last = changes[changes.length - 1].rv;
+          this.hooks.onBatch(changes);
+        }
+        full = changes.length >= this.batchSize;
+        // A commit notified before this query started is visible to it: unless a wake-up came
+        // during the query (dirty), nothing newer than `last` is known to be committed.
+        if (!full && !this.dirty) this.committed = this.last;
+        else if (this.committed < this.last) this.committed = this.last;
+        this.metrics.pollerLag.set(this.lag);
+        backoff = 0;
+      } catch (err) {
+        if (this.stopped) break;
+        if (err instanceof CompactedError) {
+          this.log.error('poller fell behind compaction: watchers are closed and resume (or relist)', { from: this.last, compacted: err.compacted });
+          this.last = this.hooks.onGap(err);
+          this.committed = Math.max(this.committed, this.last);
+          continue;
+        }
+        failed = true;
+        this.metrics.pollErrors.inc();
+        backoff = Math.min(this.maxBackoffMs, backoff === 0 ? Math.max(50, this.minIntervalMs * 10) : backoff * 2);
+        this.log.warn('change-log poll failed; backing off', { err: err as Error, backoffMs: backoff, rv: this.last });
+      }
+      if (this.stopped) break;
+      if (failed) {
+        await this.sleep(backoff, false);
+        continue;
+      }
+      if (!full && !this.dirty) await this.sleep(this.intervalMs, true);
+      const since = Date.now() - this.lastPollStart;
+      if (!this.stopped && since < this.minIntervalMs) await this.sleep(this.minIntervalMs - since, false);
+    }
+  }
+}

@@ -1,0 +1,44 @@
+import t from 'tap';
+import { Window } from './window.ts';
+import { parseWatchOptions } from './params.ts';
+
+const item = (rv: number, size = 10) => ({ rv, size });
+
+t.test('window: covers (startRv, endRv], bounded by count and bytes', async (t) => {
+  const w = new Window<{ rv: number; size: number }>(10, { maxEvents: 3, maxBytes: 1000 });
+  t.same(w.since(10), [], 'an empty window covers its own rv');
+  t.equal(w.since(9), undefined, 'older: not covered');
+  t.equal(w.since(11), undefined, 'newer: not covered (the future)');
+  for (let rv = 11; rv <= 15; rv++) w.push(item(rv));
+  t.equal(w.length, 3);
+  t.equal(w.startRv, 12);
+  t.same(w.since(12)!.map((i) => i.rv), [13, 14, 15]);
+  t.same(w.since(13, 1)!.map((i) => i.rv), [14]);
+  t.same(w.since(15), []);
+  t.equal(w.since(11), undefined);
+  t.throws(() => w.push(item(17)), /does not follow/);
+  w.push(item(16, 985));
+  t.equal(w.length, 2, 'evicted by bytes');
+  t.equal(w.bytes, 995);
+  w.push(item(17, 5000));
+  t.equal(w.length, 1, 'the newest is kept however large');
+  t.equal(w.startRv, 16);
+  for (let rv = 18; rv < 5000; rv++) w.push(item(rv, 1));
+  t.same(w.since(4996)!.map((i) => i.rv), [4997, 4998, 4999], 'stays correct across compaction of its array');
+});
+
+t.test('watch parameters: validated as kube-apiserver does', async (t) => {
+  const p = (q: string) => parseWatchOptions(new URLSearchParams(q));
+  t.same(p('watch=1'), { allowWatchBookmarks: false });
+  t.same(p('resourceVersion=12&allowWatchBookmarks=true&timeoutSeconds=30'), { resourceVersion: 12, allowWatchBookmarks: true, timeoutSeconds: 30 });
+  t.same(p('resourceVersion=0'), { resourceVersion: 0, allowWatchBookmarks: false });
+  t.same(p('sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=1'), { sendInitialEvents: true, allowWatchBookmarks: true });
+  t.same(p('sendInitialEvents=false&resourceVersionMatch=NotOlderThan&resourceVersion=5'), { resourceVersion: 5, sendInitialEvents: false, allowWatchBookmarks: false });
+  t.throws(() => p('resourceVersion=abc'), { code: 400, reason: 'BadRequest' });
+  t.throws(() => p('timeoutSeconds=-1'), { code: 400 });
+  t.throws(() => p('allowWatchBookmarks=maybe'), { code: 400 });
+  t.throws(() => p('sendInitialEvents=true&allowWatchBookmarks=true'), { code: 422, reason: 'Invalid', message: /sendInitialEvents requires setting resourceVersionMatch to NotOlderThan/ });
+  t.throws(() => p('sendInitialEvents=true&resourceVersionMatch=NotOlderThan'), { code: 422, message: /allowWatchBookmarks/ });
+  t.throws(() => p('resourceVersionMatch=NotOlderThan&resourceVersion=1'), { code: 422, message: /forbidden for watch unless sendInitialEvents/ });
+  t.throws(() => p('sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=Exact'), { code: 422 });
+});

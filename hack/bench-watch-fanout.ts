@@ -1,0 +1,297 @@
+// Benchmark of the watch engine's fan-out (issue 6), in process, on SQLite:
+//
+//   node --import tsx hack/bench-watch-fanout.ts [--watchers 10000] [--namespaces 1000]
+//        [--all 100] [--rate 500] [--seconds 30] [--baseline-seconds 10]
+//        [--storage sqlite|postgres] [--replicas 1]
+//
+// With --storage postgres (a throwaway server) the writer has a Store of its own and each of
+// --replicas hubs another (as separate apiserver processes would): pollers are woken by NOTIFY,
+// watchers are spread over the replicas, poll queries are summed over them.
+//
+// Storage is fed by applyBatch at --rate events/s spread over --namespaces namespaces (pod
+// MODIFIED/ADDED/DELETED, ~1.5 KB objects) through the same Store as the hub (all-in-one:
+// commits wake the poller in process). Phase 1: one watcher watching everything. Phase 2:
+// --watchers watchers, --all of them watching everything and the rest one namespace each.
+// Printed per phase: delivery latency (write call → bytes handed to the watcher's consumer)
+// p50/p99/max, events delivered/s, poll queries/s (changesAfter calls, and every SQL
+// statement outside the writer's transactions), RSS and heap.
+import { parseArgs } from 'node:util';
+import { Registry } from 'prom-client';
+import { setLogLevel } from '../lib/log.ts';
+import { Store } from '../storage/store.ts';
+import { openTestStore, stopTestPostgres, type Backend } from '../storage/testing.ts';
+import type { UpstreamEvent } from '../storage/types.ts';
+import { jsonEncoder } from '../apiserver/watch/encode.ts';
+import { WatchHub } from '../apiserver/watch/hub.ts';
+import type { Watcher } from '../apiserver/watch/watcher.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    watchers: { type: 'string', default: '10000' },
+    namespaces: { type: 'string', default: '1000' },
+    all: { type: 'string', default: '100' },
+    rate: { type: 'string', default: '500' },
+    seconds: { type: 'string', default: '30' },
+    'baseline-seconds': { type: 'string', default: '10' },
+    storage: { type: 'string', default: 'sqlite' },
+    replicas: { type: 'string', default: '1' },
+  },
+});
+setLogLevel('warn');
+const nWatchers = Number(args.watchers);
+const nNamespaces = Number(args.namespaces);
+const nAll = Number(args.all);
+const rate = Number(args.rate);
+const seconds = Number(args.seconds);
+const baselineSeconds = Number(args['baseline-seconds']);
+const mb = (n: number) => `${(n / 1048576).toFixed(0)} MiB`;
+const now = () => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const backend = args.storage as Backend;
+const nReplicas = Math.max(1, Number(args.replicas));
+const { store, url, close } = await openTestStore(backend);
+// SQLite: all-in-one (one Store, one hub). PostgreSQL: one Store per replica, as processes.
+const hubStores = backend === 'sqlite' ? [store] : await Promise.all(Array.from({ length: nReplicas }, () => Store.open(url)));
+const hubs = hubStores.map((s) => new WatchHub(s, { registry: new Registry() }));
+const pollQueries = () => hubs.reduce((n, h) => n + h.stats().pollQueries, 0);
+
+// ---- the workload: pods over namespaces, ~1.5 KB each
+const podsPerNs = 5;
+const upstream = new Map<string, number>();
+let seq = 0;
+function pod(type: UpstreamEvent['type'], ns: string, name: string): UpstreamEvent {
+  const key = `${ns}/${name}`;
+  const urv = (upstream.get(key) ?? 0) + 1;
+  upstream.set(key, urv);
+  return {
+    type,
+    group: '',
+    version: 'v1',
+    resource: 'pods',
+    object: {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name,
+        namespace: ns,
+        uid: `uid-${ns}-${name}`,
+        resourceVersion: String(urv),
+        creationTimestamp: '2026-01-01T00:00:00Z',
+        labels: { app: name.replace(/-\d+$/, ''), 'pod-template-hash': '7d9f8c6b5', tier: 'web' },
+        annotations: { 'bench/sent': String(now()), 'bench/seq': String(++seq) },
+        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `${name}-rs`, uid: `rs-${ns}`, controller: true }],
+      },
+      spec: {
+        nodeName: `node-${seq % 50}`,
+        containers: [
+          {
+            name: 'app',
+            image: 'registry.example.com/team/app:v1.2.3',
+            ports: [{ containerPort: 8080, protocol: 'TCP' }],
+            resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '500m', memory: '256Mi' } },
+            env: [{ name: 'MODE', value: 'production' }, { name: 'LOG_LEVEL', value: 'info' }],
+            volumeMounts: [{ name: 'kube-api-access', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true }],
+          },
+        ],
+        serviceAccountName: 'default',
+        restartPolicy: 'Always',
+      },
+      status: {
+        phase: 'Running',
+        podIP: `10.1.${seq % 250}.${seq % 200}`,
+        conditions: [
+          { type: 'Ready', status: 'True', lastTransitionTime: '2026-01-01T00:00:10Z' },
+          { type: 'ContainersReady', status: 'True', lastTransitionTime: '2026-01-01T00:00:10Z' },
+        ],
+        containerStatuses: [{ name: 'app', ready: true, restartCount: seq % 3, image: 'registry.example.com/team/app:v1.2.3', started: true }],
+      },
+    },
+  };
+}
+
+// Initial objects, in big batches.
+for (let ns = 0; ns < nNamespaces; ns += 100) {
+  const events: UpstreamEvent[] = [];
+  for (let n = ns; n < Math.min(nNamespaces, ns + 100); n++) for (let p = 0; p < podsPerNs; p++) events.push(pod('ADDED', `ns${n}`, `app-${p}`));
+  await store.applyBatch('c1', events);
+}
+const extra = new Map<number, number>(); // namespace → extra pods created
+function nextEvent(i: number): UpstreamEvent {
+  const n = (i * 7919) % nNamespaces;
+  const ns = `ns${n}`;
+  const r = i % 10;
+  if (r === 8) {
+    const k = (extra.get(n) ?? 0) + 1;
+    extra.set(n, k);
+    return pod('ADDED', ns, `job-${k}`);
+  }
+  if (r === 9 && (extra.get(n) ?? 0) > 0) {
+    const k = extra.get(n)!;
+    extra.set(n, k - 1);
+    return pod('DELETED', ns, `job-${k}`);
+  }
+  return pod('MODIFIED', ns, `app-${i % podsPerNs}`);
+}
+
+for (const h of hubs) await h.start();
+
+// ---- counting queries: the pollers' calls, and all SQL of the hubs' Stores outside the writer's transactions
+let sqlOutsideTrx = 0;
+for (const s of hubStores) {
+  s.conn.knex.on('query', (q: { __knexTxId?: string }) => {
+    if (!q.__knexTxId) sqlOutsideTrx++;
+  });
+}
+
+// ---- consumers: latency from the write call (stamped in the object) to the consumer
+const latencyHist = new Uint32Array(100_001); // 0.1 ms buckets up to 10 s
+let delivered = 0;
+let maxLatency = 0;
+const sentOf = new WeakMap<Buffer, number>();
+function onData(buf: Buffer): void {
+  let sent = sentOf.get(buf);
+  if (sent === undefined) {
+    const m = /"bench\/sent":"([0-9.]+)"/.exec(buf.toString('latin1'));
+    sent = m ? Number(m[1]) : -1;
+    sentOf.set(buf, sent);
+  }
+  if (sent < 0) return;
+  const ms = now() - sent;
+  latencyHist[Math.min(100_000, Math.max(0, Math.round(ms * 10)))]++;
+  if (ms > maxLatency) maxLatency = ms;
+  delivered++;
+}
+function resetStats(): void {
+  latencyHist.fill(0);
+  delivered = 0;
+  maxLatency = 0;
+}
+function quantile(q: number): number {
+  const total = latencyHist.reduce((a, b) => a + b, 0);
+  let acc = 0;
+  for (let i = 0; i < latencyHist.length; i++) {
+    acc += latencyHist[i];
+    if (acc >= q * total) return i / 10;
+  }
+  return Infinity;
+}
+const watchers: Watcher[] = [];
+function addWatcher(namespace?: string): void {
+  const hub = hubs[watchers.length % hubs.length];
+  const w = hub.watch({
+    query: { group: '', resource: 'pods', ...(namespace ? { namespaces: [namespace] } : {}) },
+    kind: 'Pod',
+    apiVersion: 'v1',
+    options: { resourceVersion: hub.rv, allowWatchBookmarks: true, timeoutSeconds: 3600 },
+    encoder: jsonEncoder,
+  });
+  w.on('data', onData);
+  w.on('close', () => {
+    if (w.closeReason !== 'shutdown') console.error(`watcher closed: ${w.closeReason}`);
+  });
+  watchers.push(w);
+}
+
+// ---- the writer: `rate` events/s, one batch every 20 ms
+let written = 0;
+let writing = true;
+async function writer(): Promise<void> {
+  const start = now();
+  let i = 0;
+  while (writing) {
+    const due = Math.floor(((now() - start) / 1000) * rate);
+    const n = Math.min(500, due - written);
+    if (n > 0) {
+      const events: UpstreamEvent[] = [];
+      for (let k = 0; k < n; k++) events.push(nextEvent(i++));
+      await store.applyBatch('c1', events);
+      written += n;
+    }
+    await sleep(20);
+  }
+}
+
+interface PhaseResult {
+  watchers: number;
+  seconds: number;
+  written: number;
+  deliveredPerSec: number;
+  p50: number;
+  p99: number;
+  max: number;
+  pollQueriesPerSec: number;
+  sqlPerSec: number;
+  rssMax: number;
+  heapMax: number;
+}
+
+async function phase(label: string, secs: number): Promise<PhaseResult> {
+  await sleep(2000); // warm-up
+  resetStats();
+  const w0 = written;
+  const q0 = pollQueries();
+  const s0 = sqlOutsideTrx;
+  const t0 = now();
+  let rssMax = 0;
+  let heapMax = 0;
+  for (let s = 0; s < secs; s++) {
+    await sleep(1000);
+    const m = process.memoryUsage();
+    rssMax = Math.max(rssMax, m.rss);
+    heapMax = Math.max(heapMax, m.heapUsed);
+  }
+  const dt = (now() - t0) / 1000;
+  const r: PhaseResult = {
+    watchers: watchers.length,
+    seconds: dt,
+    written: written - w0,
+    deliveredPerSec: delivered / dt,
+    p50: quantile(0.5),
+    p99: quantile(0.99),
+    max: maxLatency,
+    pollQueriesPerSec: (pollQueries() - q0) / dt,
+    sqlPerSec: (sqlOutsideTrx - s0) / dt,
+    rssMax,
+    heapMax,
+  };
+  console.log(
+    `${label}: ${r.watchers} watchers, ${(r.written / dt).toFixed(0)} events/s written, ${r.deliveredPerSec.toFixed(0)} deliveries/s; ` +
+      `latency p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, max ${r.max.toFixed(1)} ms; ` +
+      `poll queries ${r.pollQueriesPerSec.toFixed(1)}/s (SQL statements outside writes ${r.sqlPerSec.toFixed(1)}/s); ` +
+      `RSS max ${mb(r.rssMax)}, heap max ${mb(r.heapMax)}`,
+  );
+  return r;
+}
+
+const rssBefore = process.memoryUsage().rss;
+console.log(`${backend}, ${hubs.length} replica(s): ${nNamespaces * podsPerNs} pods in ${nNamespaces} namespaces; RSS before watchers ${mb(rssBefore)}`);
+const writing$ = writer();
+addWatcher();
+const one = await phase('phase 1 (1 watcher)', baselineSeconds);
+const t0 = now();
+for (let i = 0; i < nAll - 1; i++) addWatcher();
+for (let i = 0; i < nWatchers - nAll; i++) addWatcher(`ns${i % nNamespaces}`);
+console.log(`started ${nWatchers - 1} more watchers in ${(now() - t0).toFixed(0)} ms; hub 1: ${JSON.stringify(hubs[0].stats())}`);
+const visits = () => hubs.reduce((n, h) => n + h.stats().dispatchVisits, 0);
+const before = { visits: visits(), rv: hubs[0].rv };
+const many = await phase(`phase 2 (${nWatchers} watchers)`, seconds);
+writing = false;
+await writing$;
+const perChange = (visits() - before.visits) / Math.max(1, hubs[0].rv - before.rv);
+console.log(`phase 2: watcher visits per change ${perChange.toFixed(1)} (of ${watchers.length} watchers: the index); poller lag at end ${hubs.map((h) => h.stats().pollerLag).join(', ')}`);
+console.log(
+  JSON.stringify({
+    p50Ms: +many.p50.toFixed(1),
+    p99Ms: +many.p99.toFixed(1),
+    pollQueriesPerSec1: +one.pollQueriesPerSec.toFixed(1),
+    pollQueriesPerSecN: +many.pollQueriesPerSec.toFixed(1),
+    sqlPerSec1: +one.sqlPerSec.toFixed(1),
+    sqlPerSecN: +many.sqlPerSec.toFixed(1),
+    rssMaxMiB: Math.round(many.rssMax / 1048576),
+  }),
+);
+for (const h of hubs) await h.stop();
+if (backend !== 'sqlite') for (const s of hubStores) await s.close();
+await close();
+await stopTestPostgres();
