@@ -4,6 +4,7 @@
 // synchro stopped, it measures (1) the first page (limit=500) through HTTP, as JSON (client-go
 // informers) and as Table (kubectl), and (2) `kubectl get pods -A` over the whole set through
 // Panoptes against `kubectl get pods -A` on each simulated cluster one after the other.
+import { percentile } from './fixtures.ts';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -79,7 +80,7 @@ function kubectl(args: string[]): Promise<{ ms: number; lines: number; stderr: s
   });
 }
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const pct = percentile;
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'panoptes-bench-list-'));

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { parseLabelSelector } from '../kube/labels.ts';
 import { Store } from '../storage/store.ts';
 import type { UpstreamEvent } from '../storage/types.ts';
+import { percentile, realisticPod } from './fixtures.ts';
 import { createDatabase, startPostgres } from './postgres.ts';
 
 const { values } = parseArgs({
@@ -27,58 +28,26 @@ const runs = Number(values.runs);
 
 /** A pod of about 1 KB, labelled so that `app=app-7` selects 1% of them. */
 function pod(cluster: number, i: number, rv: number): UpstreamEvent {
-  const ns = `ns-${i % 50}`;
   return {
     type: 'ADDED',
     group: '',
     version: 'v1',
     resource: 'pods',
-    object: {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: {
-        name: `pod-${cluster}-${i}`,
-        namespace: ns,
-        uid: `00000000-0000-4000-8000-${String(cluster).padStart(4, '0')}${String(i).padStart(8, '0')}`,
-        resourceVersion: String(rv),
-        creationTimestamp: '2026-01-01T00:00:00Z',
-        labels: { app: `app-${i % 100}`, tier: i % 2 ? 'backend' : 'frontend', 'pod-template-hash': '7d4b9c8f5' },
-        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `rs-${i % 100}`, uid: `rs-uid-${cluster}-${i % 100}`, controller: true }],
-      },
-      spec: {
-        nodeName: `node-${i % 20}`,
-        containers: [
-          {
-            name: 'app',
-            image: 'registry.example.com/team/app:1.2.3',
-            ports: [{ containerPort: 8080, protocol: 'TCP' }],
-            resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '500m', memory: '256Mi' } },
-            env: [{ name: 'MODE', value: 'production' }, { name: 'REGION', value: 'eu-west-1' }],
-          },
-        ],
-        serviceAccountName: 'default',
-        restartPolicy: 'Always',
-        schedulerName: 'default-scheduler',
-      },
-      status: {
-        phase: 'Running',
-        podIP: `10.${cluster}.${(i >> 8) & 255}.${i & 255}`,
-        hostIP: `192.168.0.${i % 20}`,
-        startTime: '2026-01-01T00:00:05Z',
-        conditions: [
-          { type: 'Ready', status: 'True', lastTransitionTime: '2026-01-01T00:00:09Z' },
-          { type: 'ContainersReady', status: 'True', lastTransitionTime: '2026-01-01T00:00:09Z' },
-        ],
-        containerStatuses: [{ name: 'app', ready: true, restartCount: 0, image: 'registry.example.com/team/app:1.2.3', started: true }],
-      },
-    },
+    object: realisticPod({
+      namespace: `ns-${i % 50}`,
+      name: `pod-${cluster}-${i}`,
+      uid: `00000000-0000-4000-8000-${String(cluster).padStart(4, '0')}${String(i).padStart(8, '0')}`,
+      upstreamRv: String(rv),
+      labels: { app: `app-${i % 100}`, tier: i % 2 ? 'backend' : 'frontend', 'pod-template-hash': '7d4b9c8f5' },
+      ownerName: `rs-${i % 100}`,
+      ownerUid: `rs-uid-${cluster}-${i % 100}`,
+      nodeName: `node-${i % 20}`,
+      podIP: `10.${cluster}.${(i >> 8) & 255}.${i & 255}`,
+    }),
   };
 }
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-};
+const pct = percentile;
 
 interface Figures {
   backend: string;

@@ -24,6 +24,7 @@ import type { UpstreamEvent } from '../storage/types.ts';
 import { jsonEncoder } from '../apiserver/watch/encode.ts';
 import { WatchHub } from '../apiserver/watch/hub.ts';
 import type { Watcher } from '../apiserver/watch/watcher.ts';
+import { realisticPod } from './fixtures.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -69,44 +70,19 @@ function pod(type: UpstreamEvent['type'], ns: string, name: string): UpstreamEve
     group: '',
     version: 'v1',
     resource: 'pods',
-    object: {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: {
-        name,
-        namespace: ns,
-        uid: `uid-${ns}-${name}`,
-        resourceVersion: String(urv),
-        creationTimestamp: '2026-01-01T00:00:00Z',
-        labels: { app: name.replace(/-\d+$/, ''), 'pod-template-hash': '7d9f8c6b5', tier: 'web' },
-        annotations: { 'bench/sent': String(now()), 'bench/seq': String(++seq) },
-        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `${name}-rs`, uid: `rs-${ns}`, controller: true }],
-      },
-      spec: {
-        nodeName: `node-${seq % 50}`,
-        containers: [
-          {
-            name: 'app',
-            image: 'registry.example.com/team/app:v1.2.3',
-            ports: [{ containerPort: 8080, protocol: 'TCP' }],
-            resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '500m', memory: '256Mi' } },
-            env: [{ name: 'MODE', value: 'production' }, { name: 'LOG_LEVEL', value: 'info' }],
-            volumeMounts: [{ name: 'kube-api-access', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true }],
-          },
-        ],
-        serviceAccountName: 'default',
-        restartPolicy: 'Always',
-      },
-      status: {
-        phase: 'Running',
-        podIP: `10.1.${seq % 250}.${seq % 200}`,
-        conditions: [
-          { type: 'Ready', status: 'True', lastTransitionTime: '2026-01-01T00:00:10Z' },
-          { type: 'ContainersReady', status: 'True', lastTransitionTime: '2026-01-01T00:00:10Z' },
-        ],
-        containerStatuses: [{ name: 'app', ready: true, restartCount: seq % 3, image: 'registry.example.com/team/app:v1.2.3', started: true }],
-      },
-    },
+    object: realisticPod({
+      namespace: ns,
+      name,
+      uid: `uid-${ns}-${name}`,
+      upstreamRv: String(urv),
+      labels: { app: name.replace(/-\d+$/, ''), 'pod-template-hash': '7d9f8c6b5', tier: 'web' },
+      annotations: { 'bench/sent': String(now()), 'bench/seq': String(++seq) },
+      ownerName: `${name}-rs`,
+      ownerUid: `rs-${ns}`,
+      nodeName: `node-${seq % 50}`,
+      podIP: `10.1.${seq % 250}.${seq % 200}`,
+      restartCount: seq % 3,
+    }),
   };
 }
 
