@@ -21,7 +21,7 @@ export function storageCheck(store: Store, timeoutMs = 3000): HealthCheck {
         timer = setTimeout(() => resolve(`no answer within ${timeoutMs} ms`), timeoutMs);
       });
       try {
-        return await Promise.race([store.conn.knex.raw('select 1').then(() => undefined), timeout]);
+        return await Promise.race([store.ping(), timeout]);
       } finally {
         clearTimeout(timer);
       }

@@ -117,6 +117,11 @@ export class Store {
     return clusters.storedResources(this.conn.knex, cluster);
   }
 
+  /** Resolves when the database answers a trivial query (readiness). */
+  async ping(): Promise<void> {
+    await this.conn.knex.raw('select 1');
+  }
+
   /** Refreshes the planner's statistics (after a large initial sync). */
   async analyze(): Promise<void> {
     await this.conn.dialect.analyze(this.conn.knex);
