@@ -4,6 +4,7 @@
 import type { Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
+import type { WatchHub } from './watch/index.ts';
 
 export interface ApiserverLimits {
   /** limit values above this are served as pages of this size (default 10000). */
@@ -31,6 +32,8 @@ export interface Deps {
   catalog: Catalog;
   log: Logger;
   limits: ApiserverLimits;
+  /** The process's one watch engine (poller, window, watchers). */
+  watch: WatchHub;
 }
 
 export interface Reply {

@@ -237,8 +237,11 @@ t.test('apiserver read path', async (t) => {
     const big = await http('GET', `${base}${P}/api/v1/pods`, 'x'.repeat(2 * 1024 * 1024));
     t.match(big, { status: 413, json: { reason: 'RequestEntityTooLarge' } });
     await status(t, `${P}/api/v1/pods?labelSelector=${'a'.repeat(20_000)}`, 400, 'BadRequest');
-    await status(t, `${P}/api/v1/pods?watch=1`, 405, 'MethodNotAllowed');
-    await status(t, `${P}/api/v1/watch/pods`, 405, 'MethodNotAllowed');
+    // Watches are served (apiserver/watch-http.test.ts); their parameter errors are Status answers too.
+    await status(t, `${P}/api/v1/pods?watch=1&sendInitialEvents=true`, 422, 'Invalid');
+    const legacy = await GET(`${P}/api/v1/watch/pods?timeoutSeconds=1&resourceVersion=0`);
+    t.equal(legacy.status, 200, 'legacy /watch/ path');
+    t.match(legacy.text.split('\n')[0], /^\{"type":"ADDED","object":\{/);
     await status(t, `${P}/api//pods`, 404, 'NotFound');
     await status(t, `${P}/api/v1/namespaces/%E0%A4%A/pods`, 400, 'BadRequest');
     await status(t, '/nothing/here', 404, 'NotFound');

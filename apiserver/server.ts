@@ -13,6 +13,7 @@ import { readOnly, toStatus, writeStatus } from './errors.ts';
 import { catalogCheck, pingCheck, serveHealth, storageCheck, type HealthCheck } from './health.ts';
 import { ApiserverMetrics } from './metrics.ts';
 import { route, type MetricLabels } from './routes.ts';
+import { WatchHub, type HubOptions } from './watch/index.ts';
 
 export interface ApiserverOptions {
   store: Store;
@@ -22,6 +23,8 @@ export interface ApiserverOptions {
   limits?: Partial<ApiserverLimits>;
   /** Metrics (all-in-one shares the registry with synchro). */
   metrics?: ApiserverMetrics;
+  /** The watch engine's options (its metrics go to the apiserver's registry). */
+  watch?: HubOptions;
   /** Extra /readyz checks (e.g. the watch poller). */
   readyChecks?: HealthCheck[];
   log?: Logger;
@@ -65,8 +68,16 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     await catalog.start();
     ownCatalog = true;
   }
-  const deps: Deps = { store: opts.store, catalog, log, limits };
   const metrics = opts.metrics ?? new ApiserverMetrics();
+  // One watch engine per server (one server per process): one poller whatever the number of watchers.
+  const hub = new WatchHub(opts.store, { registry: metrics.registry, log: log.child({ part: 'watch' }), ...opts.watch });
+  try {
+    await hub.start();
+  } catch (err) {
+    if (ownCatalog) catalog.stop();
+    throw err;
+  }
+  const deps: Deps = { store: opts.store, catalog, log, limits, watch: hub };
   const checks = { healthz: [pingCheck], livez: [pingCheck], readyz: [pingCheck, storageCheck(opts.store), catalogCheck(catalog), ...(opts.readyChecks ?? [])] };
 
   const app = new Koa();
@@ -161,6 +172,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     },
     async close() {
       if (ownCatalog) catalog.stop();
+      await hub.stop(); // ends every watch stream cleanly (clients re-watch elsewhere)
       const server = handle.server;
       if (!server) return;
       await new Promise<void>((resolve) => {

@@ -1,13 +1,38 @@
-// PLACEHOLDER — the watch module (issue 6, apiserver/watch/) replaces this function.
-// Every `watch=1` request (and the legacy /watch/ paths) of a synced resource arrives here,
-// already parsed and validated as a ResourceRequest (verb 'watch'); see apiserver/request.ts
-// for its shape and apiserver/table.ts for the per-object Table and PartialObjectMetadata
-// rendering to reuse per event.
+// Watch over HTTP: every `watch=1|true` request of a synced resource (and the legacy
+// /watch/ paths) arrives here already routed, parsed and validated as a ResourceRequest.
+// The watch parameters are checked before the 200 (400/422 Status); then the process's
+// WatchHub streams the events (apiserver/watch/), encoded as the request's output format,
+// one JSON document per line, chunked, never pretty-printed.
 import type { Context } from 'koa';
-import { StatusError } from '../kube/status.ts';
 import type { Deps } from './deps.ts';
-import type { ResourceRequest } from './request.ts';
+import { apiVersionOf, clustersRead, toListQuery, type ResourceRequest } from './request.ts';
+import { staleWarnings } from './warnings.ts';
+import { parseWatchOptions } from './watch/index.ts';
+import { watchContentType, watchEncoders } from './watch-encoders.ts';
 
-export async function serveWatch(_ctx: Context, _request: ResourceRequest, _deps: Deps): Promise<void> {
-  throw new StatusError('MethodNotAllowed', 'watch is served by the watch module', {});
+export async function serveWatch(ctx: Context, request: ResourceRequest, deps: Deps): Promise<void> {
+  const options = parseWatchOptions(new URLSearchParams(ctx.querystring));
+  const { encoder, firstEncoder } = watchEncoders(request);
+  if (ctx.method === 'HEAD') {
+    ctx.status = 200;
+    ctx.set('Content-Type', watchContentType);
+    return;
+  }
+  const stream = deps.watch.watch({
+    query: toListQuery(request),
+    kind: request.info.kind,
+    apiVersion: apiVersionOf(request.info),
+    options,
+    encoder,
+    firstEncoder,
+  });
+  ctx.status = 200;
+  ctx.set('Content-Type', watchContentType);
+  ctx.set('Cache-Control', 'no-cache, private');
+  const warnings = staleWarnings(deps.catalog, clustersRead(request, request.info.clusters));
+  if (warnings.length) ctx.set('Warning', warnings);
+  ctx.body = stream; // Koa pipes it and destroys it when the client goes (the watcher unregisters)
+  // Send the 200 and headers now: a client waits for them before it reads any event, also
+  // when nothing happens for a while.
+  ctx.res.flushHeaders();
 }

@@ -1,0 +1,299 @@
+// Watch latency end to end, over HTTP (issue 6):
+//
+//   node --import tsx hack/bench-watch.ts [--writes 300] [--rate 20] [--watchers 200]
+//        [--scale-seconds 8] [--only sqlite|postgres|scale]
+//
+// 1. Latency from a write in a simulated member cluster to the event at a Panoptes watch
+//    client (HTTP, all-clusters view), p50/p99/max, next to a watch opened directly on the
+//    simulated cluster (the same writes, the same client code), and their ratio:
+//    - SQLite, `panoptes all-in-one` as one process;
+//    - PostgreSQL (a throwaway server), `panoptes synchro` and `panoptes apiserver` as
+//      separate processes (NOTIFY carries the wake-up between them).
+//    The writes are --writes pod updates at --rate/s, spread over the pods of the cluster;
+//    each carries its send time in an annotation.
+// 2. Scale-out on PostgreSQL: 1 and then 3 `panoptes apiserver` processes; for each, one
+//    watcher and then --watchers watchers (spread over the replicas) while synchro writes;
+//    poll query rate read from each replica's /metrics (panoptes_watch_poll_queries_total).
+// The simulated cluster and the watch clients live in this process; Panoptes in child processes.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
+import { freePort } from './postgres.ts';
+import { startSimCluster, type SimCluster } from './sim/cluster.ts';
+import { get } from './sim/testutil.ts';
+import { setLogLevel } from '../lib/log.ts';
+import { emptyStorageUrl, stopTestPostgres } from '../storage/testing.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    writes: { type: 'string', default: '300' },
+    rate: { type: 'string', default: '20' },
+    pods: { type: 'string', default: '200' },
+    watchers: { type: 'string', default: '200' },
+    'scale-seconds': { type: 'string', default: '8' },
+    only: { type: 'string' },
+  },
+});
+setLogLevel('warn');
+const nWrites = Number(args.writes);
+const rate = Number(args.rate);
+const nPods = Number(args.pods);
+const nWatchers = Number(args.watchers);
+const scaleSeconds = Number(args['scale-seconds']);
+const P = '/apis/panoptes.io/v1alpha1/resources';
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const now = () => performance.timeOrigin + performance.now();
+const dir = mkdtempSync(join(tmpdir(), 'panoptes-bench-watch-'));
+
+async function until(what: string, fn: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await fn().catch(() => false)) return;
+    await sleep(200);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+// ---- child processes
+
+const children = new Set<ChildProcess>();
+function panoptes(argv: string[]): { proc: ChildProcess; stop: () => Promise<void>; stderr: () => string } {
+  const proc = spawn(process.execPath, ['bin/panoptes.mjs', ...argv, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  children.add(proc);
+  let stderr = '';
+  proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-5000)));
+  const exited = new Promise<void>((r) => proc.on('exit', () => r()));
+  return {
+    proc,
+    stderr: () => stderr,
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        proc.kill('SIGTERM');
+        const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      children.delete(proc);
+    },
+  };
+}
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
+async function synced(base: string, cluster: string): Promise<void> {
+  await until(`${base} synced ${cluster}`, async () => {
+    const r = await get(`${base}/apis/panoptes.io/v1alpha1/clusters/${cluster}`);
+    return r.status === 200 && r.json.status?.initialSync?.complete === true && (await get(`${base}${P}/api/v1/pods?limit=1`)).status === 200;
+  });
+}
+
+// ---- watch clients
+
+interface Client {
+  /** seq → arrival time (ms since the epoch, high resolution). */
+  arrivals: Map<number, number>;
+  close(): void;
+}
+
+/** A watch over HTTP; records when each bench write (annotation bench/seq) arrives. */
+function watchClient(url: string): Promise<Client> {
+  return new Promise((resolve, reject) => {
+    const arrivals = new Map<number, number>();
+    const req = request(url, { agent: false }, (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`${url}: ${res.statusCode}`));
+      let partial = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        const t = now();
+        partial += chunk;
+        let nl: number;
+        while ((nl = partial.indexOf('\n')) >= 0) {
+          const line = partial.slice(0, nl);
+          partial = partial.slice(nl + 1);
+          const m = /"bench\/seq":"(\d+)"/.exec(line);
+          if (m && !arrivals.has(Number(m[1]))) arrivals.set(Number(m[1]), t);
+        }
+      });
+      res.on('error', () => undefined);
+      resolve({ arrivals, close: () => req.destroy() });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+// ---- the writes
+
+let seq = 0;
+const sent = new Map<number, number>();
+
+function seedPods(sim: SimCluster): string[] {
+  const info = sim.registry.lookup('', 'v1', 'pods')!;
+  const ns = sim.registry.lookup('', 'v1', 'namespaces')!;
+  sim.crud.create(ns, 'v1', undefined, { metadata: { name: 'bench' } });
+  const names: string[] = [];
+  for (let i = 0; i < nPods; i++) {
+    const name = `bench-${i}`;
+    sim.crud.create(info, 'v1', 'bench', { metadata: { name, labels: { app: 'bench' } }, spec: { containers: [{ name: 'c', image: 'nginx:1.27', resources: {} }] } });
+    names.push(name);
+  }
+  return names;
+}
+
+/** --writes pod updates at --rate/s; returns their seqs. */
+async function writeAtRate(sim: SimCluster, names: string[], writes: number): Promise<number[]> {
+  const info = sim.registry.lookup('', 'v1', 'pods')!;
+  const seqs: number[] = [];
+  const start = now();
+  for (let i = 0; i < writes; i++) {
+    const due = start + (i * 1000) / rate;
+    const wait = due - now();
+    if (wait > 0) await sleep(wait);
+    const s = ++seq;
+    sent.set(s, now());
+    sim.crud.patch(info, 'v1', 'bench', names[i % names.length], 'merge', { metadata: { annotations: { 'bench/seq': String(s) } } });
+    seqs.push(s);
+  }
+  return seqs;
+}
+
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+interface Latency {
+  n: number;
+  missing: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+function latencies(client: Client, seqs: number[]): Latency {
+  const ms: number[] = [];
+  let missing = 0;
+  for (const s of seqs) {
+    const at = client.arrivals.get(s);
+    if (at === undefined) missing++;
+    else ms.push(at - sent.get(s)!);
+  }
+  ms.sort((a, b) => a - b);
+  return { n: ms.length, missing, p50: quantile(ms, 0.5), p99: quantile(ms, 0.99), max: ms[ms.length - 1] ?? NaN };
+}
+
+const f = (n: number) => n.toFixed(1);
+const show = (what: string, l: Latency) => `${what}: p50 ${f(l.p50)} ms, p99 ${f(l.p99)} ms, max ${f(l.max)} ms (${l.n} events${l.missing ? `, ${l.missing} MISSING` : ''})`;
+
+async function latencyRun(title: string, sim: SimCluster, names: string[], panoptesBase: string): Promise<void> {
+  const start = await get(`${panoptesBase}${P}/api/v1/namespaces/bench/pods?limit=1`);
+  const direct = await watchClient(`${sim.url}/api/v1/namespaces/bench/pods?watch=1&resourceVersion=${sim.store.resourceVersion}`);
+  const viaPanoptes = await watchClient(`${panoptesBase}${P}/api/v1/namespaces/bench/pods?watch=1&resourceVersion=${start.json.metadata.resourceVersion}`);
+  await sleep(300);
+  const seqs = await writeAtRate(sim, names, nWrites);
+  const last = seqs[seqs.length - 1];
+  const deadline = Date.now() + 10_000;
+  while ((!viaPanoptes.arrivals.has(last) || !direct.arrivals.has(last)) && Date.now() < deadline) await sleep(50);
+  await sleep(200);
+  const d = latencies(direct, seqs);
+  const p = latencies(viaPanoptes, seqs);
+  direct.close();
+  viaPanoptes.close();
+  console.log(`\n${title}: ${nWrites} pod updates at ${rate}/s in one simulated cluster`);
+  console.log(`  ${show('watch on the simulated cluster', d)}`);
+  console.log(`  ${show('watch through Panoptes (HTTP)  ', p)}`);
+  console.log(`  ratio Panoptes/direct: p50 ${f(p.p50 / d.p50)}x, p99 ${f(p.p99 / d.p99)}x; target p99 <= 150 ms: ${p.p99 <= 150 && p.missing === 0 ? 'MET' : 'MISSED'}`);
+}
+
+// ---- metrics
+
+async function pollQueries(base: string): Promise<number> {
+  const text = (await get(`${base}/metrics`)).text;
+  const m = /^panoptes_watch_poll_queries_total (\S+)$/m.exec(text);
+  return m ? Number(m[1]) : NaN;
+}
+
+async function scaleRun(storage: string, sim: SimCluster, names: string[]): Promise<void> {
+  console.log(`\nScale-out on PostgreSQL: poll queries per replica process (panoptes_watch_poll_queries_total on each /metrics), synchro writing ${rate} pod updates/s`);
+  console.log('  replicas | watchers | poll queries/s per replica        | total/s | events delivered | latency p50 / p99');
+  for (const nReplicas of [1, 3]) {
+    const replicas: Array<{ base: string; stop: () => Promise<void> }> = [];
+    for (let i = 0; i < nReplicas; i++) {
+      const port = await freePort();
+      const p = panoptes(['apiserver', '--storage', storage, '--insecure-listen', `127.0.0.1:${port}`]);
+      const base = `http://127.0.0.1:${port}`;
+      await until(`replica ${i}`, async () => (await get(`${base}${P}/api/v1/pods?limit=1`)).status === 200);
+      replicas.push({ base, stop: p.stop });
+    }
+    for (const watchers of [1, nWatchers]) {
+      const rv = (await get(`${replicas[0].base}${P}/api/v1/pods?limit=1`)).json.metadata.resourceVersion as string;
+      const clients: Client[] = [];
+      for (let i = 0; i < watchers; i++) clients.push(await watchClient(`${replicas[i % nReplicas].base}${P}/api/v1/namespaces/bench/pods?watch=1&resourceVersion=${rv}`));
+      await sleep(500);
+      const before = await Promise.all(replicas.map((r) => pollQueries(r.base)));
+      const t0 = now();
+      const seqs = await writeAtRate(sim, names, Math.round(rate * scaleSeconds));
+      const after = await Promise.all(replicas.map((r) => pollQueries(r.base)));
+      const secs = (now() - t0) / 1000;
+      await sleep(500);
+      const perReplica = after.map((a, i) => (a - before[i]) / secs);
+      const delivered = clients.reduce((n, c) => n + seqs.filter((s) => c.arrivals.has(s)).length, 0);
+      const ms = clients.flatMap((c) => seqs.filter((s) => c.arrivals.has(s)).map((s) => c.arrivals.get(s)! - sent.get(s)!)).sort((a, b) => a - b);
+      console.log(
+        `  ${String(nReplicas).padStart(8)} | ${String(watchers).padStart(8)} | ${perReplica.map((r) => r.toFixed(1).padStart(6)).join(' ').padEnd(33)} | ${perReplica.reduce((a, b) => a + b, 0).toFixed(1).padStart(7)} | ${`${delivered}/${seqs.length * watchers}`.padStart(16)} | ${f(quantile(ms, 0.5))} / ${f(quantile(ms, 0.99))} ms`,
+      );
+      for (const c of clients) c.close();
+      await sleep(300);
+    }
+    for (const r of replicas) await r.stop();
+  }
+}
+
+// ---- main
+
+try {
+  const only = args.only;
+  if (!only || only === 'sqlite') {
+    const sim = await startSimCluster({ name: 'bench-a', historySize: 100_000 });
+    const names = seedPods(sim);
+    const clusters = join(dir, 'clusters-sqlite.yaml');
+    writeFileSync(clusters, stringify({ clusters: [{ name: sim.name, server: sim.url, resources: ['pods', 'namespaces'] }] }));
+    const { url: storage, cleanup } = await emptyStorageUrl('sqlite');
+    const port = await freePort();
+    const aio = panoptes(['all-in-one', '--storage', storage, '--clusters', clusters, '--insecure-listen', `127.0.0.1:${port}`]);
+    const base = `http://127.0.0.1:${port}`;
+    await synced(base, sim.name);
+    await latencyRun('SQLite, panoptes all-in-one (one process)', sim, names, base);
+    await aio.stop();
+    await sim.close();
+    await cleanup();
+  }
+  if (!only || only === 'postgres' || only === 'scale') {
+    const sim = await startSimCluster({ name: 'bench-b', historySize: 100_000 });
+    const names = seedPods(sim);
+    const clusters = join(dir, 'clusters-pg.yaml');
+    writeFileSync(clusters, stringify({ clusters: [{ name: sim.name, server: sim.url, resources: ['pods', 'namespaces'] }] }));
+    const { url: storage } = await emptyStorageUrl('postgres');
+    const synchro = panoptes(['synchro', '--storage', storage, '--clusters', clusters, '--metrics-listen', 'off']);
+    if (!only || only === 'postgres') {
+      const port = await freePort();
+      const api = panoptes(['apiserver', '--storage', storage, '--insecure-listen', `127.0.0.1:${port}`]);
+      const base = `http://127.0.0.1:${port}`;
+      await synced(base, sim.name);
+      await latencyRun('PostgreSQL, panoptes synchro + panoptes apiserver (separate processes)', sim, names, base);
+      await api.stop();
+    }
+    if (!only || only === 'scale') await scaleRun(storage, sim, names);
+    await synchro.stop();
+    await sim.close();
+  }
+} finally {
+  for (const c of children) c.kill('SIGKILL');
+  await stopTestPostgres();
+  rmSync(dir, { recursive: true, force: true });
+}
