@@ -1,7 +1,11 @@
 // The apiserver's Koa app and HTTP listener: request bounds (method, URL and body size,
-// timeout), Status errors, metrics, health, then routing. Plain HTTP on loopback in this
-// version (no TLS, no authentication: see README).
+// timeout), Status errors, metrics, health, authentication and authorization (when
+// `secure` is given: HTTPS, apiserver/auth/), then routing. Without `secure`: plain HTTP,
+// no authentication (the loopback-only development mode).
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import { authMiddleware } from './auth/middleware.ts';
+import type { SecureServing } from './auth/config.ts';
 import type { AddressInfo, Socket } from 'node:net';
 import Koa, { type Context } from 'koa';
 import { logger, type Logger } from '../lib/log.ts';
@@ -28,6 +32,8 @@ export interface ApiserverOptions {
   /** Extra /readyz checks (e.g. the watch poller). */
   readyChecks?: HealthCheck[];
   log?: Logger;
+  /** HTTPS with authentication and authorization (apiserver/auth/); without it: plain HTTP, no auth. */
+  secure?: Pick<SecureServing, 'tls' | 'authenticator' | 'authorizer'>;
 }
 
 export interface Apiserver {
@@ -114,6 +120,9 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     }
   });
 
+  // Authentication and authorization (health paths exempt).
+  if (opts.secure) app.use(authMiddleware(opts.secure.authenticator, opts.secure.authorizer, log));
+
   // Bounds, health and metrics, then the API.
   app.use(async (ctx) => {
     if (Buffer.byteLength(ctx.url) > limits.maxUrlBytes) throw new StatusError('BadRequest', `request URL is too long (${Buffer.byteLength(ctx.url)} bytes; at most ${limits.maxUrlBytes})`);
@@ -150,11 +159,14 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     deps,
     metrics,
     async listen(host, port) {
-      const server = createServer({ maxHeaderSize: Math.max(16 * 1024, limits.maxUrlBytes + 8 * 1024) }, app.callback());
+      const httpOpts = { maxHeaderSize: Math.max(16 * 1024, limits.maxUrlBytes + 8 * 1024) };
+      const tls = opts.secure?.tls;
+      const server: Server = tls ? createHttpsServer({ ...httpOpts, ...tls.serverOptions() }, app.callback()) : createServer(httpOpts, app.callback());
+      if (tls) tls.attach(server as HttpsServer);
       server.keepAliveTimeout = 65_000;
       server.headersTimeout = 66_000;
       server.requestTimeout = 0; // watches are long; other requests are bounded above
-      server.on('connection', (s) => {
+      server.on('connection', (s: Socket) => {
         sockets.add(s);
         s.on('close', () => sockets.delete(s));
       });
@@ -168,10 +180,11 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
       handle.server = server;
       const addr = server.address() as AddressInfo;
       const shown = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-      return `http://${shown}:${addr.port}`;
+      return `${tls ? 'https' : 'http'}://${shown}:${addr.port}`;
     },
     async close() {
       if (ownCatalog) catalog.stop();
+      opts.secure?.tls.stop();
       await hub.stop(); // ends every watch stream cleanly (clients re-watch elsewhere)
       const server = handle.server;
       if (!server) return;

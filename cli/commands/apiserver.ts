@@ -1,6 +1,7 @@
 // `panoptes apiserver`: serves discovery, list and get (watch: apiserver/watch-route.ts)
 // from storage. Stateless: run any number of replicas on one PostgreSQL.
 import { createApiserver } from '../../apiserver/server.ts';
+import { secureFlagHelp, secureFlagSpec, secureServingFromFlags, type SecureFlagValues } from '../../apiserver/auth/config.ts';
 import { ApiserverMetrics } from '../../apiserver/metrics.ts';
 import { logger, type Logger } from '../../lib/log.ts';
 import type { Store } from '../../storage/store.ts';
@@ -12,12 +13,14 @@ export const serveFlagSpec = {
   'insecure-listen': { type: 'string' },
   'max-limit': { type: 'string' },
   'request-timeout': { type: 'string' },
+  ...secureFlagSpec,
 } as const;
 
 export const serveFlagHelp = `  --insecure-listen HOST:PORT   plain HTTP, NO TLS AND NO AUTHENTICATION: anyone who can reach it reads
                                 every synced object. Loopback hosts only (127.0.0.1, ::1, localhost). Default 127.0.0.1:8080
   --max-limit N                 list limit values above N are served as pages of N (default 10000)
-  --request-timeout DURATION    list and get end with 504 after this long (default 60s)`;
+  --request-timeout DURATION    list and get end with 504 after this long (default 60s)
+${secureFlagHelp}`;
 
 const loopback = new Set(['127.0.0.1', '::1', 'localhost']);
 
@@ -33,10 +36,12 @@ export function parseInsecureListen(value: string | undefined): { host: string; 
 /** Starts the HTTP apiserver on an opened store; returns its URL and a stop function. */
 export async function startServing(
   store: Store,
-  values: { 'insecure-listen'?: string; 'max-limit'?: string; 'request-timeout'?: string },
+  values: { 'insecure-listen'?: string; 'max-limit'?: string; 'request-timeout'?: string } & SecureFlagValues,
   log: Logger,
   metrics?: ApiserverMetrics,
 ): Promise<{ url: string; close: () => Promise<void> }> {
+  const secureMode = (Object.keys(secureFlagSpec) as (keyof SecureFlagValues)[]).some((k) => values[k] !== undefined);
+  if (secureMode) return startSecureServing(store, values, log, metrics);
   const { host, port } = parseInsecureListen(values['insecure-listen']);
   const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
   if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
@@ -55,6 +60,38 @@ export async function startServing(
   return { url, close: () => api.close() };
 }
 
+/** HTTPS with authentication (front proxy, client certificates, TokenReview) and SubjectAccessReview authorization. */
+async function startSecureServing(
+  store: Store,
+  values: { 'insecure-listen'?: string; 'max-limit'?: string; 'request-timeout'?: string } & SecureFlagValues,
+  log: Logger,
+  metrics?: ApiserverMetrics,
+): Promise<{ url: string; close: () => Promise<void> }> {
+  if (values['insecure-listen'] !== undefined) throw new UsageError('--insecure-listen (development: no TLS, no authentication) and the secure serving flags exclude each other');
+  const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
+  if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
+  const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
+  const secure = await secureServingFromFlags(values, log);
+  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure });
+  let url: string;
+  try {
+    url = await api.listen(secure.host, secure.port);
+  } catch (err) {
+    await api.close();
+    secure.stop();
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new UsageError(`--secure-port ${secure.port}: the port is in use`);
+    throw err;
+  }
+  log.info('apiserver listening (TLS; authentication and authorization delegated to the host cluster)', { url, allClusters: `${url}/apis/panoptes.io/v1alpha1/resources` });
+  return {
+    url,
+    close: async () => {
+      await api.close();
+      secure.stop();
+    },
+  };
+}
+
 const summary = 'serve discovery, list, get and watch from storage (stateless; run any number of replicas)';
 
 export const apiserver: Command = {
@@ -66,7 +103,9 @@ ${summary}. Runs until SIGINT or SIGTERM.
 URLs: /apis/panoptes.io/v1alpha1/resources/<kubernetes path> (all clusters),
       /apis/panoptes.io/v1alpha1/resources/clusters/<cluster>/<kubernetes path> (one cluster),
       /apis/panoptes.io/v1alpha1/clusters, /healthz, /livez, /readyz, /metrics, /openapi/v2, /openapi/v3.
-This version serves plain HTTP on loopback only; TLS and authentication come later.
+Serves HTTPS on --secure-port (default 8443) with authentication and authorization delegated to
+the host cluster (an aggregated API server: see manifests/README.md). --insecure-listen instead
+serves plain HTTP on loopback WITHOUT authentication (development only).
 
 Flags:
   --storage URL                 where state and the change log live (env PANOPTES_STORAGE)
@@ -74,7 +113,9 @@ Flags:
 ${serveFlagHelp}
   --log-level LEVEL             debug, info (default), warn or error`,
   async run(argv) {
-    const { values } = parseFlags(argv, { storage: { type: 'string' }, 'log-level': { type: 'string' }, ...serveFlagSpec });
+    const { values: parsed } = parseFlags(argv, { storage: { type: 'string' }, 'log-level': { type: 'string' }, ...serveFlagSpec });
+    // Secure serving unless plain HTTP is asked for explicitly.
+    const values = parsed['insecure-listen'] === undefined && parsed['secure-port'] === undefined ? { ...parsed, 'secure-port': '8443' } : parsed;
     const { storage } = commonFlags(values);
     parseInsecureListen(values['insecure-listen']);
     const log = logger('apiserver');

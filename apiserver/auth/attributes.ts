@@ -1,0 +1,101 @@
+// What a request asks for, as authorization sees it (kube's RequestInfo, applied to the
+// Kubernetes path inside a Panoptes URL). Parsed from the path alone, before routing, as
+// kube-apiserver does: an unknown resource is authorized as named, then 404s.
+//
+// Resource requests below .../resources/[clusters/<c>/]{api/v1|apis/G/V}/... give the real
+// group, version, resource, namespace and name, plus the cluster (one-cluster view) or
+// none (all-clusters view). /apis/panoptes.io/v1alpha1/clusters[/<name>] is the resource
+// `clusters` of panoptes.io. Everything else (discovery, /version, /openapi, /metrics) is a
+// non-resource path.
+import { panoptesGroupName, panoptesVersion } from '../clusters.ts';
+
+export const resourcesPrefix = `/apis/${panoptesGroupName}/${panoptesVersion}/resources`;
+
+export interface ResourceAttributes {
+  verb: string;
+  group: string;
+  version: string;
+  resource: string;
+  subresource?: string;
+  namespace?: string;
+  name?: string;
+}
+
+export type RequestAttributes =
+  | { kind: 'resource'; attrs: ResourceAttributes; /** Resource reads through a view: the cluster ('' = all clusters). */ view?: { cluster: string } }
+  | { kind: 'nonResource'; path: string; verb: string };
+
+const methodVerbs: Record<string, string> = { GET: 'get', HEAD: 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
+
+function segments(path: string): string[] {
+  return path
+    .split('/')
+    .filter((s) => s !== '')
+    .map((s) => {
+      try {
+        return decodeURIComponent(s);
+      } catch {
+        return s;
+      }
+    });
+}
+
+function isTrue(v: string | null): boolean {
+  return v !== null && ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(v); // as params.ts parseBool
+}
+
+/** kube's RequestInfoFactory on `parts` = the path after {api/v1 | apis/G/V}. */
+function resourceAttrs(method: string, query: URLSearchParams, group: string, version: string, partsIn: string[]): ResourceAttributes | undefined {
+  let parts = partsIn;
+  let verb = methodVerbs[method] ?? method.toLowerCase();
+  if (parts[0] === 'watch' && (method === 'GET' || method === 'HEAD')) {
+    verb = 'watch';
+    parts = parts.slice(1);
+  }
+  if (parts.length === 0) return undefined;
+  let namespace: string | undefined;
+  if (parts[0] === 'namespaces' && parts.length > 1) {
+    namespace = parts[1];
+    if (parts.length > 2 && parts[2] !== 'status' && parts[2] !== 'finalize') parts = parts.slice(2);
+  }
+  const a: ResourceAttributes = { verb, group, version, resource: parts[0] };
+  if (parts.length >= 2) a.name = parts[1];
+  if (parts.length >= 3) a.subresource = parts[2];
+  if (namespace !== undefined) a.namespace = namespace;
+  if (a.name === undefined && verb === 'get') a.verb = 'list';
+  if (a.name === undefined && verb === 'delete') a.verb = 'deletecollection';
+  if ((a.verb === 'list' || a.verb === 'get') && isTrue(query.get('watch'))) a.verb = 'watch';
+  return a;
+}
+
+/** The kube path's group/version and the rest: [api, v1, ...] or [apis, G, V, ...]. */
+function splitKubePath(segs: string[]): { group: string; version: string; rest: string[] } | undefined {
+  if (segs[0] === 'api' && segs.length >= 3) return { group: '', version: segs[1], rest: segs.slice(2) };
+  if (segs[0] === 'apis' && segs.length >= 4) return { group: segs[1], version: segs[2], rest: segs.slice(3) };
+  return undefined;
+}
+
+export function requestAttributes(method: string, path: string, querystring: string): RequestAttributes {
+  const q = new URLSearchParams(querystring);
+  const nonResource = (): RequestAttributes => ({ kind: 'nonResource', path, verb: (methodVerbs[method] ?? method.toLowerCase()) === 'get' ? 'get' : (methodVerbs[method] ?? method.toLowerCase()) });
+  const segs = segments(path);
+  const own = splitKubePath(segs);
+  if (!own) return nonResource();
+  if (own.group === panoptesGroupName && own.version === panoptesVersion && own.rest[0] === 'resources') {
+    let inner = own.rest.slice(1);
+    let cluster = '';
+    if (inner[0] === 'clusters' && inner.length >= 2) {
+      cluster = inner[1];
+      inner = inner.slice(2);
+    }
+    const k = splitKubePath(inner);
+    if (!k) return nonResource(); // a view's discovery, /version, /openapi
+    const attrs = resourceAttrs(method, q, k.group, k.version, k.rest);
+    if (!attrs) return nonResource();
+    // The view's own clusters resource (Cluster objects) needs no per-cluster data check beyond itself.
+    if (k.group === panoptesGroupName && k.version === panoptesVersion && attrs.resource === 'clusters') return { kind: 'resource', attrs };
+    return { kind: 'resource', attrs, view: { cluster } };
+  }
+  const attrs = resourceAttrs(method, q, own.group, own.version, own.rest);
+  return attrs ? { kind: 'resource', attrs } : nonResource();
+}

@@ -1,0 +1,84 @@
+// manifests/: every kustomization renders (kubectl kustomize) and every rendered object
+// passes `kubectl apply --dry-run=client --validate=false` against a simulated cluster
+// (kubectl needs discovery to map kinds). Also checks what the install relies on.
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { parseAllDocuments } from 'yaml';
+import { kubectl, simCluster, tempDir } from '../hack/sim/testutil.ts';
+
+interface Obj {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec?: Record<string, unknown>;
+  rules?: { apiGroups?: string[]; resources?: string[]; verbs: string[] }[];
+}
+
+const dir = new URL('.', import.meta.url).pathname;
+
+function kustomize(cacheDir: string, path: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('kubectl', ['kustomize', join(dir, path), '--kubeconfig', '/dev/null', '--cache-dir', cacheDir], { timeout: 30_000 }, (err, stdout, stderr) => resolve({ code: err ? 1 : 0, stdout, stderr }));
+  });
+}
+
+const find = (objs: Obj[], kind: string, name: string) => objs.find((o) => o.kind === kind && o.metadata.name === name);
+
+t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t) => {
+  const c = await simCluster(t);
+  const tmp = tempDir(t);
+  // The simulated cluster serves no rbac.authorization.k8s.io: stand-in CRDs give kubectl the kinds' mappings.
+  // The same for cert-manager's Issuer and Certificate (manifests/cert-manager/).
+  const crd = (kind: string, plural: string, scope: string, group = 'rbac.authorization.k8s.io') => ({
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${plural}.${group}` },
+    spec: { group, scope, names: { plural, singular: kind.toLowerCase(), kind, listKind: `${kind}List` }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] },
+  });
+  const crds = join(tmp, 'rbac-crds.json');
+  writeFileSync(crds, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [crd('ClusterRole', 'clusterroles', 'Cluster'), crd('ClusterRoleBinding', 'clusterrolebindings', 'Cluster'), crd('Role', 'roles', 'Namespaced'), crd('RoleBinding', 'rolebindings', 'Namespaced'), crd('Issuer', 'issuers', 'Namespaced', 'cert-manager.io'), crd('Certificate', 'certificates', 'Namespaced', 'cert-manager.io')] }));
+  const made = await kubectl(c, join(tmp, 'cache-setup'), ['create', '-f', crds]);
+  t.equal(made.code, 0, made.stderr);
+  const rendered: Record<string, Obj[]> = {};
+  for (const variant of ['.', 'all-in-one', 'member-cluster', 'cert-manager']) {
+    const r = await kustomize(tmp, variant);
+    t.equal(r.code, 0, `kubectl kustomize manifests/${variant}: ${r.stderr}`);
+    const objs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj);
+    rendered[variant] = objs;
+    const file = join(tmp, `${variant === '.' ? 'default' : variant}.yaml`);
+    writeFileSync(file, r.stdout);
+    const a = await kubectl(c, join(tmp, 'cache'), ['apply', '--dry-run=client', '--validate=false', '-f', file], 30_000);
+    t.equal(a.code, 0, `apply --dry-run=client manifests/${variant}: ${a.stderr}`);
+    t.equal(a.stdout.trim().split('\n').length, objs.length, `every object of manifests/${variant} accepted`);
+  }
+
+  const all = rendered['.'];
+  const apisvc = find(all, 'APIService', 'v1alpha1.panoptes.io');
+  t.match(apisvc?.spec, { group: 'panoptes.io', version: 'v1alpha1', service: { name: 'panoptes-apiserver', namespace: 'panoptes', port: 443 }, groupPriorityMinimum: Number, versionPriority: Number });
+  t.ok(find(all, 'ClusterRoleBinding', 'panoptes:system:auth-delegator'));
+  t.equal(find(all, 'RoleBinding', 'panoptes:extension-apiserver-authentication-reader')?.metadata.namespace, 'kube-system');
+  t.equal(find(all, 'ClusterRole', 'panoptes:aggregate-to-view')?.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-view'], 'true');
+  const dep = find(all, 'Deployment', 'panoptes-apiserver');
+  t.ok(((dep?.spec?.replicas as number) ?? 0) >= 2, 'apiserver: 2+ replicas');
+  const json = JSON.stringify(dep);
+  t.match(json, /"path":"\/livez"/);
+  t.match(json, /"path":"\/readyz"/);
+  t.match(json, /"requests":\{"cpu"/);
+  t.match(json, /ghcr\.io\/panoptes\/panoptes:0\.1\.0/, 'image set by the kustomization');
+  t.match(find(all, 'HorizontalPodAutoscaler', 'panoptes-apiserver')?.spec, { scaleTargetRef: { kind: 'Deployment', name: 'panoptes-apiserver' }, minReplicas: 2 });
+  t.ok(find(all, 'PodDisruptionBudget', 'panoptes-apiserver'));
+  t.ok(find(all, 'Service', 'panoptes-apiserver'));
+  t.equal(find(all, 'Deployment', 'panoptes-synchro')?.spec?.replicas, 1);
+  t.ok(find(all, 'Secret', 'panoptes-postgres') && find(all, 'Secret', 'panoptes-clusters'));
+
+  const aio = rendered['all-in-one'];
+  t.equal(find(aio, 'Deployment', 'panoptes-apiserver')?.spec?.replicas, 1);
+  t.match(JSON.stringify(find(aio, 'Deployment', 'panoptes-apiserver')), /sqlite:\/data\/panoptes\.db/);
+  t.notOk(aio.some((o) => o.kind === 'HorizontalPodAutoscaler'), 'no HPA for the single replica');
+  t.ok(find(aio, 'APIService', 'v1alpha1.panoptes.io'));
+
+  const reader = find(rendered['member-cluster'], 'ClusterRole', 'panoptes:reader');
+  t.ok(reader?.rules?.every((r) => r.verbs.every((v) => ['get', 'list', 'watch'].includes(v))), 'member reader is read-only');
+});
