@@ -44,6 +44,8 @@ function redact(url: string): string {
   }
 }
 
+// 16 KiB pages make commits write fewer WAL frames; checkpoints stay at SQLite's default of
+// 1,000 pages (16 MiB) so that none of them stalls writers for long (write-to-commit p99).
 const sqlitePragmas = [
   'PRAGMA busy_timeout = 10000',
   'PRAGMA page_size = 16384',
@@ -51,7 +53,6 @@ const sqlitePragmas = [
   'PRAGMA synchronous = NORMAL',
   'PRAGMA cache_size = -65536',
   'PRAGMA temp_store = MEMORY',
-  'PRAGMA wal_autocheckpoint = 16384',
 ];
 
 export interface ConnectOptions {
