@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import t, { type Test } from 'tap';
+import { writeKubeconfig } from '../cli/commands/kubeconfig.ts';
 import { stringify } from 'yaml';
 import { freePort } from '../hack/postgres.ts';
 import { startSimClusters, type SimCluster } from '../hack/sim/cluster.ts';
@@ -59,19 +60,7 @@ async function allInOne(t: Test, backend: Backend, sims: SimCluster[]) {
     throw new Error(`${err.message}; last answer: ${last}; stderr: ${stderr.slice(-2000)}`);
   });
   const kubeconfig = join(dir, 'kubeconfig');
-  const ctx = (name: string, server: string) => ({ name, server });
-  const entries = [ctx('panoptes', `${base}${P}`), ...sims.map((s) => ctx(`panoptes-${s.name}`, `${base}${P}/clusters/${s.name}`))];
-  writeFileSync(
-    kubeconfig,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      'current-context': 'panoptes',
-      clusters: entries.map((e) => ({ name: e.name, cluster: { server: e.server } })),
-      contexts: entries.map((e) => ({ name: e.name, context: { cluster: e.name, user: 'u' } })),
-      users: [{ name: 'u', user: {} }],
-    }),
-  );
+  await writeKubeconfig(kubeconfig, { panoptes: { server: base, clusters: sims.map((s) => s.name) } });
   const kubectl = (args: string[], timeoutMs = 60_000): Promise<Run> =>
     new Promise((resolve) => {
       execFile('kubectl', ['--kubeconfig', kubeconfig, '--cache-dir', join(dir, 'cache'), ...args], { timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {

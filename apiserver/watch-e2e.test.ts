@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, makeInformer, type V1Pod } from '@kubernetes/client-node';
 import t from 'tap';
+import { writeKubeconfig } from '../cli/commands/kubeconfig.ts';
 import { stringify } from 'yaml';
 import { freePort } from '../hack/postgres.ts';
 import { startSimClusters, type SimCluster } from '../hack/sim/cluster.ts';
@@ -160,18 +161,7 @@ t.test('watch end to end: kubectl -w and a client-node informer through faults (
   await aio.start(sims.length);
 
   const kubeconfig = join(dir, 'kubeconfig');
-  const entries = [{ name: 'panoptes', server: `${aio.base}${P}` }, ...sims.map((s) => ({ name: `panoptes-${s.name}`, server: `${aio.base}${P}/clusters/${s.name}` }))];
-  writeFileSync(
-    kubeconfig,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      'current-context': 'panoptes',
-      clusters: entries.map((e) => ({ name: e.name, cluster: { server: e.server } })),
-      contexts: entries.map((e) => ({ name: e.name, context: { cluster: e.name, user: 'u' } })),
-      users: [{ name: 'u', user: {} }],
-    }),
-  );
+  await writeKubeconfig(kubeconfig, { panoptes: { server: aio.base, clusters: sims.map((s) => s.name) } });
   const cacheDir = join(dir, 'cache');
 
   t.test('kubectl get -w and get NAME -w, in both URL prefixes', async (t) => {
