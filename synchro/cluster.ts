@@ -92,7 +92,7 @@ export class ClusterSync {
   private statusDirty = false;
   private statusWriting?: Promise<void>;
   private lastStatusWrite = 0;
-  private initial = { total: 0, startedAt: new Date().toISOString(), startedMs: Date.now(), completedAt: undefined as string | undefined, discovered: false };
+  private initial = { total: 0, startedAt: new Date().toISOString(), startedMs: Date.now(), completedAt: undefined as string | undefined, discovered: false, recorded: false };
   private tasks: Promise<void> = Promise.resolve();
 
   constructor(
@@ -128,9 +128,9 @@ export class ClusterSync {
     return this.initial.completedAt !== undefined;
   }
 
-  /** Initial sync done, or nothing to wait for (the settings are unusable). */
+  /** Initial sync done and recorded in the cluster's status, or nothing to wait for (the settings are unusable). */
   get settled(): boolean {
-    return this.initialSyncDone || this.phase === 'Invalid';
+    return this.initial.recorded || this.phase === 'Invalid';
   }
 
   /** Stops everything; queued events are committed first. Data stays in storage. */
@@ -316,7 +316,10 @@ export class ClusterSync {
         this.initial.completedAt = new Date().toISOString();
         const objects = [...this.reflectors.values()].reduce((n, r) => n + r.status().objects, 0);
         this.log.info('initial sync complete', { resources: this.initial.total, objects, ms: Date.now() - this.initial.startedMs });
-        this.scheduleStatus(true);
+        // Readers of the clusters table (the apiserver, waitForInitialSync) see it complete at once.
+        return this.writeStatus()
+          .catch((err: Error) => this.log.warn('status write failed', { err }))
+          .finally(() => (this.initial.recorded = true));
       });
     }
     this.scheduleStatus();
