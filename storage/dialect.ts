@@ -29,6 +29,11 @@ export interface Dialect {
    * into as many statements as the engine's parameter limit needs.
    */
   rowsSource(table: string, columns: string[], rows: Array<Record<string, unknown>>): Array<[string, unknown[]]>;
+  /**
+   * `SELECT columns FROM objects o WHERE where AND (o.namespace, o.name) is one of pairs`, with
+   * its bindings, written so that the engine probes the index once per pair.
+   */
+  selectObjectsByNames(columns: string, where: string, whereBindings: unknown[], pairs: Array<[string, string]>): [string, unknown[]];
   /** Tells other processes that changes were committed (a hint; polling still delivers). */
   notifyCommit(trx: Knex.Transaction, rv: number): Promise<void>;
 }
@@ -77,6 +82,10 @@ export const sqlite: Dialect = {
       return [`VALUES ${new Array(part.length).fill(tuple).join(', ')}`, bindings];
     });
   },
+  selectObjectsByNames(columns, where, whereBindings, pairs) {
+    const values = pairs.map(() => '(?, ?)').join(', ');
+    return [`SELECT ${columns} FROM objects o WHERE ${where} AND (o.namespace, o.name) IN (VALUES ${values})`, [...whereBindings, ...pairs.flat()]];
+  },
   async notifyCommit() {
     // One process owns an embedded database's writes; in-process listeners are woken by the store.
   },
@@ -114,6 +123,14 @@ export const postgres: Dialect = {
     const defs = columns.map((c) => `"${c}" ${columnType(table, c)}`).join(', ');
     const list = columns.map((c) => `"${c}"`).join(', ');
     return [[`SELECT ${list} FROM json_to_recordset(?::json) AS x(${defs})`, [JSON.stringify(rows)]]];
+  },
+  selectObjectsByNames(columns, where, whereBindings, pairs) {
+    // A lateral join: one index lookup per pair, whatever the planner thinks of the pair list.
+    const json = JSON.stringify(pairs.map(([x, y]) => ({ x, y })));
+    const sql =
+      `SELECT ${columns} FROM json_to_recordset(?::json) AS k(x text, y text) CROSS JOIN LATERAL ` +
+      `(SELECT * FROM objects o WHERE ${where} AND o.namespace = k.x AND o.name = k.y) AS o`;
+    return [sql, [json, ...whereBindings]];
   },
   async notifyCommit(trx, rv) {
     await trx.raw('SELECT pg_notify(?, ?)', [notifyChannel, String(rv)]);

@@ -79,33 +79,34 @@ function describe(e: UpstreamEvent): { namespace: string; name: string; uid: str
 }
 
 /**
- * The stored rows of the keys a batch touches. Per resource one query over the by-cluster
- * index with `namespace IN (…) AND name IN (…)` (index-friendly on both engines, unlike a
- * multi-column IN), keeping the exact keys.
+ * The stored rows of the keys a batch touches: per resource one query over the by-cluster
+ * index with the batch's (namespace, name) pairs, written so that each engine probes the
+ * index once per key (`namespace IN … AND name IN …` would probe their cross product).
  */
 async function loadStored(
   trx: Knex.Transaction,
+  dialect: Dialect,
   cluster: string,
   keys: Array<{ e: { group: string; resource: string }; namespace: string; name: string }>,
 ): Promise<ObjectRow[]> {
-  const byResource = new Map<string, { group: string; resource: string; namespaces: Set<string>; names: Set<string>; wanted: Set<string> }>();
+  const byResource = new Map<string, { group: string; resource: string; pairs: Map<string, [string, string]> }>();
   for (const k of keys) {
     const id = `${k.e.group}/${k.e.resource}`;
     let r = byResource.get(id);
-    if (!r) byResource.set(id, (r = { group: k.e.group, resource: k.e.resource, namespaces: new Set(), names: new Set(), wanted: new Set() }));
-    r.namespaces.add(k.namespace);
-    r.names.add(k.name);
-    r.wanted.add(keyOf(k.e.group, k.e.resource, k.namespace, k.name));
+    if (!r) byResource.set(id, (r = { group: k.e.group, resource: k.e.resource, pairs: new Map() }));
+    r.pairs.set(`${k.namespace}\u0000${k.name}`, [k.namespace, k.name]);
   }
   const out: ObjectRow[] = [];
   for (const r of byResource.values()) {
-    for (const names of chunk([...r.names], 1, 10_000)) {
-      const rows: ObjectRow[] = await trx('objects')
-        .where({ cluster, grp: r.group, resource: r.resource })
-        .whereIn('namespace', [...r.namespaces])
-        .whereIn('name', names)
-        .select('id', 'grp', 'version', 'resource', 'namespace', 'name', 'uid', 'upstream_rv', 'object');
-      for (const row of rows) if (r.wanted.has(keyOf(row.grp, row.resource, row.namespace, row.name))) out.push(row);
+    for (const pairs of chunk([...r.pairs.values()], 2, 20_000)) {
+      const [sql, bindings] = dialect.selectObjectsByNames(
+        'o.id, o.grp, o.version, o.resource, o.namespace, o.name, o.uid, o.upstream_rv, o.object',
+        'o.cluster = ? AND o.grp = ? AND o.resource = ?',
+        [cluster, r.group, r.resource],
+        pairs,
+      );
+      const result: unknown = await trx.raw(sql, bindings as Knex.ValueDict[keyof Knex.ValueDict][]);
+      out.push(...(Array.isArray(result) ? result : (result as { rows: ObjectRow[] }).rows));
     }
   }
   return out;
@@ -124,7 +125,7 @@ export async function applyBatch(
 
     // The stored state of every key the batch touches, then the batch applied in order.
     const state = new Map<string, Current | null>();
-    for (const r of await loadStored(trx, cluster, described)) {
+    for (const r of await loadStored(trx, dialect, cluster, described)) {
       const parsed = JSON.parse(r.object) as KubeObject;
       state.set(keyOf(r.grp, r.resource, r.namespace, r.name), {
         id: Number(r.id),
