@@ -125,11 +125,14 @@ export const postgres: Dialect = {
     return [[`SELECT ${list} FROM json_to_recordset(?::json) AS x(${defs})`, [JSON.stringify(rows)]]];
   },
   selectObjectsByNames(columns, where, whereBindings, pairs) {
-    // A lateral join: one index lookup per pair, whatever the planner thinks of the pair list.
+    // A lateral join, kept one (OFFSET 0 stops the planner from flattening it into a hash join
+    // over the whole resource, which it picks while a fresh table has no statistics): one index
+    // lookup per pair.
+    // The key columns are COLLATE "C": so must the compared values be, or the index is unusable.
     const json = JSON.stringify(pairs.map(([x, y]) => ({ x, y })));
     const sql =
       `SELECT ${columns} FROM json_to_recordset(?::json) AS k(x text, y text) CROSS JOIN LATERAL ` +
-      `(SELECT * FROM objects o WHERE ${where} AND o.namespace = k.x AND o.name = k.y) AS o`;
+      `(SELECT * FROM objects o WHERE ${where} AND o.namespace = k.x COLLATE "C" AND o.name = k.y COLLATE "C" OFFSET 0) AS o`;
     return [sql, [json, ...whereBindings]];
   },
   async notifyCommit(trx, rv) {

@@ -39,8 +39,9 @@ const migrations: Migration[] = [
         t.text('object').notNullable();
         // List order within a resource: namespace, name, cluster (kube-apiserver's key order, then cluster).
         t.unique(['grp', 'resource', 'namespace', 'name', 'cluster'], { indexName: 'objects_list_order' });
-        // One-cluster views, per-cluster reconcile and removal.
-        t.index(['cluster', 'grp', 'resource', 'namespace', 'name'], 'objects_by_cluster');
+        // No second index led by cluster: one-cluster views and reconcile filter this one by
+        // cluster (a few clusters per resource), and during a sync the planner's statistics are
+        // too stale to choose well between two (it probed a cluster-led prefix per key).
         t.index(['owner_uid'], 'objects_by_owner');
       });
 
