@@ -71,7 +71,6 @@ export function parseGoDuration(name: string, v: string): number {
 }
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 function checkSearchValues(key: keyof SearchParams, values: string[], source: string): string[] {
   if (values.length === 0 || values.length > 1000) throw badRequest(`${source}: give between 1 and 1000 values`);

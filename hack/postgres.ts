@@ -106,14 +106,4 @@ export async function createDatabase(serverUrl: string, name: string): Promise<s
   return u.toString();
 }
 
-/** Whether the postgres binaries are on PATH (they are on every machine this project runs on). */
-export function havePostgres(): boolean {
-  try {
-    execFileSync('pg_ctl', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 export const readPidFile = (dataDir: string) => Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);

@@ -81,8 +81,6 @@ const migrations: Migration[] = [
   },
 ];
 
-export const schemaVersion = migrations[migrations.length - 1].version;
-
 /** Applies every migration not yet applied, each in the same locked transaction. */
 export async function migrate(knex: Knex, dialect: Dialect): Promise<number[]> {
   await dialect.prepareMigrations(knex);

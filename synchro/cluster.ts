@@ -89,7 +89,6 @@ export class ClusterSync {
   private discoveryErrors?: Record<string, string>;
   private loops: Promise<void>[] = [];
   private statusTimer?: NodeJS.Timeout;
-  private statusDirty = false;
   private statusWriting?: Promise<void>;
   private lastStatusWrite = 0;
   private initial = { total: 0, startedAt: new Date().toISOString(), startedMs: Date.now(), completedAt: undefined as string | undefined, discovered: false, recorded: false };
@@ -190,7 +189,6 @@ export class ClusterSync {
 
   /** Writes the status row now, or at most once per statusIntervalMs. */
   private scheduleStatus(now = false): void {
-    this.statusDirty = true;
     if (this.statusTimer) {
       if (!now) return;
       clearTimeout(this.statusTimer);
@@ -205,7 +203,6 @@ export class ClusterSync {
 
   private async writeStatus(): Promise<void> {
     await this.statusWriting;
-    this.statusDirty = false;
     this.lastStatusWrite = Date.now();
     this.statusWriting = this.deps.store.setClusterStatus(this.name, this.status() as unknown as Record<string, unknown>);
     try {

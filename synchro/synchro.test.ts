@@ -2,7 +2,7 @@
 // compared with each cluster's own list.
 import { writeFileSync } from 'node:fs';
 import t from 'tap';
-import { startSimCluster, type SimCluster } from '../hack/sim/cluster.ts';
+import { startSimCluster } from '../hack/sim/cluster.ts';
 import { widgetCRD } from '../hack/sim/workload.ts';
 import type { StoreEvent } from '../hack/sim/store.ts';
 import { openTestStore } from '../storage/testing.ts';
