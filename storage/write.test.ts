@@ -1,6 +1,6 @@
 import t from 'tap';
 import { backends, openTestStore, podEvent, stopTestPostgres } from './testing.ts';
-import type { KubeObject } from './types.ts';
+import type { KubeObject, UpstreamEvent } from './types.ts';
 
 t.teardown(stopTestPostgres);
 
@@ -97,6 +97,46 @@ for (const backend of backends) {
       t.same(r.changes.map((c) => c.type), ['DELETED', 'ADDED']);
       const a = await store.get({ cluster: 'east', group: '', resource: 'pods', namespace: 'web', name: 'a' });
       t.equal(a!.uid, 'new-uid');
+    });
+
+    t.test('replaying a batch that re-created an object writes nothing', async (t) => {
+      // What the batcher resends when a COMMIT succeeded but its reply was lost.
+      const batch = [
+        podEvent('ADDED', 'replay', 'p', '10', { uid: 'A' }),
+        podEvent('MODIFIED', 'replay', 'p', '11', { uid: 'A', labels: { v: '1' } }),
+        podEvent('DELETED', 'replay', 'p', '12', { uid: 'A' }),
+        podEvent('ADDED', 'replay', 'p', '13', { uid: 'B' }),
+      ];
+      const first = await store.applyBatch('replay', batch);
+      t.same(first.changes.map((c) => c.type), ['ADDED', 'MODIFIED', 'DELETED', 'ADDED']);
+      const again = await store.applyBatch('replay', batch);
+      t.same(again.changes, [], 'B stays, A does not come back');
+      const p = await store.get({ cluster: 'replay', group: '', resource: 'pods', namespace: 'replay', name: 'p' });
+      t.equal(p?.uid, 'B');
+      t.equal(p?.upstreamRv, '13');
+      const older = await store.applyBatch('replay', [podEvent('MODIFIED', 'replay', 'p', '12', { uid: 'A' })]);
+      t.same(older.changes, [], 'an older event of another uid writes nothing');
+    });
+
+    t.test('an object relisted at another API version is served again at it', async (t) => {
+      const widget = (version: string, rv: string): UpstreamEvent => ({
+        type: 'ADDED',
+        group: 'example.com',
+        version,
+        resource: 'widgets',
+        object: { apiVersion: `example.com/${version}`, kind: 'Widget', metadata: { name: 'w', namespace: 'web', uid: 'w-uid', resourceVersion: rv } },
+      });
+      await store.applyBatch('east', [widget('v1beta1', '50')]);
+      const r = await store.applyBatch('east', [widget('v1', '50')]);
+      t.same(r.changes.map((c) => c.type), ['MODIFIED'], 'same uid and rv, new version: re-served');
+      const w = await store.get({ cluster: 'east', group: 'example.com', resource: 'widgets', namespace: 'web', name: 'w' });
+      t.equal(w?.version, 'v1');
+      t.equal((JSON.parse(w!.object) as KubeObject).apiVersion, 'example.com/v1');
+      const again = await store.applyBatch('east', [widget('v1', '50')]);
+      t.same(again.changes, [], 'then a replay at that version writes nothing');
+      const [c] = await store.changesAfter(r.changes[0].rv - 1, 1);
+      t.equal((JSON.parse(c.object) as KubeObject).apiVersion, 'example.com/v1');
+      t.equal(c.version, 'v1');
     });
 
     t.test('clusters are separate', async (t) => {

@@ -2,6 +2,7 @@
 // their label and field index rows, and appends `changes` with rvs in commit order.
 import type { Knex } from 'knex';
 import { kindFieldNames, kindFieldValues } from '../kube/fields.ts';
+import { decide, stateAfter, type IncomingEvent, type StoredState } from './decide.ts';
 import type { Dialect } from './dialect.ts';
 import { insertRows } from './insert.ts';
 import { chunk, keyOf, ownerUid, type ObjectRow } from './rows.ts';
@@ -15,24 +16,14 @@ export interface WriteHooks {
   beforeCommit?: () => Promise<void>;
 }
 
-/** Whether upstream resourceVersion `incoming` is newer than `stored`. */
-export function isNewer(incoming: string, stored: string): boolean {
-  if (incoming === '' || stored === '') return incoming !== stored || incoming === '';
-  if (/^\d+$/.test(incoming) && /^\d+$/.test(stored)) return BigInt(incoming) > BigInt(stored);
-  return incoming !== stored;
-}
-
-interface Current {
-  id: number | null;
-  uid: string;
-  upstreamRv: string;
-  object: string;
-  parsed: KubeObject;
-  version: string;
-  labels: Record<string, string>;
+/** A key's state while a batch is applied: what storage holds, with its served JSON and rv. */
+interface Held extends StoredState {
+  json: string;
+  rv: number;
 }
 
 interface PendingChange {
+  rv: number;
   type: EventType;
   group: string;
   version: string;
@@ -40,12 +31,9 @@ interface PendingChange {
   namespace: string;
   name: string;
   uid: string;
-  upstreamRv: string;
-  parsed: KubeObject;
+  /** The object as served after the change, and before it (null when it did not exist). */
+  object: string;
   prev: string | null;
-  /** Set once the rv is known. */
-  object?: string;
-  rv?: number;
 }
 
 function stamp(obj: KubeObject, rv: number, cluster: string, upstreamRv: string): KubeObject {
@@ -72,10 +60,15 @@ function sameRecord(a: Record<string, string>, b: Record<string, string>): boole
   return ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && a[k] === b[k]);
 }
 
-function describe(e: UpstreamEvent): { namespace: string; name: string; uid: string; upstreamRv: string } {
+function describe(e: UpstreamEvent): { e: UpstreamEvent; namespace: string; name: string; incoming: IncomingEvent } {
   const md = e.object.metadata ?? {};
   if (!md.name) throw new Error(`event ${e.type} ${e.group}/${e.resource} has no metadata.name`);
-  return { namespace: md.namespace ?? '', name: md.name, uid: md.uid ?? '', upstreamRv: md.resourceVersion ?? '' };
+  return {
+    e,
+    namespace: md.namespace ?? '',
+    name: md.name,
+    incoming: { type: e.type, version: e.version, uid: md.uid ?? '', upstreamRv: md.resourceVersion ?? '', object: e.object },
+  };
 }
 
 /**
@@ -100,7 +93,7 @@ async function loadStored(
   for (const r of byResource.values()) {
     for (const pairs of chunk([...r.pairs.values()], 2, 20_000)) {
       const [sql, bindings] = dialect.selectObjectsByNames(
-        'o.id, o.grp, o.version, o.resource, o.namespace, o.name, o.uid, o.upstream_rv, o.object',
+        'o.id, o.grp, o.version, o.resource, o.namespace, o.name, o.uid, o.rv, o.upstream_rv, o.object',
         'o.cluster = ? AND o.grp = ? AND o.resource = ?',
         [cluster, r.group, r.resource],
         pairs,
@@ -119,95 +112,55 @@ export async function applyBatch(
   events: UpstreamEvent[],
   hooks: WriteHooks = {},
 ): Promise<BatchResult> {
-  const described = events.map((e) => ({ e, ...describe(e) }));
+  const described = events.map(describe);
   return knex.transaction(async (trx) => {
     let rv = await dialect.lockRv(trx);
 
-    // The stored state of every key the batch touches, then the batch applied in order.
-    const state = new Map<string, Current | null>();
+    // What storage holds for every key the batch touches.
+    const original = new Map<string, { id: number; held: Held }>();
     for (const r of await loadStored(trx, dialect, cluster, described)) {
-      const parsed = JSON.parse(r.object) as KubeObject;
-      state.set(keyOf(r.grp, r.resource, r.namespace, r.name), {
-        id: Number(r.id),
-        uid: r.uid,
-        upstreamRv: r.upstream_rv,
-        object: r.object,
-        parsed,
-        version: r.version,
-        labels: parsed.metadata?.labels ?? {},
-      });
+      const object = JSON.parse(r.object) as KubeObject;
+      const held: Held = { uid: r.uid, upstreamRv: r.upstream_rv, version: r.version, object, json: r.object, rv: Number(r.rv) };
+      original.set(keyOf(r.grp, r.resource, r.namespace, r.name), { id: Number(r.id), held });
     }
-    const original = new Map(state);
 
-    const pending: PendingChange[] = [];
+    // Each event decided against its key's state so far; each change gets the next rv and is
+    // served with it, and its prev is the key's object as served just before.
+    const state = new Map<string, Held | null>();
     const touched = new Map<string, { group: string; resource: string; namespace: string; name: string }>();
-    for (const { e, namespace, name, uid, upstreamRv } of described) {
+    const pending: PendingChange[] = [];
+    for (const { e, namespace, name, incoming } of described) {
       const key = keyOf(e.group, e.resource, namespace, name);
-      const cur = state.get(key) ?? null;
-      const base = { group: e.group, resource: e.resource, namespace, name };
-      if (e.type === 'DELETED') {
-        if (!cur) continue;
-        if (upstreamRv !== '' && !isNewer(upstreamRv, cur.upstreamRv)) continue;
-        // A delete found by reconcile carries no state of its own: serve the last stored one.
-        const last = upstreamRv === '' ? cur.parsed : e.object;
-        pending.push({ ...base, type: 'DELETED', version: cur.version, uid: cur.uid, upstreamRv: upstreamRv || cur.upstreamRv, parsed: last, prev: cur.object });
-        state.set(key, null);
-        touched.set(key, base);
-        continue;
+      let cur = state.has(key) ? state.get(key)! : (original.get(key)?.held ?? null);
+      const decisions = decide(cur, incoming);
+      if (decisions.length === 0) continue;
+      for (const d of decisions) {
+        const changeRv = ++rv;
+        const served = stamp(d.object, changeRv, cluster, d.upstreamRv);
+        const json = JSON.stringify(served);
+        pending.push({ rv: changeRv, type: d.type, group: e.group, version: d.version, resource: e.resource, namespace, name, uid: d.uid, object: json, prev: cur?.json ?? null });
+        const next = stateAfter(d, served);
+        cur = next ? { ...next, json, rv: changeRv } : null;
       }
-      if (cur && !isNewer(upstreamRv, cur.upstreamRv) && cur.uid === uid) continue;
-      let prev = cur;
-      if (cur && cur.uid !== uid) {
-        // Deleted and created again under the same name while we were not watching.
-        pending.push({ ...base, type: 'DELETED', version: cur.version, uid: cur.uid, upstreamRv: cur.upstreamRv, parsed: cur.parsed, prev: cur.object });
-        prev = null;
-      }
-      pending.push({ ...base, type: prev ? 'MODIFIED' : 'ADDED', version: e.version, uid, upstreamRv, parsed: e.object, prev: prev?.object ?? null });
-      state.set(key, {
-        id: cur?.id ?? null,
-        uid,
-        upstreamRv,
-        object: '', // set once the rv is known
-        parsed: e.object,
-        version: e.version,
-        labels: e.object.metadata?.labels ?? {},
-      });
-      touched.set(key, base);
+      state.set(key, cur);
+      touched.set(key, { group: e.group, resource: e.resource, namespace, name });
     }
 
     if (pending.length === 0) return { changes: [], watermark: rv };
 
-    // rvs in batch order; each change's object is served with its own rv.
-    const ts = Date.now();
-    const finalObject = new Map<string, { object: string; rv: number }>();
-    for (const p of pending) {
-      p.rv = ++rv;
-      p.object = JSON.stringify(stamp(p.parsed, p.rv, cluster, p.upstreamRv));
-      finalObject.set(keyOf(p.group, p.resource, p.namespace, p.name), { object: p.object, rv: p.rv });
-    }
-    // A later change's prev is the earlier change's object, as served.
-    const lastServed = new Map<string, string>();
-    for (const p of pending) {
-      const key = keyOf(p.group, p.resource, p.namespace, p.name);
-      if (p.prev !== null && lastServed.has(key)) p.prev = lastServed.get(key)!;
-      lastServed.set(key, p.object!);
-      if (p.type === 'DELETED') lastServed.delete(key);
-    }
-
+    // The keys' final states as rows: upserted, deleted, and their label rows rewritten when the labels changed.
     const upserts: Array<Omit<ObjectRow, 'id'>> = [];
     const deleteIds: number[] = [];
-    const reindex: Array<{ key: string; cur: Current }> = [];
+    const reindex: Array<{ key: string; labels: Record<string, string> }> = [];
     const dropIndexIds: number[] = [];
     for (const [key, ref] of touched) {
-      const before = original.get(key) ?? null;
-      const after = state.get(key) ?? null;
+      const before = original.get(key);
+      const after = state.get(key)!;
       if (!after) {
-        if (before?.id != null) deleteIds.push(before.id);
+        if (before) deleteIds.push(before.id);
         continue;
       }
-      const { object: obj, rv: lastRv } = finalObject.get(key)!;
-      after.object = obj;
-      const md = after.parsed.metadata ?? {};
+      const md = after.object.metadata ?? {};
       upserts.push({
         cluster,
         grp: ref.group,
@@ -216,18 +169,17 @@ export async function applyBatch(
         namespace: ref.namespace,
         name: ref.name,
         uid: after.uid,
-        rv: lastRv,
+        rv: after.rv,
         upstream_rv: after.upstreamRv,
         created_at: md.creationTimestamp ?? '',
-        owner_uid: ownerUid(after.parsed),
-        fields: fieldsJson(ref.group, ref.resource, after.parsed),
-        object: obj,
+        owner_uid: ownerUid(after.object),
+        fields: fieldsJson(ref.group, ref.resource, after.object),
+        object: after.json,
       });
-      const indexUnchanged = before?.id != null && sameRecord(before.labels, after.labels);
-      if (!indexUnchanged) {
-        reindex.push({ key, cur: after });
-        if (before?.id != null) dropIndexIds.push(before.id);
-      }
+      const labels = md.labels ?? {};
+      if (before && sameRecord(before.held.object.metadata?.labels ?? {}, labels)) continue;
+      reindex.push({ key, labels });
+      if (before) dropIndexIds.push(before.id);
     }
 
     const ids = new Map<string, number>();
@@ -241,14 +193,15 @@ export async function applyBatch(
     for (const part of chunk(dropIds, 1)) await trx('object_labels').whereIn('obj_id', part).delete();
     for (const part of chunk(deleteIds, 1)) await trx('objects').whereIn('id', part).delete();
     const labelRows: Array<{ obj_id: number; key: string; value: string }> = [];
-    for (const { key, cur } of reindex) {
+    for (const { key, labels } of reindex) {
       const id = ids.get(key)!;
-      for (const [k, v] of Object.entries(cur.labels)) labelRows.push({ obj_id: id, key: k, value: String(v) });
+      for (const [k, v] of Object.entries(labels)) labelRows.push({ obj_id: id, key: k, value: String(v) });
     }
     await insertRows(trx, dialect, 'object_labels', labelRows);
 
+    const ts = Date.now();
     const changeRows = pending.map((p) => ({
-      rv: p.rv!,
+      rv: p.rv,
       type: p.type,
       cluster,
       grp: p.group,
@@ -257,7 +210,7 @@ export async function applyBatch(
       namespace: p.namespace,
       name: p.name,
       uid: p.uid,
-      object: p.object!,
+      object: p.object,
       prev_object: p.prev,
       ts,
     }));
@@ -267,7 +220,7 @@ export async function applyBatch(
     if (hooks.beforeCommit) await hooks.beforeCommit();
 
     return {
-      changes: pending.map((p) => ({ rv: p.rv!, type: p.type, cluster, group: p.group, resource: p.resource, namespace: p.namespace, name: p.name })),
+      changes: pending.map((p) => ({ rv: p.rv, type: p.type, cluster, group: p.group, resource: p.resource, namespace: p.namespace, name: p.name })),
       watermark: rv,
     };
   });
