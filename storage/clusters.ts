@@ -47,11 +47,11 @@ export async function deleteClusterRow(knex: Knex, name: string): Promise<void> 
 
 /** What storage holds for one cluster and resource, for reconcile after a relist. */
 export async function storedKeys(knex: Knex, cluster: string, group: string, resource: string): Promise<StoredKey[]> {
-  const rows: Array<{ namespace: string; name: string; uid: string; upstream_rv: string }> = await knex('objects')
+  const rows: Array<{ namespace: string; name: string; uid: string; upstream_rv: string; version: string }> = await knex('objects')
     .where({ cluster, grp: group, resource })
     .orderBy(['namespace', 'name'])
-    .select('namespace', 'name', 'uid', 'upstream_rv');
-  return rows.map((r) => ({ namespace: r.namespace, name: r.name, uid: r.uid, upstreamRv: r.upstream_rv }));
+    .select('namespace', 'name', 'uid', 'upstream_rv', 'version');
+  return rows.map((r) => ({ namespace: r.namespace, name: r.name, uid: r.uid, upstreamRv: r.upstream_rv, version: r.version }));
 }
 
 /** The (group, resource) pairs stored for a cluster, for removal and discovery. */

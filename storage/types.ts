@@ -136,4 +136,6 @@ export interface StoredKey {
   name: string;
   uid: string;
   upstreamRv: string;
+  /** The API version it is stored at. */
+  version: string;
 }

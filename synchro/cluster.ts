@@ -369,11 +369,10 @@ export class ClusterSync {
 export async function dropStored(store: Store, batcher: Batcher, cluster: string, group: string, resource: string, metrics: SynchroMetrics): Promise<number> {
   await batcher.flush();
   const keys = await store.storedKeys(cluster, group, resource);
-  const version = (await store.storedResources(cluster)).find((s) => s.group === group && s.resource === resource)?.version ?? 'v1';
   metrics.relists.inc({ cluster, resource: resourceLabel({ group, resource }), reason: 'dropped' });
   for (const k of keys) {
     const metadata = k.namespace ? { namespace: k.namespace, name: k.name, uid: k.uid } : { name: k.name, uid: k.uid };
-    const wait = batcher.push({ type: 'DELETED', group, version, resource, object: { metadata } }, 256);
+    const wait = batcher.push({ type: 'DELETED', group, version: k.version, resource, object: { metadata } }, 256);
     if (wait) await wait;
   }
   await batcher.flush();

@@ -59,6 +59,9 @@ class ExpiredError extends Error {
   override name = 'ExpiredError';
 }
 
+/** Fresh lists after an expired continue token, per relist, before backing off. */
+const maxListRestarts = 5;
+
 const objKey = (ns: string | undefined, name: string) => (ns ? `${ns}/${name}` : name);
 
 export class Reflector {
@@ -175,17 +178,59 @@ export class Reflector {
     }
   }
 
-  /** Lists every page, writes what changed, DELETED for what is gone; then the list's rv is the watch start. */
+  /**
+   * Lists every page and writes what changed as pages arrive; then, once the list is
+   * complete, reconciles: every object storage holds for this resource that the complete
+   * list did not have gets a DELETED (client-go's DeltaFIFO.Replace). The deletion set is
+   * read from storage after the list, so objects written from the pages of an abandoned
+   * list (an expired continue token restarts it) are reconciled too. Returns with the
+   * list's rv as the watch start.
+   */
   private async listAndReconcile(): Promise<void> {
-    const { store, batcher, cluster, client, metrics, log, resource: r } = this.o;
+    const { store, batcher, cluster, metrics, log, resource: r } = this.o;
     const startedAt = Date.now();
     this.setStatus({ state: 'syncing' });
     metrics.relists.inc({ cluster, resource: this.label, reason: this.listReason });
     // Storage must hold everything pushed before we compare with it.
     await batcher.flush();
-    const stored = new Map<string, { uid: string; upstreamRv: string }>();
-    for (const k of await store.storedKeys(cluster, r.group, r.resource)) stored.set(objKey(k.namespace, k.name), { uid: k.uid, upstreamRv: k.upstreamRv });
+    // What storage holds now: objects listed unchanged (uid, rv and version) are not written again.
+    const unchanged = new Map<string, string>();
+    for (const k of await store.storedKeys(cluster, r.group, r.resource)) unchanged.set(objKey(k.namespace, k.name), `${k.uid}@${k.upstreamRv}@${k.version}`);
 
+    const listed = await this.listAll(unchanged);
+    if (!listed) return;
+    const { seen, written, listRv } = listed;
+    await batcher.flush();
+    let deleted = 0;
+    for (const k of await store.storedKeys(cluster, r.group, r.resource)) {
+      if (seen.has(objKey(k.namespace, k.name))) continue;
+      const metadata = k.namespace ? { namespace: k.namespace, name: k.name, uid: k.uid } : { name: k.name, uid: k.uid };
+      // No resourceVersion: a reconcile delete; storage serves the last stored state.
+      const wait = batcher.push({ type: 'DELETED', group: r.group, version: k.version, resource: r.resource, object: { metadata } }, 256);
+      deleted++;
+      if (wait) await wait;
+    }
+    await batcher.flush();
+    this.lastRv = listRv;
+    this.needList = false;
+    const now = new Date().toISOString();
+    metrics.objects.set({ cluster, resource: this.label }, seen.size);
+    (this.listReason === 'initial' ? log.debug : log.info)('listed', { resource: this.label, reason: this.listReason, objects: seen.size, written, deleted, resourceVersion: listRv, ms: Date.now() - startedAt });
+    this.setStatus({ state: 'synced', objects: seen.size, lastSyncTime: now, error: undefined, errorTime: undefined });
+    if (!this.syncedOnce) {
+      this.syncedOnce = true;
+      for (const w of this.syncedWaiters.splice(0)) w();
+    }
+  }
+
+  /**
+   * Reads one complete list, page by page, pushing to the batcher every item not in
+   * `unchanged` (key → uid@rv@version). An expired continue token starts over from a fresh
+   * first page, as client-go does. Returns the keys of the complete list and its rv, or
+   * undefined when stopped.
+   */
+  private async listAll(unchanged: Map<string, string>): Promise<{ seen: Set<string>; written: number; listRv: string } | undefined> {
+    const { batcher, cluster, client, metrics, log, resource: r } = this.o;
     const pageSize = this.o.pageSize ?? 500;
     const get = (cont?: string) => {
       const q = new URLSearchParams({ limit: String(pageSize) });
@@ -196,13 +241,15 @@ export class Reflector {
     let written = 0;
     let listRv = '';
     let next = get();
+    let restarts = 0;
     for (let pages = 0; ; pages++) {
       let page: Awaited<ReturnType<typeof get>>;
       try {
         page = await next;
       } catch (err) {
-        // An expired continue token: start over from a fresh first page (client-go does the same).
         if (isExpired(err) && pages > 0) {
+          // A list slower than the member's history, again and again: back off instead of looping.
+          if (++restarts > maxListRestarts) throw new Error(`list restarted ${maxListRestarts} times after its continue token expired`);
           log.info('list continue token expired; listing from the start', { resource: this.label });
           seen = new Set();
           next = get();
@@ -210,7 +257,7 @@ export class Reflector {
         }
         throw err;
       }
-      if (this.stopped) return;
+      if (this.stopped) return undefined;
       const cont = page.metadata?.continue;
       listRv = page.metadata?.resourceVersion ?? '';
       // Fetch the next page while this one is written.
@@ -226,37 +273,14 @@ export class Reflector {
         if (!md?.name || !this.allowNs(item)) continue;
         const key = objKey(md.namespace, md.name);
         seen.add(key);
-        const s = stored.get(key);
-        if (s && s.uid === (md.uid ?? '') && s.upstreamRv === (md.resourceVersion ?? '')) continue;
+        if (unchanged.get(key) === `${md.uid ?? ''}@${md.resourceVersion ?? ''}@${r.version}`) continue;
         transform(item, this.apiVersion, r.kind);
         written++;
         const wait = batcher.push({ type: 'ADDED', group: r.group, version: r.version, resource: r.resource, object: item }, 1024, receivedAt);
         if (wait) await wait;
-        if (this.stopped) return;
+        if (this.stopped) return undefined;
       }
-      if (!cont) break;
-    }
-    if (this.stopped) return;
-    let deleted = 0;
-    for (const [key, s] of stored) {
-      if (seen.has(key)) continue;
-      const slash = key.indexOf('/');
-      const metadata = slash < 0 ? { name: key, uid: s.uid } : { namespace: key.slice(0, slash), name: key.slice(slash + 1), uid: s.uid };
-      // No resourceVersion: a reconcile delete; storage serves the last stored state.
-      const wait = batcher.push({ type: 'DELETED', group: r.group, version: r.version, resource: r.resource, object: { metadata } }, 256);
-      deleted++;
-      if (wait) await wait;
-    }
-    await batcher.flush();
-    this.lastRv = listRv;
-    this.needList = false;
-    const now = new Date().toISOString();
-    metrics.objects.set({ cluster, resource: this.label }, seen.size);
-    (this.listReason === 'initial' ? log.debug : log.info)('listed', { resource: this.label, reason: this.listReason, objects: seen.size, written, deleted, resourceVersion: listRv, ms: Date.now() - startedAt });
-    this.setStatus({ state: 'synced', objects: seen.size, lastSyncTime: now, error: undefined, errorTime: undefined });
-    if (!this.syncedOnce) {
-      this.syncedOnce = true;
-      for (const w of this.syncedWaiters.splice(0)) w();
+      if (!cont) return { seen, written, listRv };
     }
   }
 
