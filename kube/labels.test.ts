@@ -24,7 +24,7 @@ t.test('parses every operator', async (t) => {
 });
 
 t.test('rejects malformed selectors with a 400 SelectorError', async (t) => {
-  for (const bad of ['app=web,', ',app', 'app in ()', 'app in (a', 'app in a', '=web', 'app=we b', '!', '!app=x', 'app>x', 'app notin', 'a b', 'a=(b)', 'Bad_Prefix!/x=y', 'a/b/c=d', 'x=' + 'v'.repeat(64), '-a=b']) {
+  for (const bad of ['app=web,', ',app', 'app in (a', 'app in a', '=web', 'app=we b', '!', '!app=x', 'app>x', 'app notin', 'a b', 'a=(b)', 'Bad_Prefix!/x=y', 'a/b/c=d', 'x=' + 'v'.repeat(64), '-a=b']) {
     t.throws(() => parseLabelSelector(bad), SelectorError, bad);
     try {
       parseLabelSelector(bad);
@@ -51,8 +51,28 @@ t.test('matches as kube-apiserver does', async (t) => {
   t.ok(m('gen>4,gen<6', web));
   t.notOk(m('gen>5', web));
   t.notOk(m('gen>1', { gen: 'x' }), 'gt needs an integer value');
+  // strconv.ParseInt(v, 10, 64): the whole value, base 10, within int64.
+  for (const v of ['5a', '7e1', '10x', '1.5', '0x10', '1_000', ' 5', '', '9223372036854775808', '-9223372036854775809']) {
+    t.notOk(m('gen>3', { gen: v }) || m('gen<3', { gen: v }), `${JSON.stringify(v)} is not an int64: never matches`);
+  }
+  t.ok(m('gen>3', { gen: '007' }), 'leading zeros parse');
+  t.ok(m('gen>3', { gen: '+7' }), 'a plus sign parses');
+  t.ok(m('gen<0', { gen: '-7' }), 'a minus sign parses');
+  t.ok(m('gen>9223372036854775806', { gen: '9223372036854775807' }), 'int64 max, compared exactly');
+  t.notOk(m('gen>9007199254740993', { gen: '9007199254740992' }), 'exact above 2^53');
+  t.ok(m('gen<-9223372036854775807', { gen: '-9223372036854775808' }), 'int64 min');
   t.ok(m('', web), 'empty selector selects everything');
   t.notOk(m('app=web,tier=back', web), 'requirements are ANDed');
+});
+
+t.test('an empty value set is the empty value', async (t) => {
+  t.same(parseLabelSelector('a in ()'), [{ key: 'a', operator: 'in', values: [''] }]);
+  t.same(parseLabelSelector('a notin (),b'), [{ key: 'a', operator: 'notin', values: [''] }, { key: 'b', operator: 'exists', values: [] }]);
+});
+
+t.test('Gt and Lt bounds must parse as int64', async (t) => {
+  for (const bad of ['gen>x', 'gen>1.5', 'gen<9223372036854775808', 'gen>1e3', 'gen>']) t.throws(() => parseLabelSelector(bad), SelectorError, bad);
+  t.same(parseLabelSelector('gen>+5,gen<-9223372036854775808')[1], { key: 'gen', operator: 'lt', values: ['-9223372036854775808'] });
 });
 
 t.test('formats back to a canonical string', async (t) => {

@@ -14,6 +14,20 @@ export interface Requirement {
 
 export type LabelSelector = Requirement[];
 
+const int64Min = -(2n ** 63n);
+const int64Max = 2n ** 63n - 1n;
+
+/**
+ * A label value as Go's strconv.ParseInt(v, 10, 64): an optional sign, then base-10 digits
+ * only, within int64; undefined otherwise. The one definition of which values `a>N` / `a<N`
+ * compare: storage indexes it (object_labels.num) and the in-memory matcher uses it.
+ */
+export function parseInt64(v: string): bigint | undefined {
+  if (!/^[+-]?[0-9]+$/.test(v)) return undefined;
+  const n = BigInt(v);
+  return n < int64Min || n > int64Max ? undefined : n;
+}
+
 /** A malformed selector: served as 400 BadRequest. */
 export class SelectorError extends StatusError {
   override name = 'SelectorError';
@@ -128,7 +142,11 @@ export function parseLabelSelector(input: string): LabelSelector {
         const values: string[] = [];
         for (;;) {
           const v = next();
-          if (v.kind === 'op' && v.text === ')' && values.length === 0) fail(`for "in" and "notin" operators, values set can't be empty`);
+          // `()` is the set of the empty value, as apimachinery's parseValues has it.
+          if (v.kind === 'op' && v.text === ')' && values.length === 0) {
+            values.push('');
+            break;
+          }
           if (v.kind === 'id') {
             checkValue(v.text);
             values.push(v.text);
@@ -155,7 +173,7 @@ export function parseLabelSelector(input: string): LabelSelector {
           fail(`expected a value after "${op.text}"`);
         }
         if (op.text === '>' || op.text === '<') {
-          if (!/^-?\d+$/.test(value)) fail(`for "${op.text}" operator, the value must be an integer, got ${JSON.stringify(value)}`);
+          if (parseInt64(value) === undefined) fail(`for 'Gt', 'Lt' operators, the value must be an integer, got ${JSON.stringify(value)}`);
           selector.push({ key, operator: op.text === '>' ? 'gt' : 'lt', values: [value] });
         } else {
           checkValue(value);
@@ -190,9 +208,9 @@ export function requirementMatches(r: Requirement, labels: Readonly<Record<strin
       return !has;
     case 'gt':
     case 'lt': {
-      if (!has || !/^-?\d+$/.test(value!)) return false;
-      const n = Number(value);
-      const bound = Number(r.values[0]);
+      const n = has ? parseInt64(value!) : undefined;
+      const bound = parseInt64(r.values[0]);
+      if (n === undefined || bound === undefined) return false;
       return r.operator === 'gt' ? n > bound : n < bound;
     }
   }

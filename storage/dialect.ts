@@ -18,8 +18,6 @@ export interface Dialect {
   lockMigrations(trx: Knex.Transaction): Promise<void>;
   /** Starts a read transaction that sees one consistent snapshot. */
   snapshot(knex: Knex): Promise<Knex.Transaction>;
-  /** SQL (and bindings) true when a text column holds an integer comparing `op` to bound. */
-  integerCompare(column: string, op: '>' | '<', bound: number): [string, number[]];
   /** SQL (and bindings) for the text value of `key` in a JSON object held in a text column. */
   jsonText(column: string, key: string): [string, string[]];
   /** Refreshes the planner's statistics. */
@@ -65,9 +63,6 @@ export const sqlite: Dialect = {
   async snapshot(knex) {
     return knex.transaction();
   },
-  integerCompare(column, op, bound) {
-    return [`(${column} GLOB '[0-9]*' OR ${column} GLOB '-[0-9]*') AND CAST(${column} AS INTEGER) ${op} ?`, [bound]];
-  },
   jsonText(column, key) {
     return [`json_extract(${column}, ?)`, [`$."${key}"`]];
   },
@@ -108,9 +103,6 @@ export const postgres: Dialect = {
   },
   async snapshot(knex) {
     return knex.transaction({ isolationLevel: 'repeatable read', readOnly: true });
-  },
-  integerCompare(column, op, bound) {
-    return [`(CASE WHEN ${column} ~ '^-{0,1}[0-9]{1,18}$' THEN ${column}::bigint ${op} ? ELSE false END)`, [bound]];
   },
   jsonText(column, key) {
     return [`(${column}::jsonb ->> ?)`, [key]];

@@ -5,22 +5,25 @@ import type { Knex } from 'knex';
 import { matchesFields } from '../kube/fields.ts';
 import { matchesLabels, type Requirement } from '../kube/labels.ts';
 import type { Dialect } from './dialect.ts';
+import { labelNumber } from './label-number.ts';
 import { ownerUid } from './rows.ts';
 import type { KubeObject, ListQuery, ObjectKey } from './types.ts';
 
-function labelSubquery(knex: Knex, dialect: Dialect, r: Requirement): Knex.QueryBuilder {
+function labelSubquery(knex: Knex, r: Requirement): Knex.QueryBuilder {
   const q = knex('object_labels').select('obj_id').where('key', r.key);
   if (r.operator === 'in' || r.operator === 'notin') q.whereIn('value', r.values);
   if (r.operator === 'gt' || r.operator === 'lt') {
-    const [sql, bindings] = dialect.integerCompare('value', r.operator === 'gt' ? '>' : '<', Number(r.values[0]));
-    q.whereRaw(sql, bindings);
+    // num is the value's int64 (null when it is not one), by the matcher's own parseInt64.
+    const bound = labelNumber(r.values[0]);
+    if (bound === null) q.whereRaw('1 = 0');
+    else q.whereRaw(`num ${r.operator === 'gt' ? '>' : '<'} CAST(? AS BIGINT)`, [bound]);
   }
   return q;
 }
 
-function requireLabel(qb: Knex.QueryBuilder, knex: Knex, dialect: Dialect, r: Requirement): void {
+function requireLabel(qb: Knex.QueryBuilder, knex: Knex, r: Requirement): void {
   const negated = r.operator === 'notin' || r.operator === '!';
-  const sub = labelSubquery(knex, dialect, r);
+  const sub = labelSubquery(knex, r);
   if (negated) qb.whereNotIn('o.id', sub);
   else qb.whereIn('o.id', sub);
 }
@@ -32,7 +35,7 @@ export function whereMatches(qb: Knex.QueryBuilder, knex: Knex, dialect: Dialect
   if (q.namespaces) qb.whereIn('o.namespace', q.namespaces);
   if (q.names) qb.whereIn('o.name', q.names);
   if (q.ownerUIDs) qb.whereIn('o.owner_uid', q.ownerUIDs);
-  for (const r of q.labelSelector ?? []) requireLabel(qb, knex, dialect, r);
+  for (const r of q.labelSelector ?? []) requireLabel(qb, knex, r);
   for (const f of q.fieldSelector ?? []) {
     if (f.field === 'metadata.name' || f.field === 'metadata.namespace') {
       const column = f.field === 'metadata.name' ? 'o.name' : 'o.namespace';

@@ -3,7 +3,7 @@
 // added here too.
 const nonText: Record<string, Record<string, string>> = {
   objects: { id: 'bigint', rv: 'bigint' },
-  object_labels: { obj_id: 'bigint' },
+  object_labels: { obj_id: 'bigint', num: 'bigint' },
   changes: { rv: 'bigint', ts: 'bigint' },
 };
 

@@ -1,6 +1,7 @@
 // The schema, as numbered migrations applied at start. Safe when several processes start
 // at once: the dialect's migration lock serializes them and each step runs once.
 import type { Knex } from 'knex';
+import { labelNumber } from './label-number.ts';
 import type { Dialect } from './dialect.ts';
 
 type Migration = { version: number; up(trx: Knex.Transaction, dialect: Dialect): Promise<void> };
@@ -79,17 +80,39 @@ const migrations: Migration[] = [
       });
     },
   },
+  {
+    // Label values as int64 where they parse as one (strconv.ParseInt), for `a>N` / `a<N`:
+    // the selector compares this column, computed by the same function the in-memory matcher
+    // uses, so SQL and watches agree on every value.
+    version: 2,
+    async up(trx) {
+      await trx.schema.alterTable('object_labels', (t) => {
+        t.bigInteger('num').nullable();
+      });
+      // Existing rows: only values that begin like a number can parse.
+      const begins = (lo: string, hi: string) => (q: Knex.QueryBuilder) => q.where('value', '>=', lo).andWhere('value', '<', hi);
+      const values: Array<{ value: string }> = await trx('object_labels')
+        .distinct('value')
+        .where(begins('0', ':'))
+        .orWhere(begins('+', ','))
+        .orWhere(begins('-', '.'));
+      for (const { value } of values) {
+        const num = labelNumber(value);
+        if (num !== null) await trx('object_labels').where({ value }).update({ num });
+      }
+    },
+  },
 ];
 
-/** Applies every migration not yet applied, each in the same locked transaction. */
-export async function migrate(knex: Knex, dialect: Dialect): Promise<number[]> {
+/** Applies every migration not yet applied (up to `upTo`, for tests), each in the same locked transaction. */
+export async function migrate(knex: Knex, dialect: Dialect, upTo = Infinity): Promise<number[]> {
   await dialect.prepareMigrations(knex);
   return knex.transaction(async (trx) => {
     await dialect.lockMigrations(trx);
     const done = new Set((await trx('schema_migrations').select('version')).map((r: { version: number }) => Number(r.version)));
     const applied: number[] = [];
     for (const m of migrations) {
-      if (done.has(m.version)) continue;
+      if (done.has(m.version) || m.version > upTo) continue;
       await m.up(trx, dialect);
       await trx('schema_migrations').insert({ version: m.version, applied_at: new Date().toISOString() });
       applied.push(m.version);

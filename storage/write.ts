@@ -5,6 +5,7 @@ import { kindFieldNames, kindFieldValues } from '../kube/fields.ts';
 import { decide, stateAfter, type IncomingEvent, type StoredState } from './decide.ts';
 import type { Dialect } from './dialect.ts';
 import { insertRows } from './insert.ts';
+import { labelNumber } from './label-number.ts';
 import { chunk, keyOf, ownerUid, type ObjectRow } from './rows.ts';
 import type { BatchResult, EventType, KubeObject, UpstreamEvent } from './types.ts';
 
@@ -192,10 +193,10 @@ export async function applyBatch(
     const dropIds = [...deleteIds, ...dropIndexIds];
     for (const part of chunk(dropIds, 1)) await trx('object_labels').whereIn('obj_id', part).delete();
     for (const part of chunk(deleteIds, 1)) await trx('objects').whereIn('id', part).delete();
-    const labelRows: Array<{ obj_id: number; key: string; value: string }> = [];
+    const labelRows: Array<{ obj_id: number; key: string; value: string; num: string | null }> = [];
     for (const { key, labels } of reindex) {
       const id = ids.get(key)!;
-      for (const [k, v] of Object.entries(labels)) labelRows.push({ obj_id: id, key: k, value: String(v) });
+      for (const [k, v] of Object.entries(labels)) labelRows.push({ obj_id: id, key: k, value: String(v), num: labelNumber(String(v)) });
     }
     await insertRows(trx, dialect, 'object_labels', labelRows);
 
