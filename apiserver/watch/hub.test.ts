@@ -2,7 +2,7 @@
 import t, { type Test } from 'tap';
 import { parseLabelSelector } from '../../kube/labels.ts';
 import { openTestStore, podEvent } from '../../storage/testing.ts';
-import type { Store } from '../../storage/store.ts';
+import { Store } from '../../storage/store.ts';
 import { initialRv as B } from '../../storage/schema.ts';
 import type { HubOptions, WatchHub } from './hub.ts';
 import type { Encoder } from './encode.ts';
@@ -146,6 +146,50 @@ t.test('a future rv waits for it; one never reached gets ERROR 504 ResourceVersi
   t.match(far.events, [
     { type: 'ERROR', object: { code: 504, reason: 'Timeout', message: `Too large resource version: 100, current: ${B + 4}`, details: { causes: [{ type: 'ResourceVersionTooLarge' }] } } },
   ]);
+});
+
+t.test('an rv the poller skipped over by a compaction gets 410 at once, not 504 after the wait', async (t) => {
+  const { store, url, close } = await openTestStore('sqlite');
+  // The poller only polls when woken: writes through another Store do not wake it.
+  const hub = await startHub(store, { prefill: 0, poll: { intervalMs: 60_000 }, futureRvWaitMs: 3000 });
+  const other = await Store.open(url);
+  t.teardown(async () => {
+    await hub.stop();
+    await other.close();
+    await close();
+  });
+  for (let i = 1; i <= 6; i++) await other.applyBatch('c1', [podEvent('ADDED', 'n', `p${i}`, String(i))]);
+  await other.compact({ minAgeMs: 0, minCount: 0 }, Date.now() + 1000);
+  t.equal(hub.rv, B, 'the poller has not seen any of it');
+  const start = Date.now();
+  const r = new Reader(hub.watch(podWatch({ resourceVersion: B + 2 })));
+  await r.end(5000);
+  const waited = Date.now() - start;
+  t.match(r.events, [{ type: 'ERROR', object: { code: 410, reason: 'Expired', message: `too old resource version: ${B + 2} (${B + 6})` } }]);
+  t.ok(waited < 2000, `answered in ${waited} ms, without waiting for the future-rv timeout`);
+});
+
+t.test('a snapshot ahead of a stuck poller ends with ERROR 504, not silence until the deadline', async (t) => {
+  const { store, hub } = await setup(t, { futureRvWaitMs: 1000, poll: { intervalMs: 20, maxBackoffMs: 200 } });
+  await add(store, 'n', 'a', '1');
+  await delay(100);
+  t.equal(hub.rv, B + 1);
+  // The poller's reads fail from now on: it stays at B + 1 while storage moves on.
+  const changesAfter = store.changesAfter.bind(store);
+  store.changesAfter = async () => {
+    throw new Error('poll query failing');
+  };
+  t.teardown(() => {
+    store.changesAfter = changesAfter;
+  });
+  const other = await store.applyBatch('c1', [podEvent('ADDED', 'n', 'b', '2')]);
+  t.equal(other.watermark, B + 2);
+  const start = Date.now();
+  const r = new Reader(hub.watch(podWatch({ timeoutSeconds: 30 })));
+  await r.end(10_000);
+  t.same(r.types, ['ADDED', 'ADDED', 'ERROR'], 'the snapshot, then the error');
+  t.match(r.events[2], { object: { code: 504, details: { causes: [{ type: 'ResourceVersionTooLarge' }] } } });
+  t.ok(Date.now() - start < 5000, 'ended after the future-rv wait, long before the 30 s deadline');
 });
 
 t.test('bookmarks: periodic, and one before the deadline; timeoutSeconds ends the stream cleanly', async (t) => {

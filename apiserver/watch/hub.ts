@@ -216,7 +216,7 @@ export class WatchHub implements WatcherHost {
   private async awaitRv(rv: number): Promise<void> {
     if (rv <= this.rv) return;
     if (await this.waitFor(rv, this.opts.futureRvWaitMs ?? 3000)) return;
-    throw new RvTooLargeError(rv, this.rv);
+    if (rv > this.rv) throw new RvTooLargeError(rv, this.rv);
   }
 
   private waitFor(rv: number, ms: number): Promise<boolean> {
@@ -256,60 +256,73 @@ export class WatchHub implements WatcherHost {
 
   /**
    * From `from` (exclusive) to live. Each step serves the changes after the watcher's cursor
-   * from the window if it covers the cursor, else one page of the change log (up to the
-   * hub's rv, which the window covers). When the window has served everything up to the
-   * hub's rv, the watcher is registered in the same synchronous step — no dispatch can run
-   * in between — so the first live change it gets is hub.rv + 1: nothing lost, nothing twice.
-   * A replay waits for a slow consumer instead of overflowing its queue.
+   * from the window when it covers the cursor (serveFromWindow, which also goes live), else
+   * one page of the change log (replayFromLog). A cursor ahead of this process's poller (a
+   * snapshot read from storage after the poller's last poll) waits for the poller as a
+   * future rv does: bounded, then ERROR 504. A replay waits for a slow consumer instead of
+   * overflowing its queue.
    */
   private async catchUp(w: Watcher, from: number): Promise<void> {
     w.cursor = from;
     w.state = 'replay';
     const page = this.opts.replayPageSize ?? 1000;
-    let fromStorage = false;
     for (let step = 0; step < MAX_CATCHUP_STEPS; step++) {
       if (w.isClosed || this.stopped) return;
       if (w.cursor > this.rv) {
-        // A snapshot newer than this process's poller: wait for it (bounded by the deadline).
-        await this.waitFor(w.cursor, Math.min(10_000, w.deadline - Date.now()));
-        if (Date.now() >= w.deadline) return w.close('timeout');
+        await this.awaitRv(w.cursor);
         continue;
       }
-      const recent = this.window.since(w.cursor, page);
-      if (recent) {
-        for (const ev of recent) {
-          if (w.pressured || w.isClosed) break;
-          w.offer(ev);
-          ev.release();
-        }
-        if (w.isClosed) return;
-        if (w.cursor === this.rv) {
-          w.state = 'live';
-          this.register(w);
-          return;
-        }
-        if (w.pressured) await w.drained();
-        continue;
-      }
-      // Older than the window: the change log (CompactedError → 410 ERROR event).
-      if (!fromStorage) {
-        fromStorage = true;
-        this.metrics.storageReplays.inc();
-      }
-      const changes: Change[] = await this.store.changesAfter(w.cursor, page);
-      const upTo = this.rv;
-      if (changes.length === 0) {
-        await sleep(10);
-        continue;
-      }
-      for (const c of changes) {
-        if (c.rv > upTo) break;
-        if (w.pressured) await w.drained();
-        if (w.isClosed) return;
-        w.offer(new ChangeEvent(c));
-      }
+      const fromWindow = this.serveFromWindow(w, page);
+      if (fromWindow === 'live') return;
+      if (fromWindow === 'not covered') await this.replayFromLog(w, page);
+      if (w.pressured) await w.drained();
     }
     w.close('closed');
+  }
+
+  /**
+   * Offers the window's changes after the watcher's cursor (at most `limit`), and registers
+   * the watcher for live dispatch once it has reached the hub's rv. Synchronous on purpose:
+   * dispatch runs between awaits only, so no change can be dispatched between the window's
+   * last event offered here and the registration; the first live change the watcher gets is
+   * hub.rv + 1 — nothing lost, nothing twice. Never add an await to this method.
+   */
+  private serveFromWindow(w: Watcher, limit: number): 'live' | 'served' | 'not covered' {
+    const recent = this.window.since(w.cursor, limit);
+    if (!recent) return 'not covered';
+    for (const ev of recent) {
+      if (w.pressured || w.isClosed) break;
+      w.offer(ev);
+      ev.release();
+    }
+    if (w.isClosed || w.cursor !== this.rv) return 'served';
+    w.state = 'live';
+    this.register(w);
+    return 'live';
+  }
+
+  /**
+   * One page of the change log after the watcher's cursor, for a cursor older than the
+   * window, up to the hub's rv (the window holds what follows). A compacted cursor throws
+   * CompactedError: the watcher gets ERROR 410.
+   */
+  private async replayFromLog(w: Watcher, limit: number): Promise<void> {
+    if (!w.replayedFromLog) {
+      w.replayedFromLog = true;
+      this.metrics.storageReplays.inc();
+    }
+    const changes: Change[] = await this.store.changesAfter(w.cursor, limit);
+    const upTo = this.rv;
+    if (changes.length === 0) {
+      await sleep(10);
+      return;
+    }
+    for (const c of changes) {
+      if (c.rv > upTo) break;
+      if (w.pressured) await w.drained();
+      if (w.isClosed) return;
+      w.offer(new ChangeEvent(c));
+    }
   }
 
   // --- live dispatch
@@ -343,15 +356,25 @@ export class WatchHub implements WatcherHost {
       this.metrics.dispatchDelay.observe(Math.max(0, now - c.ts) / 1000);
     }
     this.updateWindowMetrics();
-    for (const waiter of [...this.waiters]) if (waiter.rv <= this.rv) waiter.done(true);
+    this.releaseWaiters();
   }
 
-  /** The poller fell behind compaction: live watchers cannot be served what was lost. */
+  /**
+   * The poller fell behind compaction: live watchers cannot be served what was lost, and
+   * the window restarts at the compacted rv. Watches waiting for an rv up to it stop waiting:
+   * their rv is now older than anything the log holds, so they get 410 Expired at once.
+   */
   private gap(err: CompactedError): number {
     for (const w of [...this.all]) if (w.state === 'live') w.close('closed');
     this.window = new Window<ChangeEvent>(err.compacted, this.opts.window);
     this.updateWindowMetrics();
+    this.releaseWaiters();
     return err.compacted;
+  }
+
+  /** Resolves the waits for every rv this process has reached. */
+  private releaseWaiters(): void {
+    for (const waiter of [...this.waiters]) if (waiter.rv <= this.rv) waiter.done(true);
   }
 
   private indexKeys(w: Watcher): Array<[string, string, string]> {

@@ -61,6 +61,8 @@ export class Watcher extends Readable {
   state: WatcherState = 'starting';
   /** The last rv this watcher has processed (sent or filtered out). */
   cursor = 0;
+  /** Whether its catch-up read the change log (counted once per watch). */
+  replayedFromLog = false;
   /** Why it ended, once it has. */
   closeReason: CloseReason | undefined;
   readonly query: ListQuery;
