@@ -43,6 +43,8 @@ export class OutEvent implements EncodableEvent {
   private readonly encoded = new Map<string, Buffer>();
   /** Bytes held by the cached encodings. */
   encodedBytes = 0;
+  /** Told the size of each encoding cached (the window counts them against its bound). */
+  onEncoded: ((bytes: number) => void) | undefined;
 
   constructor(
     readonly type: WatchEventType,
@@ -66,6 +68,7 @@ export class OutEvent implements EncodableEvent {
       b = encoder.encode(this);
       this.encoded.set(encoder.id, b);
       this.encodedBytes += b.length;
+      this.onEncoded?.(b.length);
     }
     return b;
   }
@@ -96,12 +99,22 @@ export class ChangeEvent {
   private obj: KubeObject | undefined;
   private prevObj: KubeObject | null | undefined;
   private readonly outs: Partial<Record<'ADDED' | 'MODIFIED' | 'DELETED', OutEvent>> = {};
-  /** Approximate bytes held, for the window's bound. */
-  readonly size: number;
+  /**
+   * Approximate bytes held, for the window's bound: the object and prev texts and
+   * bookkeeping, plus every encoding its events cache (JSON, Table per column set, partial
+   * metadata...), counted as they are made.
+   */
+  size: number;
+  /** Set by the window while it holds this change. */
+  onResize: ((delta: number) => void) | undefined;
 
   constructor(readonly change: Change) {
-    // The object and prev texts, one encoding of the object, and bookkeeping.
-    this.size = 2 * change.object.length + (change.prevObject?.length ?? 0) + 512;
+    this.size = change.object.length + (change.prevObject?.length ?? 0) + 512;
+  }
+
+  private grow(bytes: number): void {
+    this.size += bytes;
+    this.onResize?.(bytes);
   }
 
   get rv(): number {
@@ -132,9 +145,11 @@ export class ChangeEvent {
       const prev = JSON.parse(c.prevObject) as KubeObject;
       const atRv: KubeObject = { ...prev, metadata: { ...prev.metadata, resourceVersion: String(c.rv) } };
       out = new OutEvent('DELETED', JSON.stringify(atRv), c.rv, c.cluster, atRv);
+      this.grow(out.objectJson.length);
     } else {
       out = new OutEvent(type, c.object, c.rv, c.cluster, this.obj);
     }
+    out.onEncoded = (bytes) => this.grow(bytes);
     this.outs[type] = out;
     return out;
   }

@@ -1,4 +1,6 @@
 import t from 'tap';
+import type { Change } from '../../storage/types.ts';
+import { ChangeEvent, type Encoder } from './encode.ts';
 import { Window } from './window.ts';
 import { parseWatchOptions } from './params.ts';
 
@@ -27,6 +29,32 @@ t.test('window: covers (startRv, endRv], bounded by count and bytes', async (t) 
   t.same(w.since(4996)!.map((i) => i.rv), [4997, 4998, 4999], 'stays correct across compaction of its array');
 });
 
+t.test('window: the byte bound counts every encoding its events cache', async (t) => {
+  const object = JSON.stringify({ metadata: { name: 'p', resourceVersion: '1' }, data: 'x'.repeat(1000) });
+  const change = (rv: number): Change => ({ rv, type: 'MODIFIED', cluster: 'c', group: '', version: 'v1', resource: 'pods', namespace: 'n', name: 'p', uid: 'u', object, prevObject: object, ts: 0 });
+  const encoder = (id: string): Encoder => ({ id, encode: (e) => Buffer.from(`${id}:${e.objectJson}`) });
+  const w = new Window<ChangeEvent>(0, { maxEvents: 1000, maxBytes: 40_000 });
+  const events: ChangeEvent[] = [];
+  for (let rv = 1; rv <= 10; rv++) {
+    const ev = new ChangeEvent(change(rv));
+    w.push(ev);
+    events.push(ev);
+  }
+  t.equal(w.length, 10, 'ten changes of ~2.5 KB fit in 40 KB');
+  const held = () => events.filter((e) => e.rv > w.startRv).reduce((n, e) => n + e.size, 0);
+  t.equal(w.bytes, held());
+  // Five formats per event (JSON, Tables for different column sets, partial metadata...), and a DELETED of the previous state.
+  for (const ev of events) {
+    for (const id of ['json', 'table;a', 'table;b', 'table;c', 'partial']) ev.as('MODIFIED').bytes(encoder(id));
+    ev.as('DELETED').bytes(encoder('json'));
+  }
+  t.ok(w.length < 10, `cached encodings evicted the oldest changes (${w.length} held)`);
+  t.ok(w.bytes <= 40_000, `within the bound: ${w.bytes} bytes`);
+  t.equal(w.bytes, held(), 'the bound counts what the held events cache');
+  events[0].as('ADDED').bytes(encoder('late'));
+  t.equal(w.bytes, held(), 'an evicted event growing later no longer counts');
+});
+
 t.test('watch parameters: validated as kube-apiserver does', async (t) => {
   const p = (q: string) => parseWatchOptions(new URLSearchParams(q));
   t.same(p('watch=1'), { allowWatchBookmarks: false });
@@ -36,7 +64,9 @@ t.test('watch parameters: validated as kube-apiserver does', async (t) => {
   t.same(p('sendInitialEvents=false&resourceVersionMatch=NotOlderThan&resourceVersion=5'), { resourceVersion: 5, sendInitialEvents: false, allowWatchBookmarks: false });
   t.throws(() => p('resourceVersion=abc'), { code: 400, reason: 'BadRequest' });
   t.throws(() => p('timeoutSeconds=-1'), { code: 400 });
-  t.throws(() => p('allowWatchBookmarks=maybe'), { code: 400 });
+  t.equal(p('allowWatchBookmarks=maybe').allowWatchBookmarks, true, 'booleans: anything but 0/false is true');
+  t.equal(p('allowWatchBookmarks=').allowWatchBookmarks, true);
+  t.equal(p('allowWatchBookmarks=False').allowWatchBookmarks, false);
   t.throws(() => p('sendInitialEvents=true&allowWatchBookmarks=true'), { code: 422, reason: 'Invalid', message: /sendInitialEvents requires setting resourceVersionMatch to NotOlderThan/ });
   t.throws(() => p('sendInitialEvents=true&resourceVersionMatch=NotOlderThan'), { code: 422, message: /allowWatchBookmarks/ });
   t.throws(() => p('resourceVersionMatch=NotOlderThan&resourceVersion=1'), { code: 422, message: /forbidden for watch unless sendInitialEvents/ });

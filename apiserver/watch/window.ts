@@ -4,7 +4,10 @@
 
 export interface WindowItem {
   readonly rv: number;
+  /** Bytes held now; it may grow while held (cached encodings), reported through onResize. */
   readonly size: number;
+  /** Set by the window while it holds the item: call it with the growth in bytes. */
+  onResize?: ((delta: number) => void) | undefined;
 }
 
 export interface WindowOptions {
@@ -58,8 +61,18 @@ export class Window<T extends WindowItem> {
     this.items.push(item);
     this.end = item.rv;
     this.bytesHeld += item.size;
+    item.onResize = (delta) => {
+      this.bytesHeld += delta;
+      this.evict();
+    };
+    this.evict();
+  }
+
+  /** Drops the oldest items beyond the bounds (the newest is always kept, however large). */
+  private evict(): void {
     while (this.length > 1 && (this.length > this.maxEvents || this.bytesHeld > this.maxBytes)) {
       const old = this.items[this.head];
+      old.onResize = undefined;
       this.head++;
       this.bytesHeld -= old.size;
       this.start = old.rv;
