@@ -27,7 +27,11 @@ t.test('list options as kube-apiserver validates them', async (t) => {
   t.equal(parse('limit=5000000').limit, 1000, 'a huge limit is capped at the maximum');
   t.equal(parse('limit=0').limit, undefined, 'limit 0 is no limit');
   fails(t, 'frobnicate=1', 400, /unknown query parameter "frobnicate"/);
-  fails(t, 'watch=maybe', 400, /not a boolean/);
+  // Booleans as kube decodes them: 0 and false (any case) are false, anything else true.
+  for (const [v, want] of [['true', true], ['1', true], ['yes', true], ['', true], ['0', false], ['false', false], ['FaLsE', false]] as const) {
+    t.equal(parse(`allowWatchBookmarks=${v}`).allowWatchBookmarks, want, `allowWatchBookmarks=${v}`);
+  }
+  t.doesNotThrow(() => parse('watch=maybe'), 'never a 400 for a boolean');
   fails(t, 'timeoutSeconds=x', 400, /timeoutSeconds/);
   t.equal(parse('timeout=32s').timeoutMs, 32_000);
   t.equal(parseGoDuration('t', '1m30s'), 90_000);

@@ -3,6 +3,7 @@
 // parameters. Unknown or malformed parameters are a 400 Status, never ignored.
 import { checkFieldSelector, parseFieldSelector } from '../kube/fields.ts';
 import { parseLabelSelector, type LabelSelector } from '../kube/labels.ts';
+import { queryBool } from '../kube/query.ts';
 import { StatusError, badRequest } from '../kube/status.ts';
 import type { ResourceInfo } from './catalog.ts';
 import type { ListParams, SearchParams, Verb } from './request.ts';
@@ -42,13 +43,6 @@ export function invalidListOptions(causes: Array<{ field: string; type: string; 
     kind: 'ListOptions',
     causes: causes.map((c) => ({ type: c.type, message: c.message, field: c.field })),
   });
-}
-
-/** strconv.ParseBool. */
-export function parseBool(name: string, v: string): boolean {
-  if (['1', 't', 'T', 'true', 'TRUE', 'True'].includes(v)) return true;
-  if (['0', 'f', 'F', 'false', 'FALSE', 'False'].includes(v)) return false;
-  throw badRequest(`invalid value for ${name}: ${JSON.stringify(v)} is not a boolean`);
 }
 
 /** A Go duration such as `32s`, `1m0s`, `500ms` → ms. */
@@ -151,12 +145,10 @@ export function parseListParams(qs: URLSearchParams, verb: Verb, info: ResourceI
     if (!/^\d{1,9}$/.test(ts)) throw badRequest(`invalid timeoutSeconds ${JSON.stringify(ts)}: must be a non-negative integer`);
     params.timeoutSeconds = Number(ts);
   }
-  const watch = one('watch');
-  if (watch !== undefined) parseBool('watch', watch);
   const bookmarks = one('allowWatchBookmarks');
-  if (bookmarks !== undefined) params.allowWatchBookmarks = parseBool('allowWatchBookmarks', bookmarks);
+  if (bookmarks !== undefined) params.allowWatchBookmarks = queryBool(bookmarks);
   const sie = one('sendInitialEvents');
-  if (sie !== undefined) params.sendInitialEvents = parseBool('sendInitialEvents', sie);
+  if (sie !== undefined) params.sendInitialEvents = queryBool(sie);
 
   const match = one('resourceVersionMatch');
   const causes: Array<{ field: string; type: string; message: string }> = [];

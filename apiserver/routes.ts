@@ -15,7 +15,8 @@ import { serveList } from './list.ts';
 import type { MetricVerb } from './metrics.ts';
 import { negotiateDiscovery, negotiateOutput } from './negotiate.ts';
 import { openapiV2, openapiV3, openapiV3Root, withEtag } from './openapi.ts';
-import { parseBool, parseListParams } from './params.ts';
+import { parseListParams } from './params.ts';
+import { queryBool } from '../kube/query.ts';
 import type { ResourceRequest, View } from './request.ts';
 import { serveWatch } from './watch-route.ts';
 
@@ -124,7 +125,7 @@ async function clustersRoute(ctx: Context, deps: Deps, rest: string[], viewClust
   label(ctx, { verb, group: panoptesGroupName, resource: 'clusters' });
   const qs = new URLSearchParams(ctx.querystring);
   const watch = qs.get('watch');
-  if (watch !== null && parseBool('watch', watch)) throw new StatusError('MethodNotAllowed', 'watch is not supported on clusters.panoptes.io: list them again to see changes', {});
+  if (watch !== null && queryBool(watch)) throw new StatusError('MethodNotAllowed', 'watch is not supported on clusters.panoptes.io: list them again to see changes', {});
   qs.delete('watch');
   const params = parseListParams(qs, verb, clusterInfo, deps.limits);
   const output = negotiateOutput(ctx.get('Accept'), verb, qs.get('includeObject') ?? undefined);
@@ -192,7 +193,7 @@ async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[
 
   const qs = new URLSearchParams(ctx.querystring);
   const w = qs.get('watch');
-  const watch = legacyWatch || (w !== null && parseBool('watch', w));
+  const watch = legacyWatch || (w !== null && queryBool(w));
   const verb = watch ? 'watch' : name === undefined ? 'list' : 'get';
   label(ctx, { verb, group: info.group, resource: info.resource });
   const params = parseListParams(qs, verb, info, deps.limits);

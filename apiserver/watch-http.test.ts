@@ -50,7 +50,8 @@ t.test('watch over HTTP', async (t) => {
 
   t.test('watch=1 and watch=true: 200, application/json, chunked, one compact JSON event per line', async (t) => {
     const rv = await store.watermark();
-    for (const flag of ['1', 'true']) {
+    // kube decodes boolean query parameters as true unless 0 or false (any case).
+    for (const flag of ['1', 'true', 'yes']) {
       const w = await watch(`${P}/api/v1/pods?watch=${flag}&resourceVersion=${rv}&timeoutSeconds=30`);
       t.equal(w.status, 200);
       t.equal(w.headers['content-type'], 'application/json');
@@ -59,7 +60,7 @@ t.test('watch over HTTP', async (t) => {
       t.same(w.events, [], 'headers arrive before any event');
     }
     await add(store, 'a', 'n1', 'fresh', { app: 'web' });
-    for (const w of open.slice(-2)) {
+    for (const w of open.slice(-3)) {
       await w.until((x) => x.events.length === 1, 5000, 'the ADDED');
       t.match(w.events[0], { type: 'ADDED', object: { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'fresh', resourceVersion: String(rv + 1), annotations: { 'panoptes.io/cluster': 'a' } } } });
       const raw = w.raw();
@@ -191,7 +192,6 @@ t.test('watch over HTTP', async (t) => {
       ['timeoutSeconds=-1', 400, 'BadRequest'],
       ['labelSelector=a%20in', 400, 'BadRequest'],
       ['fieldSelector=spec.nope%3D1', 400, 'BadRequest'],
-      ['allowWatchBookmarks=maybe', 400, 'BadRequest'],
     ];
     for (const [q, code, reason] of cases) {
       const r = await get(`${base}${P}/api/v1/pods?watch=1&${q}`);

@@ -7,6 +7,7 @@
 // none (all-clusters view). /apis/panoptes.io/v1alpha1/clusters[/<name>] is the resource
 // `clusters` of panoptes.io. Everything else (discovery, /version, /openapi, /metrics) is a
 // non-resource path.
+import { queryBool } from '../../kube/query.ts';
 import { panoptesGroupName, panoptesVersion } from '../clusters.ts';
 
 export const resourcesPrefix = `/apis/${panoptesGroupName}/${panoptesVersion}/resources`;
@@ -40,8 +41,9 @@ function segments(path: string): string[] {
     });
 }
 
+/** A boolean query parameter as kube decodes it (RequestInfoFactory decodes ListOptions). */
 function isTrue(v: string | null): boolean {
-  return v !== null && ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(v); // as params.ts parseBool
+  return v !== null && queryBool(v);
 }
 
 /** kube's RequestInfoFactory on `parts` = the path after {api/v1 | apis/G/V}. */

@@ -2,20 +2,13 @@
 // (apimachinery validateWatchOptions): errors are Status 400 BadRequest or 422 Invalid and are
 // meant to be answered before the 200 of the stream. Selectors and search parameters are the
 // read path's (they make the ListQuery).
+import { queryBool, queryFlag } from '../../kube/query.ts';
 import { StatusError } from '../../kube/status.ts';
 import type { WatchOptions } from './watcher.ts';
 
-/** Whether a query asks for a watch (`watch=1`, `watch=true`, …). */
+/** Whether a query asks for a watch (`watch=1`, `watch=true`, `watch=yes`…: anything but 0/false). */
 export function isWatch(params: URLSearchParams): boolean {
-  const v = params.get('watch');
-  return v !== null && parseBool('watch', v);
-}
-
-function parseBool(name: string, v: string): boolean {
-  // Go's strconv.ParseBool, as the apiserver's query decoding uses.
-  if (['1', 't', 'T', 'true', 'TRUE', 'True', ''].includes(v)) return true;
-  if (['0', 'f', 'F', 'false', 'FALSE', 'False'].includes(v)) return false;
-  throw new StatusError('BadRequest', `invalid value for ${name}: ${JSON.stringify(v)}: must be a boolean`);
+  return queryFlag(params, 'watch');
 }
 
 const invalid = (field: string, detail: string) =>
@@ -34,7 +27,7 @@ export function parseWatchOptions(params: URLSearchParams): WatchOptions {
     opts.resourceVersion = Number(rv);
   }
   const bookmarks = params.get('allowWatchBookmarks');
-  opts.allowWatchBookmarks = bookmarks !== null && parseBool('allowWatchBookmarks', bookmarks);
+  opts.allowWatchBookmarks = bookmarks !== null && queryBool(bookmarks);
   const timeout = params.get('timeoutSeconds');
   if (timeout !== null && timeout !== '') {
     if (!/^\d{1,9}$/.test(timeout)) throw new StatusError('BadRequest', `invalid value for timeoutSeconds: ${JSON.stringify(timeout)}`);
@@ -43,7 +36,7 @@ export function parseWatchOptions(params: URLSearchParams): WatchOptions {
   const match = params.get('resourceVersionMatch') ?? '';
   const initial = params.get('sendInitialEvents');
   if (initial !== null) {
-    opts.sendInitialEvents = parseBool('sendInitialEvents', initial);
+    opts.sendInitialEvents = queryBool(initial);
     if (match !== 'NotOlderThan') throw invalid('resourceVersionMatch', 'Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan');
     if (opts.sendInitialEvents && !opts.allowWatchBookmarks) {
       throw invalid('allowWatchBookmarks', 'Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true');
