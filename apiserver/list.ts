@@ -1,13 +1,23 @@
 // list: one storage snapshot read, spliced into the response as JSON text (PodList, ...),
 // a Table, or a PartialObjectMetadataList. resourceVersion semantics: unset or "0" the
-// latest; N not older than N (waits, then 504); Exact N the snapshot at N (410 when
-// compacted); continue pins the first page's snapshot.
+// latest; N not older than N (waits, then 504); Exact N — or N with a limit and no
+// resourceVersionMatch — the snapshot at N (410 when compacted); continue pins the first
+// page's snapshot.
 import type { KubeObject, ListQuery } from '../storage/types.ts';
 import type { Deps, Reply } from './deps.ts';
 import { apiVersionOf, clustersRead, toListQuery, type ResourceRequest } from './request.ts';
 import { waitForRv } from './rv.ts';
 import { tableJson, tableRenderer, tableRowJson, toPartialObjectMetadata } from './table.ts';
 import { staleWarnings } from './warnings.ts';
+
+/**
+ * Whether a list with resourceVersion N > 0 reads exactly at N: `resourceVersionMatch=Exact`,
+ * or — kube's legacy semantics, kept for clients older than resourceVersionMatch — a `limit`
+ * with resourceVersionMatch unset. Otherwise N is a lower bound (NotOlderThan).
+ */
+function isExact(p: ResourceRequest['params']): boolean {
+  return p.resourceVersionMatch === 'Exact' || (p.resourceVersionMatch === undefined && p.limit !== undefined);
+}
 
 export async function serveList(deps: Deps, req: ResourceRequest): Promise<Reply> {
   const p = req.params;
@@ -17,7 +27,7 @@ export async function serveList(deps: Deps, req: ResourceRequest): Promise<Reply
   if (!p.continue && p.resourceVersion !== '' && p.resourceVersion !== '0') {
     const rv = Number(p.resourceVersion);
     await waitForRv(deps.store, rv, deps.limits.tooLargeWaitMs);
-    if (p.resourceVersionMatch === 'Exact') q.exactRv = rv;
+    if (isExact(p)) q.exactRv = rv;
   }
   const result = await deps.store.list(q);
 

@@ -170,6 +170,20 @@ t.test('apiserver read path', async (t) => {
     t.match(future.json.details, { causes: [{ type: 'ResourceVersionTooLarge' }] });
     t.ok(Date.now() - started >= 250, 'waited before answering 504');
     await status(t, `${P}/api/v1/pods?resourceVersion=${wm + 1000}&resourceVersionMatch=Exact`, 504, 'Timeout');
+    // The legacy row of kube's List semantics: resourceVersion=N with limit and no
+    // resourceVersionMatch is Exact at N; without limit it is NotOlderThan N (the latest).
+    const before = await GET(`${P}/clusters/a/api/v1/namespaces/n1/pods/pa-01`);
+    const at = Number(before.json.metadata.resourceVersion);
+    await store.applyBatch('a', [podEvent('MODIFIED', 'n1', 'pa-01', '800', { phase: 'Succeeded' })]);
+    const legacy = await GET(`${P}/clusters/a/api/v1/namespaces/n1/pods?resourceVersion=${at}&limit=500&fieldSelector=metadata.name%3Dpa-01`);
+    t.equal(legacy.json.metadata.resourceVersion, String(at), 'limit + rv without match: the snapshot at exactly that rv');
+    t.equal(legacy.json.items[0].metadata.resourceVersion, String(at), 'the object as it was at that rv');
+    t.equal(legacy.json.items[0].status.phase, before.json.status.phase);
+    const latest = await GET(`${P}/clusters/a/api/v1/namespaces/n1/pods?resourceVersion=${at}&fieldSelector=metadata.name%3Dpa-01`);
+    t.equal(latest.json.items[0].status.phase, 'Succeeded', 'without limit: not older than, the latest');
+    t.ok(Number(latest.json.metadata.resourceVersion) > at);
+    const notOlder = await GET(`${P}/clusters/a/api/v1/namespaces/n1/pods?resourceVersion=${at}&limit=500&resourceVersionMatch=NotOlderThan&fieldSelector=metadata.name%3Dpa-01`);
+    t.equal(notOlder.json.items[0].status.phase, 'Succeeded', 'an explicit NotOlderThan with limit: the latest');
     await store.applyBatch('a', [podEvent('MODIFIED', 'n1', 'pa-01', '900', { phase: 'Failed' })]);
     await store.compact({ minAgeMs: 0, minCount: 0 });
     await status(t, `${P}/api/v1/pods?resourceVersion=3&resourceVersionMatch=Exact`, 410, 'Expired');
