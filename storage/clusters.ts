@@ -1,5 +1,6 @@
 // The `clusters` table: registration (spec) and status of each member cluster.
 import type { Knex } from 'knex';
+import type { Fence } from './leases.ts';
 import type { ClusterRecord, StoredKey } from './types.ts';
 
 interface ClusterRow {
@@ -26,8 +27,12 @@ export async function upsertCluster(knex: Knex, name: string, spec: Record<strin
     .merge(['spec', 'updated_at']);
 }
 
-export async function setClusterStatus(knex: Knex, name: string, status: Record<string, unknown>): Promise<void> {
-  await knex('clusters').where({ name }).update({ status: JSON.stringify(status), updated_at: new Date().toISOString() });
+export async function setClusterStatus(knex: Knex, name: string, status: Record<string, unknown>, fence?: Fence): Promise<boolean> {
+  const q = knex('clusters').where({ name });
+  // A writer that lost its lease must not overwrite its successor's status.
+  if (fence) q.whereExists((sub) => sub.select(knex.raw('1')).from('leases').where({ name: fence.lease, holder: fence.holder, epoch: fence.epoch }));
+  const n = await q.update({ status: JSON.stringify(status), updated_at: new Date().toISOString() });
+  return Number(n) > 0;
 }
 
 export async function getCluster(knex: Knex, name: string): Promise<ClusterRecord | undefined> {

@@ -18,6 +18,10 @@ export interface Dialect {
   lockMigrations(trx: Knex.Transaction): Promise<void>;
   /** Starts a read transaction that sees one consistent snapshot. */
   snapshot(knex: Knex): Promise<Knex.Transaction>;
+  /** SQL for the database clock, ms since the epoch (leases compare against one clock). */
+  nowMs: string;
+  /** Appended to a SELECT of a row that must not change until the transaction ends (a shared row lock). */
+  lockForWrite: string;
   /** SQL (and bindings) for the text value of `key` in a JSON object held in a text column. */
   jsonText(column: string, key: string): [string, string[]];
   /** Refreshes the planner's statistics. */
@@ -63,6 +67,9 @@ export const sqlite: Dialect = {
   async snapshot(knex) {
     return knex.transaction();
   },
+  nowMs: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+  // One writer at a time: a write transaction already excludes every other writer.
+  lockForWrite: ' FOR SHARE',
   jsonText(column, key) {
     return [`json_extract(${column}, ?)`, [`$."${key}"`]];
   },
@@ -104,6 +111,8 @@ export const postgres: Dialect = {
   async snapshot(knex) {
     return knex.transaction({ isolationLevel: 'repeatable read', readOnly: true });
   },
+  nowMs: '(extract(epoch from clock_timestamp()) * 1000)::bigint',
+  lockForWrite: ' FOR SHARE',
   jsonText(column, key) {
     return [`(${column}::jsonb ->> ?)`, [key]];
   },

@@ -31,6 +31,7 @@ export interface ChangeRow {
   object: string;
   prev_object: string | null;
   ts: number | string;
+  epoch?: number | string | null;
 }
 
 export const objectColumns = ['id', 'cluster', 'grp', 'version', 'resource', 'namespace', 'name', 'uid', 'rv', 'upstream_rv', 'object'];
@@ -64,6 +65,7 @@ export function toChange(r: ChangeRow): Change {
     object: r.object,
     prevObject: r.prev_object,
     ts: Number(r.ts),
+    epoch: r.epoch === undefined || r.epoch === null ? null : Number(r.epoch),
   };
 }
 

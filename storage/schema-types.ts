@@ -4,7 +4,7 @@
 const nonText: Record<string, Record<string, string>> = {
   objects: { id: 'bigint', rv: 'bigint' },
   object_labels: { obj_id: 'bigint', num: 'bigint' },
-  changes: { rv: 'bigint', ts: 'bigint' },
+  changes: { rv: 'bigint', ts: 'bigint', epoch: 'bigint' },
 };
 
 export function columnType(table: string, column: string): string {

@@ -102,6 +102,33 @@ const migrations: Migration[] = [
       }
     },
   },
+  {
+    // Several synchro processes: members (heartbeats), leases (which member writes for which
+    // cluster, with a fencing epoch that only grows; also the compactor's), and the epoch each
+    // change was written under.
+    version: 5,
+    async up(trx, d) {
+      await trx.schema.createTable('synchro_members', (t) => {
+        t.string('id').primary();
+        t.string('host').notNullable();
+        t.bigInteger('pid').notNullable();
+        t.bigInteger('started_at').notNullable();
+        t.bigInteger('heartbeat_at').notNullable();
+        t.bigInteger('expires_at').notNullable();
+      });
+      await trx.schema.createTable('leases', (t) => {
+        t.specificType('name', d.keyType).primary();
+        t.string('holder').nullable();
+        t.bigInteger('epoch').notNullable();
+        t.bigInteger('acquired_at').notNullable();
+        t.bigInteger('renewed_at').notNullable();
+        t.bigInteger('expires_at').notNullable();
+      });
+      await trx.schema.alterTable('changes', (t) => {
+        t.bigInteger('epoch').nullable();
+      });
+    },
+  },
 ];
 
 /** Applies every migration not yet applied (up to `upTo`, for tests), each in the same locked transaction. */

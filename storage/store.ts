@@ -7,7 +7,9 @@ import { list } from './list.ts';
 import { readMeta, type Meta } from './meta.ts';
 import { objectColumns, toStored, type ObjectRow } from './rows.ts';
 import { migrate } from './schema.ts';
-import { applyBatch, type WriteHooks } from './write.ts';
+import { applyBatch, type WriteOptions } from './write.ts';
+import * as leases from './leases.ts';
+import type { Fence, Lease, Member } from './leases.ts';
 import type {
   BatchResult,
   Change,
@@ -48,9 +50,12 @@ export class Store {
     return this.conn.dialect.name;
   }
 
-  /** Writes one batch of a cluster's events in one transaction; replays write nothing. */
-  async applyBatch(cluster: string, events: UpstreamEvent[], hooks?: WriteHooks): Promise<BatchResult> {
-    const result = await applyBatch(this.conn.knex, this.conn.dialect, cluster, events, hooks);
+  /**
+   * Writes one batch of a cluster's events in one transaction; replays write nothing. With a
+   * fence, writes nothing unless the writer still holds its lease (FencedError).
+   */
+  async applyBatch(cluster: string, events: UpstreamEvent[], opts?: WriteOptions): Promise<BatchResult> {
+    const result = await applyBatch(this.conn.knex, this.conn.dialect, cluster, events, opts);
     if (result.changes.length > 0) for (const l of this.listeners) l(result.watermark);
     return result;
   }
@@ -93,8 +98,9 @@ export class Store {
     return clusters.upsertCluster(this.conn.knex, name, spec);
   }
 
-  setClusterStatus(name: string, status: Record<string, unknown>): Promise<void> {
-    return clusters.setClusterStatus(this.conn.knex, name, status);
+  /** Writes a cluster's status; with a fence, only while the writer holds the lease (returns whether it wrote). */
+  setClusterStatus(name: string, status: Record<string, unknown>, fence?: Fence): Promise<boolean> {
+    return clusters.setClusterStatus(this.conn.knex, name, status, fence);
   }
 
   getCluster(name: string): Promise<ClusterRecord | undefined> {
@@ -115,6 +121,40 @@ export class Store {
 
   storedResources(cluster?: string) {
     return clusters.storedResources(this.conn.knex, cluster);
+  }
+
+  // --- synchro members and leases (storage/leases.ts)
+
+  heartbeat(member: Pick<Member, 'id' | 'host' | 'pid'>, ttlMs: number): Promise<number> {
+    return leases.heartbeat(this.conn.knex, this.conn.dialect, member, ttlMs);
+  }
+
+  members(): Promise<{ now: number; members: Member[] }> {
+    return leases.members(this.conn.knex, this.conn.dialect);
+  }
+
+  removeMember(id: string): Promise<void> {
+    return leases.removeMember(this.conn.knex, id);
+  }
+
+  listLeases(): Promise<Lease[]> {
+    return leases.listLeases(this.conn.knex);
+  }
+
+  acquireLease(name: string, holder: string, ttlMs: number, deadHolders?: string[]): Promise<number | undefined> {
+    return leases.acquireLease(this.conn.knex, this.conn.dialect, name, holder, ttlMs, deadHolders);
+  }
+
+  renewLeases(holder: string, held: Array<{ name: string; epoch: number }>, ttlMs: number): Promise<Set<string>> {
+    return leases.renewLeases(this.conn.knex, this.conn.dialect, holder, held, ttlMs);
+  }
+
+  releaseLease(name: string, holder: string, epoch: number): Promise<boolean> {
+    return leases.releaseLease(this.conn.knex, name, holder, epoch);
+  }
+
+  deleteLease(name: string, holder: string, epoch: number): Promise<void> {
+    return leases.deleteLease(this.conn.knex, name, holder, epoch);
   }
 
   /** Resolves when the database answers a trivial query (readiness). */

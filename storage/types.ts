@@ -72,6 +72,8 @@ export interface Change extends ObjectKey {
   prevObject: string | null;
   /** When the change was committed, ms since the epoch. */
   ts: number;
+  /** The lease epoch its writer held (null: written without a lease). */
+  epoch: number | null;
 }
 
 export interface ListQuery {

@@ -6,13 +6,16 @@ import { decide, stateAfter, type IncomingEvent, type StoredState } from './deci
 import type { Dialect } from './dialect.ts';
 import { insertRows } from './insert.ts';
 import { labelNumber } from './label-number.ts';
+import { checkFence, type Fence } from './leases.ts';
 import { chunk, keyOf, ownerUid, type ObjectRow } from './rows.ts';
 import type { BatchResult, EventType, KubeObject, UpstreamEvent } from './types.ts';
 
 export const clusterAnnotation = 'panoptes.io/cluster';
 export const upstreamRvAnnotation = 'panoptes.io/upstream-resource-version';
 
-export interface WriteHooks {
+export interface WriteOptions {
+  /** The writer's lease: checked in the transaction, which writes nothing if it moved on (FencedError). */
+  fence?: Fence;
   /** Runs inside the transaction after all rows are written, just before commit (tests). */
   beforeCommit?: () => Promise<void>;
 }
@@ -111,11 +114,12 @@ export async function applyBatch(
   dialect: Dialect,
   cluster: string,
   events: UpstreamEvent[],
-  hooks: WriteHooks = {},
+  opts: WriteOptions = {},
 ): Promise<BatchResult> {
   const described = events.map(describe);
   return knex.transaction(async (trx) => {
     let rv = await dialect.lockRv(trx);
+    if (opts.fence) await checkFence(trx, dialect, opts.fence);
 
     // What storage holds for every key the batch touches.
     const original = new Map<string, { id: number; held: Held }>();
@@ -214,11 +218,12 @@ export async function applyBatch(
       object: p.object,
       prev_object: p.prev,
       ts,
+      epoch: opts.fence?.epoch ?? null,
     }));
     await insertRows(trx, dialect, 'changes', changeRows);
     await trx('meta').where({ key: 'rv' }).update({ value: rv });
     await dialect.notifyCommit(trx, rv);
-    if (hooks.beforeCommit) await hooks.beforeCommit();
+    if (opts.beforeCommit) await opts.beforeCommit();
 
     return {
       changes: pending.map((p) => ({ rv: p.rv, type: p.type, cluster, group: p.group, resource: p.resource, namespace: p.namespace, name: p.name })),

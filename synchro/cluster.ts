@@ -204,7 +204,7 @@ export class ClusterSync {
   private async writeStatus(): Promise<void> {
     await this.statusWriting;
     this.lastStatusWrite = Date.now();
-    this.statusWriting = this.deps.store.setClusterStatus(this.name, this.status() as unknown as Record<string, unknown>);
+    this.statusWriting = this.deps.store.setClusterStatus(this.name, this.status() as unknown as Record<string, unknown>).then(() => undefined);
     try {
       await this.statusWriting;
     } finally {

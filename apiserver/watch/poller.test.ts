@@ -11,7 +11,7 @@ import { delay } from './testutil.ts';
 
 const change = (rv: number): Change => ({
   rv, type: 'ADDED', cluster: 'c', group: '', version: 'v1', resource: 'pods', namespace: 'n', name: `p${rv}`, uid: `u${rv}`,
-  object: '{}', prevObject: null, ts: Date.now(),
+  object: '{}', prevObject: null, ts: Date.now(), epoch: null,
 });
 
 class FakeLog implements ChangeSource {

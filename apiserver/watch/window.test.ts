@@ -31,7 +31,7 @@ t.test('window: covers (startRv, endRv], bounded by count and bytes', async (t) 
 
 t.test('window: the byte bound counts every encoding its events cache', async (t) => {
   const object = JSON.stringify({ metadata: { name: 'p', resourceVersion: '1' }, data: 'x'.repeat(1000) });
-  const change = (rv: number): Change => ({ rv, type: 'MODIFIED', cluster: 'c', group: '', version: 'v1', resource: 'pods', namespace: 'n', name: 'p', uid: 'u', object, prevObject: object, ts: 0 });
+  const change = (rv: number): Change => ({ rv, type: 'MODIFIED', cluster: 'c', group: '', version: 'v1', resource: 'pods', namespace: 'n', name: 'p', uid: 'u', object, prevObject: object, ts: 0, epoch: null });
   const encoder = (id: string): Encoder => ({ id, encode: (e) => Buffer.from(`${id}:${e.objectJson}`) });
   const w = new Window<ChangeEvent>(0, { maxEvents: 1000, maxBytes: 40_000 });
   const events: ChangeEvent[] = [];

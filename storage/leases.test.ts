@@ -1,0 +1,107 @@
+// Members, leases and fenced writes, on both backends.
+import t from 'tap';
+import { clusterLease, FencedError, type Fence } from './leases.ts';
+import { backends, openTestStore, podEvent, stopTestPostgres } from './testing.ts';
+
+t.teardown(stopTestPostgres);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+for (const backend of backends) {
+  t.test(`${backend}: leases`, async (t) => {
+    const { store, close } = await openTestStore(backend);
+    t.teardown(close);
+    const L = clusterLease('east');
+
+    t.equal(await store.acquireLease(L, 'a', 10_000), 1, 'a free lease: epoch 1');
+    t.equal(await store.acquireLease(L, 'b', 10_000), undefined, 'held by another, unexpired: refused');
+    t.equal(await store.acquireLease(L, 'a', 10_000), 2, 'its own holder may take it again (the epoch still grows)');
+    t.same([...(await store.renewLeases('a', [{ name: L, epoch: 2 }], 10_000))], [L]);
+    t.same([...(await store.renewLeases('a', [{ name: L, epoch: 1 }], 10_000))], [], 'renewing an older epoch fails');
+    t.equal(await store.acquireLease(L, 'b', 10_000, ['a']), 3, 'a dead holder is as good as none');
+    t.ok(await store.releaseLease(L, 'b', 3));
+    t.equal(await store.acquireLease(L, 'a', 10_000), 4, 'a released lease is free at once');
+    t.equal(await store.acquireLease(L, 'b', 100), undefined);
+    await store.renewLeases('a', [{ name: L, epoch: 4 }], 100);
+    await sleep(250);
+    t.same([...(await store.renewLeases('a', [{ name: L, epoch: 4 }], 10_000))], [], 'an expired lease is not renewed');
+    t.equal(await store.acquireLease(L, 'b', 10_000), 5, 'an expired lease is free');
+    const [lease] = await store.listLeases();
+    t.match(lease, { name: L, holder: 'b', epoch: 5 });
+    t.ok(lease.expiresAt > lease.renewedAt);
+  });
+
+  t.test(`${backend}: members`, async (t) => {
+    const { store, close } = await openTestStore(backend);
+    t.teardown(close);
+    const now = await store.heartbeat({ id: 'm1', host: 'h', pid: 1 }, 5000);
+    await store.heartbeat({ id: 'm2', host: 'h', pid: 2 }, 5000);
+    const { members, now: later } = await store.members();
+    t.same(members.map((m) => m.id), ['m1', 'm2']);
+    t.ok(later >= now && members[0].expiresAt > later, 'alive until its expiry, on the database clock');
+    await store.removeMember('m1');
+    t.same((await store.members()).members.map((m) => m.id), ['m2']);
+  });
+
+  t.test(`${backend}: fenced writes`, async (t) => {
+    const { store, close } = await openTestStore(backend);
+    t.teardown(close);
+    const L = clusterLease('east');
+    const a: Fence = { lease: L, holder: 'a', epoch: (await store.acquireLease(L, 'a', 200))! };
+    const ok = await store.applyBatch('east', [podEvent('ADDED', 'n', 'p1', '1')], { fence: a });
+    t.equal(ok.changes.length, 1, 'the holder writes');
+    t.equal((await store.changesAfter(1, 10))[0].epoch, a.epoch, 'each change records the epoch it was written under');
+
+    // a is paused past its lease; b takes it over.
+    await sleep(300);
+    const b: Fence = { lease: L, holder: 'b', epoch: (await store.acquireLease(L, 'b', 10_000))! };
+    t.equal(b.epoch, a.epoch + 1);
+    const before = await store.watermark();
+    const err = await store.applyBatch('east', [podEvent('MODIFIED', 'n', 'p1', '2'), podEvent('ADDED', 'n', 'p2', '3')], { fence: a }).catch((e: unknown) => e);
+    t.type(err, FencedError, 'the old holder is fenced');
+    t.match((err as FencedError).found, { holder: 'b', epoch: b.epoch });
+    t.equal(await store.watermark(), before, 'and wrote nothing');
+    t.equal((await store.get({ cluster: 'east', group: '', resource: 'pods', namespace: 'n', name: 'p2' })), undefined);
+    t.notOk(await store.setClusterStatus('east', { phase: 'Stale' }, a), 'nor its status');
+    t.equal((await store.applyBatch('east', [podEvent('MODIFIED', 'n', 'p1', '2')], { fence: b })).changes.length, 1, 'the new holder writes');
+
+    // Expired but not yet taken: still fenced (the holder cannot know whether someone took it).
+    const c: Fence = { lease: clusterLease('west'), holder: 'c', epoch: (await store.acquireLease(clusterLease('west'), 'c', 100))! };
+    await sleep(250);
+    await t.rejects(store.applyBatch('west', [podEvent('ADDED', 'n', 'x', '1')], { fence: c }), FencedError, 'an expired lease fences too');
+    await t.rejects(store.applyBatch('nowhere', [podEvent('ADDED', 'n', 'x', '1')], { fence: { lease: clusterLease('nowhere'), holder: 'c', epoch: 1 } }), FencedError, 'a lease that does not exist');
+  });
+
+  t.test(`${backend}: a write in flight holds off the acquisition until it commits`, async (t) => {
+    const { store, close } = await openTestStore(backend);
+    t.teardown(close);
+    const L = clusterLease('east');
+    const a: Fence = { lease: L, holder: 'a', epoch: (await store.acquireLease(L, 'a', 150))! };
+    let committedAt = 0;
+    let acquiredAt = 0;
+    let inside!: () => void;
+    const entered = new Promise<void>((r) => (inside = r));
+    const write = store
+      .applyBatch('east', [podEvent('ADDED', 'n', 'p1', '1')], {
+        fence: a,
+        beforeCommit: async () => {
+          inside();
+          await sleep(400); // the lease expires meanwhile
+        },
+      })
+      .then((r) => {
+        committedAt = performance.now();
+        return r;
+      });
+    await entered;
+    await sleep(200);
+    const epoch = await store.acquireLease(L, 'b', 10_000).then((e) => {
+      acquiredAt = performance.now();
+      return e;
+    });
+    const result = await write;
+    t.equal(result.changes.length, 1, 'the write that passed its fence check commits');
+    t.equal(epoch, a.epoch + 1, 'then the lease moves on');
+    t.ok(acquiredAt >= committedAt, 'the acquisition waited for the write: no write lands after the lease moved on');
+  });
+}

@@ -1,0 +1,166 @@
+// Synchro members and leases: which synchro process writes for which member cluster (and
+// which one compacts), decided in storage so that every process sees the same answer.
+// Times are the database's clock (dialect.nowMs), never a process's: members on different
+// hosts compare expiries against one clock.
+//
+// A lease's epoch only grows: every acquisition bumps it. A writer carries the epoch it
+// acquired; applyBatch checks it in the write transaction (checkFence), so a holder that
+// lost its lease — paused past its expiry, partitioned, or replaced — never writes a row.
+import type { Knex } from 'knex';
+import { StatusError } from '../kube/status.ts';
+import type { Dialect } from './dialect.ts';
+
+/** What a writer proves with each batch: who it is and the epoch it acquired. */
+export interface Fence {
+  /** The lease, e.g. `cluster/east`. */
+  lease: string;
+  holder: string;
+  epoch: number;
+}
+
+export interface Lease {
+  name: string;
+  holder: string | null;
+  epoch: number;
+  acquiredAt: number;
+  renewedAt: number;
+  expiresAt: number;
+}
+
+export interface Member {
+  id: string;
+  host: string;
+  pid: number;
+  startedAt: number;
+  heartbeatAt: number;
+  expiresAt: number;
+}
+
+/** The lease of one member cluster's writes. */
+export const clusterLease = (cluster: string): string => `cluster/${cluster}`;
+
+/** The lease of change-log compaction (one compactor at a time). */
+export const compactorLease = 'compactor';
+
+/** A write refused because the writer's lease has moved on (or expired): nothing was written. */
+export class FencedError extends StatusError {
+  override name = 'FencedError';
+  constructor(
+    readonly fence: Fence,
+    readonly found: { holder: string | null; epoch: number; expired: boolean } | undefined,
+  ) {
+    const why = !found
+      ? 'the lease does not exist'
+      : found.holder !== fence.holder || found.epoch !== fence.epoch
+        ? `the lease is now held by ${found.holder ?? 'nobody'} at epoch ${found.epoch}`
+        : 'the lease expired';
+    super('Conflict', `write fenced: ${fence.holder} holds lease ${fence.lease} at epoch ${fence.epoch} no longer (${why})`);
+  }
+}
+
+interface LeaseRow {
+  name: string;
+  holder: string | null;
+  epoch: number | string;
+  acquired_at: number | string;
+  renewed_at: number | string;
+  expires_at: number | string;
+}
+
+const toLease = (r: LeaseRow): Lease => ({
+  name: r.name,
+  holder: r.holder,
+  epoch: Number(r.epoch),
+  acquiredAt: Number(r.acquired_at),
+  renewedAt: Number(r.renewed_at),
+  expiresAt: Number(r.expires_at),
+});
+
+const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? (result as T[]) : ((result as { rows?: T[] }).rows ?? []));
+
+/** The database's clock, in ms since the epoch. */
+export async function dbNow(knex: Knex | Knex.Transaction, dialect: Dialect): Promise<number> {
+  const [row] = rowsOf<{ now: number | string }>(await knex.raw(`SELECT ${dialect.nowMs} AS now`));
+  return Number(row.now);
+}
+
+/** Records that a member is alive until now + ttl; returns the database's now. */
+export async function heartbeat(knex: Knex, dialect: Dialect, m: Pick<Member, 'id' | 'host' | 'pid'>, ttlMs: number): Promise<number> {
+  const now = await dbNow(knex, dialect);
+  await knex('synchro_members')
+    .insert({ id: m.id, host: m.host, pid: m.pid, started_at: now, heartbeat_at: now, expires_at: now + ttlMs })
+    .onConflict('id')
+    .merge(['host', 'pid', 'heartbeat_at', 'expires_at']);
+  return now;
+}
+
+/** Every member row, live or not (expiresAt against the returned now). */
+export async function members(knex: Knex, dialect: Dialect): Promise<{ now: number; members: Member[] }> {
+  const now = await dbNow(knex, dialect);
+  const rows: Array<{ id: string; host: string; pid: number | string; started_at: number | string; heartbeat_at: number | string; expires_at: number | string }> = await knex('synchro_members').select('*').orderBy('id');
+  return {
+    now,
+    members: rows.map((r) => ({ id: r.id, host: r.host, pid: Number(r.pid), startedAt: Number(r.started_at), heartbeatAt: Number(r.heartbeat_at), expiresAt: Number(r.expires_at) })),
+  };
+}
+
+/** Removes a member row (a graceful stop, or a member long dead). */
+export async function removeMember(knex: Knex, id: string): Promise<void> {
+  await knex('synchro_members').where({ id }).delete();
+}
+
+export async function listLeases(knex: Knex): Promise<Lease[]> {
+  return ((await knex('leases').select('*').orderBy('name')) as LeaseRow[]).map(toLease);
+}
+
+/**
+ * Takes a lease that is free, expired, already this holder's, or held by one of `deadHolders`
+ * (members known to be gone), bumping its epoch. Returns the new epoch, or undefined when
+ * another holder has it.
+ */
+export async function acquireLease(knex: Knex, dialect: Dialect, name: string, holder: string, ttlMs: number, deadHolders: string[] = []): Promise<number | undefined> {
+  await knex('leases').insert({ name, holder: null, epoch: 0, acquired_at: 0, renewed_at: 0, expires_at: 0 }).onConflict('name').ignore();
+  const takeable = ['holder IS NULL', `expires_at <= ${dialect.nowMs}`, 'holder = ?', ...(deadHolders.length ? [`holder IN (${deadHolders.map(() => '?').join(', ')})`] : [])];
+  const result = await knex.raw(
+    `UPDATE leases SET holder = ?, epoch = epoch + 1, acquired_at = ${dialect.nowMs}, renewed_at = ${dialect.nowMs}, expires_at = ${dialect.nowMs} + ? ` +
+      `WHERE name = ? AND (${takeable.join(' OR ')}) RETURNING epoch`,
+    [holder, ttlMs, name, holder, ...deadHolders],
+  );
+  const [row] = rowsOf<{ epoch: number | string }>(result);
+  return row ? Number(row.epoch) : undefined;
+}
+
+/** Extends every lease this holder holds at the given epochs; returns the names it still holds. */
+export async function renewLeases(knex: Knex, dialect: Dialect, holder: string, held: Array<{ name: string; epoch: number }>, ttlMs: number): Promise<Set<string>> {
+  if (held.length === 0) return new Set();
+  const pairs = held.map(() => '(name = ? AND epoch = ?)').join(' OR ');
+  const result = await knex.raw(
+    `UPDATE leases SET renewed_at = ${dialect.nowMs}, expires_at = ${dialect.nowMs} + ? WHERE holder = ? AND expires_at > ${dialect.nowMs} AND (${pairs}) RETURNING name`,
+    [ttlMs, holder, ...held.flatMap((h) => [h.name, h.epoch])],
+  );
+  return new Set(rowsOf<{ name: string }>(result).map((r) => r.name));
+}
+
+/** Gives a lease up at once (a graceful handover): the next holder need not wait for its expiry. */
+export async function releaseLease(knex: Knex, name: string, holder: string, epoch: number): Promise<boolean> {
+  const n = await knex('leases').where({ name, holder, epoch }).update({ holder: null, expires_at: 0 });
+  return Number(n) > 0;
+}
+
+/** Deletes a lease row (its cluster is gone for good), if the holder still holds it. */
+export async function deleteLease(knex: Knex, name: string, holder: string, epoch: number): Promise<void> {
+  await knex('leases').where({ name, holder, epoch }).delete();
+}
+
+/**
+ * Inside a write transaction: throws FencedError unless `fence` still holds its lease,
+ * unexpired. The lease row stays locked against acquisition until the transaction ends, so
+ * a write either commits before the lease moves on or not at all.
+ */
+export async function checkFence(trx: Knex.Transaction, dialect: Dialect, fence: Fence): Promise<void> {
+  const [row] = rowsOf<{ holder: string | null; epoch: number | string; expired: number | string | boolean }>(
+    await trx.raw(`SELECT holder, epoch, CASE WHEN expires_at <= ${dialect.nowMs} THEN 1 ELSE 0 END AS expired FROM leases WHERE name = ?${dialect.lockForWrite}`, [fence.lease]),
+  );
+  const found = row ? { holder: row.holder, epoch: Number(row.epoch), expired: Number(row.expired) === 1 } : undefined;
+  if (!found || found.holder !== fence.holder || found.epoch !== fence.epoch || found.expired) throw new FencedError(fence, found);
+}
