@@ -59,6 +59,17 @@ t.test('columns per kind', async (t) => {
   t.same(crd.cells({ metadata: { name: 'w' } }, now), ['w', null, null], 'missing values are null cells');
   const noCols = tablePrinter(info('demo.io', 'widgets', { printerColumns: [] }));
   t.same(noCols.columns.map((c) => [c.name, c.type]), [['Name', 'string'], ['Age', 'date']], 'a CRD without printer columns gets Age');
+  t.same(noCols.cells({ metadata: { name: 'w', creationTimestamp: created } }, now), ['w', '60m'], 'a date cell is an age, as apiextensions-apiserver prints it');
+  const typed = tablePrinter(info('demo.io', 'widgets', { printerColumns: crdPrinterColumns({ additionalPrinterColumns: [
+    { name: 'Seen', type: 'date', jsonPath: '.status.seen' },
+    { name: 'N', type: 'number', jsonPath: '.spec.n' },
+    { name: 'On', type: 'boolean', jsonPath: '.spec.on' },
+    { name: 'Spec', type: 'string', jsonPath: '.spec.sub' },
+    { name: 'No path' },
+  ] }) }));
+  t.same(typed.columns.map((c) => c.name), ['Name', 'Seen', 'N', 'On', 'Spec'], 'entries without jsonPath dropped');
+  t.same(typed.cells({ metadata: { name: 'w' }, status: { seen: 'yesterday' }, spec: { n: 1.5, on: 'yes', sub: { a: 1 } } }, now), ['w', '<invalid>', 1.5, null, '{"a":1}']);
+  t.same(typed.cells({ metadata: { name: 'w' }, status: { seen: '' }, spec: { n: '1', on: true } }, now), ['w', '<unknown>', null, true, null]);
   t.equal(evalJsonPath(".metadata.labels['app.kubernetes.io/name']", { metadata: { labels: { 'app.kubernetes.io/name': 'x' } } }), 'x');
   t.equal(evalJsonPath('.spec.items[1]', { spec: { items: ['a', 'b'] } }), 'b');
 });

@@ -5,7 +5,7 @@
 // (or Age when it declares none), or Name / Created At (kube's default table convertor).
 // Printing only: no HTTP, no Panoptes views (apiserver/table.ts adds the Cluster column).
 import { readFileSync } from 'node:fs';
-import { podRowConditions, printers, type Printer } from './printers.ts';
+import { humanDuration, podRowConditions, printers, type Printer } from './printers.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -124,7 +124,8 @@ export function evalJsonPath(path: string, root: unknown): unknown {
   return cur.length ? cur[0] : undefined;
 }
 
-function crdCell(col: PrinterColumn, obj: PrintableObject): unknown {
+/** A custom resource's cell, as apiextensions-apiserver's tableconvertor (cellForJSONValue) makes it. */
+function crdCell(col: PrinterColumn, obj: PrintableObject, now: number): unknown {
   const v = evalJsonPath(col.jsonPath, obj);
   if (v === undefined || v === null) return null;
   switch (col.type) {
@@ -136,10 +137,16 @@ function crdCell(col: PrinterColumn, obj: PrintableObject): unknown {
       return typeof v === 'number' ? v : null;
     case 'boolean':
       return typeof v === 'boolean' ? v : null;
-    case 'date':
-      return typeof v === 'string' ? v : null;
+    case 'date': {
+      // A timestamp becomes its age ("5m"), as for the Age column kube adds to a CRD without columns.
+      if (typeof v !== 'string') return null;
+      if (v === '') return '<unknown>';
+      const t = Date.parse(v);
+      if (Number.isNaN(t)) return '<invalid>';
+      return humanDuration(now - t);
+    }
     default:
-      return typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? v : JSON.stringify(v);
+      return null;
   }
 }
 
@@ -161,7 +168,7 @@ export function tablePrinter(r: PrintedResource): TablePrinter {
       : [{ name: 'Age', type: 'date', format: '', description: creationDescription, priority: 0, jsonPath: '.metadata.creationTimestamp' }];
     return {
       columns: [nameColumn, ...crdCols.map((c) => ({ name: c.name, type: c.type, format: c.format ?? '', description: c.description ?? '', priority: c.priority ?? 0 }))],
-      cells: (o) => [o.metadata?.name ?? '', ...crdCols.map((c) => crdCell(c, o))],
+      cells: (o, now) => [o.metadata?.name ?? '', ...crdCols.map((c) => crdCell(c, o, now))],
     };
   }
   return {
