@@ -8,16 +8,8 @@ import { readFileSync } from 'node:fs';
 import { logger, type Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
 import type { ClusterRecord, KubeObject } from '../storage/types.ts';
+import { crdPrinterColumns, type PrinterColumn } from '../kube/table.ts';
 
-/** A CRD additionalPrinterColumn. */
-export interface PrinterColumn {
-  name: string;
-  type: string;
-  format?: string;
-  description?: string;
-  priority?: number;
-  jsonPath: string;
-}
 
 /** One served resource in one view. */
 export interface ResourceInfo {
@@ -118,31 +110,19 @@ function crdEntries(obj: KubeObject): Array<{ group: string; version: string; re
   const versions = Array.isArray(spec.versions) ? spec.versions.filter(isRecord) : [];
   return versions
     .filter((v) => typeof v.name === 'string' && v.served !== false)
-    .map((v) => {
-      const cols = Array.isArray(v.additionalPrinterColumns) ? v.additionalPrinterColumns.filter(isRecord) : [];
-      return {
-        group: spec.group as string,
-        version: v.name as string,
-        resource: names.plural as string,
-        meta: {
-          kind: names.kind as string,
-          singularName: typeof names.singular === 'string' ? names.singular : (names.kind as string).toLowerCase(),
-          namespaced: spec.scope !== 'Cluster',
-          shortNames: strings(names.shortNames),
-          categories: strings(names.categories),
-          printerColumns: cols
-            .filter((c) => typeof c.name === 'string' && typeof c.jsonPath === 'string')
-            .map((c) => ({
-              name: c.name as string,
-              type: typeof c.type === 'string' ? c.type : 'string',
-              format: typeof c.format === 'string' ? c.format : '',
-              description: typeof c.description === 'string' ? c.description : '',
-              priority: typeof c.priority === 'number' ? c.priority : 0,
-              jsonPath: c.jsonPath as string,
-            })),
-        },
-      };
-    });
+    .map((v) => ({
+      group: spec.group as string,
+      version: v.name as string,
+      resource: names.plural as string,
+      meta: {
+        kind: names.kind as string,
+        singularName: typeof names.singular === 'string' ? names.singular : (names.kind as string).toLowerCase(),
+        namespaced: spec.scope !== 'Cluster',
+        shortNames: strings(names.shortNames),
+        categories: strings(names.categories),
+        printerColumns: crdPrinterColumns(v),
+      },
+    }));
 }
 
 function guessKind(resource: string): Meta {

@@ -7,9 +7,10 @@ import { notFound } from '../kube/status.ts';
 import type { ClusterRecord, KubeObject } from '../storage/types.ts';
 import type { Catalog, GroupEntry, ResourceInfo } from './catalog.ts';
 import type { Reply } from './deps.ts';
-import { humanDuration } from './printers.ts';
+import { humanDuration } from '../kube/printers.ts';
+import { toPartialObjectMetadata } from '../kube/table.ts';
 import type { OutputFormat, ListParams } from './request.ts';
-import { tableJson, toPartialObjectMetadata, type TableRenderer } from './table.ts';
+import { tableJson, type TableRenderer } from './table.ts';
 
 export const panoptesGroupName = 'panoptes.io';
 export const panoptesVersion = 'v1alpha1';

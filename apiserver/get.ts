@@ -6,7 +6,8 @@ import type { KubeObject, StoredObject } from '../storage/types.ts';
 import type { Deps, Reply } from './deps.ts';
 import { clustersRead, type ResourceRequest } from './request.ts';
 import { waitForRv } from './rv.ts';
-import { tableJson, tableRenderer, tableRowJson, toPartialObjectMetadata } from './table.ts';
+import { toPartialObjectMetadata } from '../kube/table.ts';
+import { tableJson, tableRenderer, tableRowJson } from './table.ts';
 import { staleWarnings } from './warnings.ts';
 
 const qualified = (r: ResourceRequest) => (r.info.group ? `${r.info.resource}.${r.info.group}` : r.info.resource);

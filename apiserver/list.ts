@@ -7,7 +7,8 @@ import type { KubeObject, ListQuery } from '../storage/types.ts';
 import type { Deps, Reply } from './deps.ts';
 import { apiVersionOf, clustersRead, toListQuery, type ResourceRequest } from './request.ts';
 import { waitForRv } from './rv.ts';
-import { tableJson, tableRenderer, tableRowJson, toPartialObjectMetadata } from './table.ts';
+import { partialObjectMetadataListJson } from '../kube/table.ts';
+import { tableJson, tableRenderer, tableRowJson } from './table.ts';
 import { staleWarnings } from './warnings.ts';
 
 /**
@@ -46,8 +47,7 @@ export async function serveList(deps: Deps, req: ResourceRequest): Promise<Reply
     const rows = result.items.map((i) => tableRowJson(renderer, req.info, JSON.parse(i.object) as KubeObject, i.object, i.cluster, out, now));
     body = tableJson(renderer, out.metaVersion, listMeta, rows);
   } else {
-    const items = result.items.map((i) => JSON.stringify(toPartialObjectMetadata(JSON.parse(i.object) as KubeObject, out.metaVersion)));
-    body = `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/${out.metaVersion}","metadata":${JSON.stringify(listMeta)},"items":[${items.join(',')}]}`;
+    body = partialObjectMetadataListJson(result.items.map((i) => JSON.parse(i.object) as KubeObject), out.metaVersion, listMeta);
   }
   const warnings = staleWarnings(deps.catalog, clustersRead(req, req.info.clusters));
   return { type: out.contentType, body, headers: warnings.length ? { Warning: warnings } : undefined };

@@ -1,81 +1,29 @@
-import { readFileSync } from 'node:fs';
 import t from 'tap';
 import type { ResourceInfo } from './catalog.ts';
-import { formatLabelSelector, humanDuration, printers } from './printers.ts';
-import { evalJsonPath, tableRenderer, tableRowJson, toPartialObjectMetadata } from './table.ts';
+import { tableJson, tableRenderer, tableRowJson } from './table.ts';
 
-const reference = JSON.parse(readFileSync(new URL('./reference/table-columns.json', import.meta.url), 'utf8')) as Record<string, unknown[]>;
 const info = (group: string, resource: string, kind: string, extra: Partial<ResourceInfo> = {}): ResourceInfo => ({ group, version: 'v1', resource, kind, singularName: kind.toLowerCase(), namespaced: true, clusters: ['a'], ...extra });
 const now = Date.parse('2026-01-01T01:00:00Z');
 const created = '2026-01-01T00:00:00Z';
 
-t.test('every printer yields one cell per reference column', async (t) => {
-  for (const [key, printer] of Object.entries(printers)) {
-    t.ok(reference[key], `${key} has reference columns`);
-    t.equal(printer({ metadata: { name: 'x', creationTimestamp: created } }, now).length, reference[key].length, key);
-  }
-});
-
-t.test('HumanDuration as apimachinery formats it', async (t) => {
-  const s = 1000;
-  const cases: Array<[number, string]> = [[-5 * s, '<invalid>'], [0, '0s'], [119 * s, '119s'], [150 * s, '2m30s'], [600 * s, '10m'], [3 * 3600 * s, '3h'], [3 * 3600 * s + 60 * s, '3h1m'], [30 * 3600 * s, '30h'], [50 * 3600 * s, '2d2h'], [10 * 86400 * s, '10d'], [800 * 86400 * s, '2y70d'], [9 * 365 * 86400 * s, '9y']];
-  for (const [ms, want] of cases) t.equal(humanDuration(ms), want, want);
-});
-
-t.test('cells of the common kinds', async (t) => {
-  const pod = {
-    metadata: { name: 'web-1', namespace: 'shop', creationTimestamp: created },
-    spec: { nodeName: 'n1', containers: [{ name: 'a' }, { name: 'b' }] },
-    status: {
-      phase: 'Running',
-      podIPs: [{ ip: '10.0.0.1' }],
-      containerStatuses: [
-        { name: 'a', ready: true, restartCount: 2, state: { running: {} }, lastState: { terminated: { finishedAt: '2026-01-01T00:50:00Z' } } },
-        { name: 'b', ready: false, restartCount: 0, state: { waiting: { reason: 'CrashLoopBackOff' } } },
-      ],
-    },
-  };
-  t.same(printers['/pods'](pod, now), ['web-1', '1/2', 'CrashLoopBackOff', '2 (10m ago)', '60m', '10.0.0.1', 'n1', '<none>', '<none>']);
-  t.same(printers['/configmaps']({ metadata: { name: 'web', creationTimestamp: '2026-01-01T00:59:50Z' }, data: { a: '1' } }, now), ['web', 1, '10s'], 'configmaps as CONFORMANCE.md shows');
-  t.same(printers['/secrets']({ metadata: { name: 's', creationTimestamp: created }, type: 'Opaque', data: { a: '', b: '' } }, now), ['s', 'Opaque', 2, '60m']);
-  const dep = { metadata: { name: 'cpb-dep', creationTimestamp: created }, spec: { replicas: 0, selector: { matchLabels: { app: 'cpb-dep' } }, template: { spec: { containers: [{ name: 'pause', image: 'registry.invalid/pause:1' }] } } }, status: {} };
-  t.same(printers['apps/deployments'](dep, now), ['cpb-dep', '0/0', 0, 0, '60m', 'pause', 'registry.invalid/pause:1', 'app=cpb-dep'], 'the reference sample row');
-  const svc = { metadata: { name: 'kubernetes', creationTimestamp: created }, spec: { type: 'ClusterIP', clusterIPs: ['10.96.0.1'], ports: [{ port: 443, protocol: 'TCP' }] } };
-  t.same(printers['/services'](svc, now), ['kubernetes', 'ClusterIP', '10.96.0.1', '<none>', '443/TCP', '60m', '<none>'], 'the reference sample row');
-  const ev = { metadata: { name: 'e1' }, type: 'Normal', reason: 'SuccessfulCreate', involvedObject: { kind: 'ReplicaSet', name: 'cpb' }, source: { component: 'replicaset-controller' }, message: 'Created pod', firstTimestamp: created, lastTimestamp: created, count: 1 };
-  t.same(printers['/events'](ev, now), ['60m', 'Normal', 'SuccessfulCreate', 'replicaset/cpb', '', 'replicaset-controller', 'Created pod', '60m', 1, 'e1']);
-  t.equal(formatLabelSelector({ matchLabels: { b: '1' }, matchExpressions: [{ key: 'a', operator: 'In', values: ['y', 'x'] }, { key: 'c', operator: 'DoesNotExist' }] }), 'a in (x,y),b=1,!c');
-});
-
-t.test('columns per view and kind', async (t) => {
+t.test('the all-clusters view leads with a Cluster column, a one-cluster view has none', async (t) => {
   const all = tableRenderer(info('', 'configmaps', 'ConfigMap'), {});
   t.same(all.columns.map((c) => c.name), ['Cluster', 'Name', 'Data', 'Age'], 'all-clusters view: Cluster first');
   t.same(all.cells({ metadata: { name: 'x', creationTimestamp: created } }, 'east', now), ['east', 'x', 0, '60m']);
   const one = tableRenderer(info('', 'configmaps', 'ConfigMap'), { cluster: 'east' });
   t.same(one.columns.map((c) => c.name), ['Name', 'Data', 'Age']);
-  const other = tableRenderer(info('example.com', 'things', 'Thing'), { cluster: 'a' });
-  t.same(other.columns.map((c) => [c.name, c.type]), [['Name', 'string'], ['Created At', 'date']], 'default columns');
-  t.same(other.cells({ metadata: { name: 't', creationTimestamp: '2026-01-01T00:00:00.000Z' } }, 'a', now), ['t', '2026-01-01T00:00:00Z']);
-  const crd = tableRenderer(info('demo.io', 'widgets', 'Widget', { printerColumns: [{ name: 'Size', type: 'integer', jsonPath: '.spec.size' }, { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', priority: 1 }] }), { cluster: 'a' });
-  t.same(crd.columns.map((c) => [c.name, c.priority]), [['Name', 0], ['Size', 0], ['Ready', 1]], 'CRD printer columns');
-  t.same(crd.cells({ metadata: { name: 'w' }, spec: { size: 3 }, status: { conditions: [{ type: 'Other', status: 'False' }, { type: 'Ready', status: 'True' }] } }, 'a', now), ['w', 3, 'True']);
-  t.same(crd.cells({ metadata: { name: 'w' } }, 'a', now), ['w', null, null], 'missing values are null cells');
-  const noCols = tableRenderer(info('demo.io', 'widgets', 'Widget', { printerColumns: [] }), { cluster: 'a' });
-  t.same(noCols.columns.map((c) => [c.name, c.type]), [['Name', 'string'], ['Age', 'date']], 'a CRD without printer columns gets Age');
-  t.equal(evalJsonPath(".metadata.labels['app.kubernetes.io/name']", { metadata: { labels: { 'app.kubernetes.io/name': 'x' } } }), 'x');
-  t.equal(evalJsonPath('.spec.items[1]', { spec: { items: ['a', 'b'] } }), 'b');
+  t.same(one.cells({ metadata: { name: 'x', creationTimestamp: created } }, 'east', now), ['x', 0, '60m']);
+  const crd = tableRenderer(info('demo.io', 'widgets', 'Widget', { printerColumns: [{ name: 'Size', type: 'integer', jsonPath: '.spec.size' }] }), {});
+  t.same(crd.columns.map((c) => c.name), ['Cluster', 'Name', 'Size']);
 });
 
-t.test('rows and metadata objects', async (t) => {
+t.test('rows carry the cluster cell; watch tables after the first have no columns', async (t) => {
   const i = info('', 'pods', 'Pod');
   const r = tableRenderer(i, {});
-  const obj = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'n', labels: { a: 'b' } }, status: { phase: 'Succeeded' } };
-  const text = JSON.stringify(obj);
-  const row = JSON.parse(tableRowJson(r, i, obj, text, 'east', { includeObject: 'Metadata', metaVersion: 'v1' }, now));
-  t.equal(row.cells[0], 'east');
-  t.same(row.object, { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: obj.metadata });
-  t.match(row.conditions, [{ type: 'Completed', status: 'True' }], 'finished pods carry the Completed row condition');
-  t.same(JSON.parse(tableRowJson(r, i, obj, text, 'east', { includeObject: 'Object', metaVersion: 'v1' }, now)).object, obj);
-  t.notOk('object' in JSON.parse(tableRowJson(r, i, obj, text, 'east', { includeObject: 'None', metaVersion: 'v1' }, now)));
-  t.same(toPartialObjectMetadata(obj, 'v1beta1').apiVersion, 'meta.k8s.io/v1beta1');
+  const obj = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'n' }, status: { phase: 'Failed' } };
+  const row = JSON.parse(tableRowJson(r, i, obj, JSON.stringify(obj), 'east', { includeObject: 'Metadata', metaVersion: 'v1' }, now));
+  t.same(row.cells.slice(0, 2), ['east', 'p']);
+  t.match(row.conditions, [{ type: 'Completed', reason: 'Failed' }]);
+  t.equal(JSON.parse(tableJson(r, 'v1', {}, [], true)).columnDefinitions[0].name, 'Cluster');
+  t.equal(JSON.parse(tableJson(r, 'v1', {}, [], false)).columnDefinitions, null);
 });

@@ -6,7 +6,8 @@
 import { createHash } from 'node:crypto';
 import type { KubeObject } from '../storage/types.ts';
 import type { ResourceRequest } from './request.ts';
-import { tableJson, tableRenderer, tableRowJson, toPartialObjectMetadata } from './table.ts';
+import { toPartialObjectMetadata } from '../kube/table.ts';
+import { tableJson, tableRenderer, tableRowJson } from './table.ts';
 import { jsonEncoder, type EncodableEvent, type Encoder } from './watch/index.ts';
 
 const line = (type: string, objectJson: string): Buffer => Buffer.from(`{"type":"${type}","object":${objectJson}}\n`, 'utf8');

@@ -1,6 +1,7 @@
-// Regenerates apiserver/reference/*.json from a captured kube-apiserver reference directory
-// (default /work/shared/reference/kube-1.28): built-in resource metadata (for discovery when
-// synchro recorded none) and Table column definitions per resource.
+// Regenerates apiserver/reference/builtin-resources.json and kube/reference/table-columns.json
+// from a captured kube-apiserver reference directory (default /work/shared/reference/kube-1.28):
+// built-in resource metadata (for discovery when synchro recorded none) and Table column
+// definitions per resource (kube/table.ts, used by Panoptes and the simulated clusters).
 //   node --import tsx hack/gen-apiserver-reference.ts [REFERENCE_DIR]
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -26,5 +27,5 @@ for (const [gvr, t] of Object.entries(tables)) {
   const key = parts.length === 2 ? `/${parts[1]}` : `${parts[0]}/${parts[2]}`;
   columns[key] = t.columnDefinitions; // later versions of a group win (sorted keys: v1beta2 < v1beta3, v1 < v2)
 }
-writeFileSync(new URL('table-columns.json', out), JSON.stringify(columns, null, 1) + '\n');
+writeFileSync(new URL('../kube/reference/table-columns.json', import.meta.url), JSON.stringify(columns, null, 1) + '\n');
 console.log(`wrote ${Object.keys(builtin).length} group versions, ${Object.keys(columns).length} column sets`);

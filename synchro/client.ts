@@ -30,6 +30,8 @@ export interface RequestOptions {
 
 export interface ClusterClient {
   readonly server: string;
+  /** What is weak about the connection (plain HTTP), for the log and the cluster's status. */
+  readonly warnings: readonly string[];
   get<T = unknown>(path: string, opts?: RequestOptions): Promise<T>;
   /** Starts a streaming GET; resolves to the 200 response (the caller reads it), rejects on other codes. */
   stream(path: string, opts?: RequestOptions): Promise<IncomingMessage>;
@@ -41,7 +43,11 @@ interface Settings {
   tls: https.AgentOptions;
   /** Headers for the next request (tokens from exec plugins and token files are refreshed). */
   headers: () => Promise<Record<string, string>>;
+  warnings: string[];
 }
+
+const plainHttp = (server: URL, credentials: string) =>
+  `server ${server.origin} is plain HTTP: the connection is neither encrypted nor authenticated (${credentials}); use https:// for anything but a local test cluster`;
 
 function readMaybe(file?: string, data?: string): Buffer | undefined {
   if (file) return readFileSync(file);
@@ -58,12 +64,27 @@ async function fromKubeconfig(c: ClusterConnection): Promise<Settings> {
   }
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error(`kubeconfig ${c.kubeconfig}: context ${JSON.stringify(kc.getCurrentContext())} names no cluster`);
+  const server = new URL(cluster.server);
+  const user = kc.getCurrentUser();
+  if (server.protocol === 'http:') {
+    // As kubectl: client-go's clientcmd reads a context's credentials and TLS settings only for
+    // an https server ("only try to read the auth information if we are secure"); impersonation
+    // applies either way. (@kubernetes/client-node's KubeConfig refuses http:// unless
+    // insecure-skip-tls-verify is set, which is not a kubeconfig rule.)
+    const headers: Record<string, string> = user?.impersonateUser ? { 'Impersonate-User': user.impersonateUser } : {};
+    const hasCredentials = Boolean(user && (user.token || user.username || user.exec || user.authProvider || user.certData || user.certFile));
+    return {
+      server,
+      tls: {},
+      headers: async () => headers,
+      warnings: [plainHttp(server, hasCredentials ? `the credentials of user ${JSON.stringify(user!.name)} are not sent, as kubectl does not send them either` : 'no credentials')],
+    };
+  }
   const opts: https.RequestOptions = {};
   await kc.applyToHTTPSOptions(opts);
   const tls: https.AgentOptions = { ca: opts.ca, cert: opts.cert, key: opts.key, pfx: opts.pfx, passphrase: opts.passphrase };
   if (cluster.skipTLSVerify) tls.rejectUnauthorized = false;
   if (cluster.tlsServerName) tls.servername = cluster.tlsServerName;
-  const user = kc.getCurrentUser();
   const dynamic = Boolean(user && (user.exec || user.authProvider));
   const toHeaders = (o: https.RequestOptions): Record<string, string> => {
     const h: Record<string, string> = {};
@@ -73,8 +94,9 @@ async function fromKubeconfig(c: ClusterConnection): Promise<Settings> {
   };
   const fixed = toHeaders(opts);
   return {
-    server: new URL(cluster.server),
+    server,
     tls,
+    warnings: [],
     headers: dynamic
       ? async () => {
           const o: https.RequestOptions = {};
@@ -95,9 +117,12 @@ function fromInline(c: ClusterConnection): Settings {
   if (c.tlsServerName) tls.servername = c.tlsServerName;
   let token = c.token;
   let readAt = 0;
+  const server = new URL(c.server!);
+  const credentials = c.token || c.tokenFile ? 'the token is sent in clear text' : 'no credentials';
   return {
-    server: new URL(c.server!),
+    server,
     tls,
+    warnings: server.protocol === 'http:' ? [plainHttp(server, credentials)] : [],
     headers: async (): Promise<Record<string, string>> => {
       if (c.tokenFile && Date.now() - readAt > 60_000) {
         token = readFileSync(c.tokenFile, 'utf8').trim();
@@ -166,6 +191,7 @@ export async function connectCluster(c: ClusterConnection): Promise<ClusterClien
 
   return {
     server: s.server.href,
+    warnings: s.warnings,
     async get<T>(path: string, opts: RequestOptions = {}): Promise<T> {
       const started = Date.now();
       const res = await request(path, opts);

@@ -69,6 +69,8 @@ export interface ClusterStatus {
   discoveryErrors?: Record<string, string>;
   /** Set while the configuration file is broken and its last good version is in effect. */
   configError?: string;
+  /** What is weak about the connection, e.g. a plain-HTTP server. */
+  warnings?: string[];
 }
 
 const crdId = 'apiextensions.k8s.io/customresourcedefinitions';
@@ -118,6 +120,7 @@ export class ClusterSync {
     }
     this.batcher = new Batcher(store, this.name, this.deps.batch, this.deps.metrics, this.log, this.deps.onCommit);
     this.log.info('cluster registered', { server: this.client.server, resources: this.config.resources });
+    for (const warning of this.client.warnings) this.log.warn(warning, { server: this.client.server });
     await this.writeStatus();
     this.loops.push(this.probeLoop(), this.discoveryLoop(), this.progressLoop());
   }
@@ -171,6 +174,7 @@ export class ClusterSync {
     if (this.initial.completedAt) s.initialSync.completedAt = this.initial.completedAt;
     if (this.lastProbeAt) s.lastProbeTime = this.lastProbeAt;
     if (this.client) s.server = this.client.server;
+    if (this.client?.warnings.length) s.warnings = [...this.client.warnings];
     if (this.discoveryErrors) s.discoveryErrors = this.discoveryErrors;
     const configError = this.deps.configError?.();
     if (configError) s.configError = configError;

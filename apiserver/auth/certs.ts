@@ -33,8 +33,20 @@ function newKey(bits = 2048): { pem: string; priv: forge.pki.rsa.PrivateKey; pub
   return { pem, priv, pub };
 }
 
+// Names are UTF8String, which allows any character: forge's default, PrintableString, has no
+// `@`, `_` or `*`, and Go's crypto/x509 (kube-apiserver) refuses a certificate with such a
+// PrintableString while OpenSSL and Node accept it. RFC 5280 asks for UTF8String too.
+// (@types/node-forge declares valueTagClass as an asn1.Class; forge reads it as the asn1.Type.)
+const UTF8 = forge.asn1.Type.UTF8 as number as forge.asn1.Class;
+
 function subject(cn: string, orgs: string[] = []): forge.pki.CertificateField[] {
-  return [...orgs.map((o) => ({ name: 'organizationName', value: o })), { name: 'commonName', value: cn }];
+  return [...orgs.map((o) => ({ name: 'organizationName', value: o, valueTagClass: UTF8 })), { name: 'commonName', value: cn, valueTagClass: UTF8 }];
+}
+
+/** The CA's subject as the issuer, encoding back to the same bytes (Go matches issuer and CA subject byte for byte). */
+function issuerOf(ca: forge.pki.Certificate): forge.pki.CertificateField[] {
+  // forge parses a UTF8String to its raw bytes but encodes the value it is given as UTF-8 again.
+  return ca.subject.attributes.map((a) => ({ ...a, value: a.valueTagClass === UTF8 && typeof a.value === 'string' ? forge.util.decodeUtf8(a.value) : a.value }));
 }
 
 function serial(): string {
@@ -91,7 +103,7 @@ export function createCert(ca: KeyPair | undefined, o: CertOptions): KeyPair {
   if (o.hosts?.length) ext.push(sanExtension(o.hosts));
   if (ca) {
     const caCert = forge.pki.certificateFromPem(ca.cert);
-    cert.setIssuer(caCert.subject.attributes);
+    cert.setIssuer(issuerOf(caCert));
     cert.setExtensions(ext);
     cert.sign(forge.pki.privateKeyFromPem(ca.key) as forge.pki.rsa.PrivateKey, forge.md.sha256.create());
   } else {

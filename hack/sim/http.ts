@@ -1,4 +1,5 @@
-// HTTP plumbing of the simulator: bodies, JSON and Status answers, Accept negotiation.
+// HTTP plumbing of the simulator: bodies, JSON and Status answers (Accept negotiation:
+// output.ts and apiserver/negotiate.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
 import { StatusError } from '../../kube/status.ts';
@@ -43,54 +44,6 @@ export function sendError(res: ServerResponse, err: unknown): void {
   }
   if (e.code === 429 || e.code === 504) res.setHeader('Retry-After', '1');
   sendJson(res, e.code, e.toStatus());
-}
-
-/** What the client accepts, among what the simulator produces. */
-export type Negotiated = { kind: 'json' } | { kind: 'aggregated'; version: 'v2' | 'v2beta1'; contentType: string };
-
-interface MediaRange {
-  type: string;
-  params: Record<string, string>;
-  raw: string;
-}
-
-function parseAccept(accept: string): MediaRange[] {
-  return accept
-    .split(',')
-    .map((part) => part.trim())
-    .filter(Boolean)
-    .map((raw) => {
-      const [type, ...ps] = raw.split(';').map((s) => s.trim());
-      const params: Record<string, string> = {};
-      for (const p of ps) {
-        const i = p.indexOf('=');
-        if (i > 0) params[p.slice(0, i).trim().toLowerCase()] = p.slice(i + 1).trim();
-      }
-      return { type: type.toLowerCase(), params, raw };
-    })
-    .filter((m) => m.params.q !== '0');
-}
-
-/**
- * Picks the answer format. JSON whenever offered (also after protobuf, Table or partial
- * metadata, which the simulator does not produce); aggregated discovery where allowed;
- * undefined (406) when nothing fits.
- */
-export function negotiate(accept: string | undefined, allowAggregated: boolean): Negotiated | undefined {
-  if (!accept || accept.trim() === '') return { kind: 'json' };
-  for (const m of parseAccept(accept)) {
-    if (m.type !== 'application/json' && m.type !== 'application/*' && m.type !== '*/*') continue;
-    const as = m.params.as;
-    if (as === undefined) return { kind: 'json' };
-    if (as === 'APIGroupDiscoveryList' && allowAggregated && m.params.g === 'apidiscovery.k8s.io' && (m.params.v === 'v2' || m.params.v === 'v2beta1')) {
-      return { kind: 'aggregated', version: m.params.v, contentType: `application/json;g=apidiscovery.k8s.io;v=${m.params.v};as=APIGroupDiscoveryList` };
-    }
-  }
-  return undefined;
-}
-
-export function notAcceptable(): StatusError {
-  return new StatusError('NotAcceptable', 'only the following media types are accepted: application/json');
 }
 
 /** Parses `500ms`, `10s`, `2m` or a plain number of milliseconds. */

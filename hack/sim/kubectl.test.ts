@@ -80,6 +80,41 @@ t.test('kubectl get -w: initial objects, changes, and a dropped watch ends it', 
   t.not(code, -99, 'kubectl noticed the dropped watch and exited');
 });
 
+t.test('kubectl get prints the server-side Table columns: -A, -o wide, by name, -w, custom resources', async (t) => {
+  const c = await simCluster(t, { workload: true });
+  const dir = tempDir(t);
+  const k = (...args: string[]) => kubectl(c, dir, args);
+  const header = (out: string) => out.split('\n')[0].trim().split(/\s{2,}/);
+
+  const pods = await k('get', 'pods', '-A');
+  t.equal(pods.code, 0, pods.stderr);
+  t.same(header(pods.stdout), ['NAMESPACE', 'NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE'], 'no CLUSTER column from one cluster');
+  t.match(pods.stdout, /\nshop\s+frontend-\S+\s+1\/1\s+Running\s+0\s+\d+s\n/);
+  t.match(pods.stdout, /\nbatch\s+nightly-report-\S+\s+1\/1\s+Succeeded\s+0\s+/);
+  const wide = await k('get', 'pods', '-n', 'shop', '-o', 'wide');
+  t.same(header(wide.stdout), ['NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', 'IP', 'NODE', 'NOMINATED NODE', 'READINESS GATES']);
+  t.match(wide.stdout, /\nfrontend-\S+\s+1\/1\s+Running\s+0\s+\d+s\s+10\.\d+\.\d+\.\d+\s+test-node-\d\s+<none>\s+<none>\n/);
+  const one = await k('get', 'deploy', 'frontend', '-n', 'shop');
+  t.same(header(one.stdout), ['NAME', 'READY', 'UP-TO-DATE', 'AVAILABLE', 'AGE']);
+  t.match(one.stdout, /\nfrontend\s+3\/3\s+3\s+3\s+\d+s\n$/);
+  const widgets = await k('get', 'widgets', '-A');
+  t.same(header(widgets.stdout), ['NAMESPACE', 'NAME', 'COLOR'], 'the CRD printer columns');
+  t.match(widgets.stdout, /\nshop\s+cog\s+green\n/);
+  const nodes = await k('get', 'nodes');
+  t.same(header(nodes.stdout), ['NAME', 'STATUS', 'ROLES', 'AGE', 'VERSION']);
+
+  const w = kubectlStream(c, dir, ['get', 'deploy', '-n', 'shop', '-w']);
+  t.teardown(() => w.kill());
+  t.ok(await w.waitFor((l) => l.some((x) => /^frontend\s+3\/3\s/.test(x))), `initial rows: ${w.lines.join(' | ')} ${w.stderr()}`);
+  t.same(header(w.lines[0]), ['NAME', 'READY', 'UP-TO-DATE', 'AVAILABLE', 'AGE']);
+  await sleep(200);
+  t.equal((await k('-n', 'shop', 'scale', 'deploy', 'frontend', '--replicas=5')).code, 0);
+  t.ok(await w.waitFor((l) => l.some((x) => /^frontend\s+3\/5\s+3\s+3\s+\d+s$/.test(x))), `the change printed with the server-side columns: ${w.lines.join(' | ')}`);
+  const named = kubectlStream(c, dir, ['get', 'pods', '-n', 'shop', pods.stdout.match(/shop\s+(frontend-\S+)/)![1], '-w']);
+  t.teardown(() => named.kill());
+  t.ok(await named.waitFor((l) => l.length >= 2 && /READY\s+STATUS/.test(l[0])), `get NAME -w: ${named.lines.join(' | ')} ${named.stderr()}`);
+});
+
 t.test('faults seen by kubectl: refused, 503, latency', async (t) => {
   const c = await simCluster(t);
   const dir = tempDir(t);

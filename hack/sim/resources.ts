@@ -2,6 +2,7 @@
 // v1.28 serves (read from the captured discovery documents in ./reference), plus the custom
 // resources of every established CustomResourceDefinition.
 import { readFileSync } from 'node:fs';
+import { crdPrinterColumns, type PrinterColumn } from '../../kube/table.ts';
 import { isObject, type KObject } from './types.ts';
 
 /** Where the scale subresource finds replicas, as in a CRD's `subresources.scale`. */
@@ -31,6 +32,8 @@ export interface ResourceInfo {
   generation: boolean;
   /** The CRD that defines it, for custom resources. */
   crd?: string;
+  /** Custom resources: each served version's additionalPrinterColumns ([] when it has none). */
+  printerColumns?: Record<string, PrinterColumn[]>;
 }
 
 interface DiscoveryResource {
@@ -157,6 +160,7 @@ export class Registry {
       verbs: ['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch'],
       shortNames: spec.names.shortNames, categories: spec.names.categories, status: isObject(sub.status),
       scale: isObject(sub.scale) ? (sub.scale as unknown as ScaleSpec) : undefined, generation: true, crd: name,
+      printerColumns: Object.fromEntries(served.map((v) => [v.name, crdPrinterColumns(v)])),
     };
     this.infos.set(id, info);
     this.crds.set(name, id);
@@ -201,6 +205,7 @@ interface CRDVersion {
   served: boolean;
   storage: boolean;
   subresources?: { status?: unknown; scale?: unknown };
+  additionalPrinterColumns?: unknown[];
 }
 
 interface CRDSpec {

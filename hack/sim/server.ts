@@ -1,7 +1,10 @@
 // Request routing of one simulated cluster: health, version, discovery, and the REST verbs
 // on /api/v1/... and /apis/G/V/... (list, watch, get, create, update, patch, delete,
-// deletecollection, status and scale subresources). /_sim/ goes to control.ts.
+// deletecollection, status and scale subresources), answered as JSON, Table or
+// PartialObjectMetadata as the Accept header asks (output.ts). /_sim/ goes to control.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { negotiateDiscovery } from '../../apiserver/negotiate.ts';
+import type { Verb } from '../../apiserver/request.ts';
 import { checkFieldSelector, matchesFields, parseFieldSelector } from '../../kube/fields.ts';
 import { matchesLabels, parseLabelSelector } from '../../kube/labels.ts';
 import { StatusError } from '../../kube/status.ts';
@@ -10,7 +13,8 @@ import { handleControl } from './control.ts';
 import type { Crud, DeleteOptions } from './crud.ts';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.ts';
 import type { Faults } from './faults.ts';
-import { negotiate, notAcceptable, readBody, sendError, sendJson, sendText } from './http.ts';
+import { readBody, sendError, sendJson, sendText } from './http.ts';
+import { listBody, negotiate, objectBody, watchLineEncoder, type Output } from './output.ts';
 import { patchTypeOf } from './patch.ts';
 import type { Registry, ResourceInfo } from './resources.ts';
 import type { Store } from './store.ts';
@@ -95,7 +99,7 @@ async function route(ctx: SimContext, req: IncomingMessage, res: ServerResponse,
     if (rest.length === 0) {
       const doc = apiResourceList(ctx.registry, group, version);
       if (!doc) throw notFoundPath();
-      if (!negotiate(req.headers.accept, false)) throw notAcceptable();
+      negotiateDiscovery(req.headers.accept, false);
       return sendJson(res, 200, doc);
     }
     return resource(ctx, req, res, url, group, version, rest);
@@ -104,9 +108,8 @@ async function route(ctx: SimContext, req: IncomingMessage, res: ServerResponse,
 }
 
 function discovery(ctx: SimContext, req: IncomingMessage, res: ServerResponse, core: boolean, group: string | undefined): void {
-  const n = negotiate(req.headers.accept, group === undefined);
-  if (!n) throw notAcceptable();
-  if (n.kind === 'aggregated') return sendJson(res, 200, aggregatedDiscovery(ctx.registry, core ? 'api' : 'apis', n.version), n.contentType);
+  const n = negotiateDiscovery(req.headers.accept, group === undefined);
+  if (n.aggregated) return sendJson(res, 200, aggregatedDiscovery(ctx.registry, core ? 'api' : 'apis', n.version), n.contentType);
   if (core) return sendJson(res, 200, apiVersions(ctx.address()));
   if (group === undefined) return sendJson(res, 200, apiGroupList(ctx.registry));
   const doc = apiGroupDoc(ctx.registry, group);
@@ -155,20 +158,24 @@ async function resource(ctx: SimContext, req: IncomingMessage, res: ServerRespon
   const t = parseTarget(ctx, group, version, rest);
   const { info } = t;
   const method = req.method ?? 'GET';
-  if (!negotiate(req.headers.accept, false)) throw notAcceptable();
+  const isWatch = t.name === undefined && method === 'GET' && boolParam(url, 'watch');
+  // One object back (get, create, update, patch, delete) or a list (list, deletecollection).
+  const verb: Verb = isWatch ? 'watch' : t.name !== undefined || method === 'POST' ? 'get' : 'list';
+  const out = negotiate(req.headers.accept, verb, url.searchParams.get('includeObject'), info, version, t.subresource === 'scale' ? 'scale' : undefined);
   const apiVersion = group ? `${group}/${version}` : version;
   const served = (o: KObject): KObject => (o.apiVersion === apiVersion ? o : { ...o, apiVersion });
+  const send = (code: number, o: KObject) => sendJson(res, code, objectBody(out, o));
   const opts = { dryRun: url.searchParams.get('dryRun') === 'All', fieldManager: fieldManager(req, url) };
 
   if (t.name === undefined) {
     if (method === 'GET') {
-      if (boolParam(url, 'watch')) return watch(ctx, res, url, t, version);
-      return list(ctx, res, url, t, apiVersion);
+      if (isWatch) return watch(ctx, res, url, t, version, out);
+      return list(ctx, res, url, t, apiVersion, out);
     }
     if (method === 'POST') {
       if (info.namespaced && t.namespace === undefined) throw notFoundPath();
       const created = ctx.crud.create(info, version, t.namespace, await readBody(req), opts);
-      return sendJson(res, 201, served(created));
+      return send(201, served(created));
     }
     if (method === 'DELETE') {
       const match = selectorMatcher(url, info);
@@ -176,7 +183,7 @@ async function resource(ctx: SimContext, req: IncomingMessage, res: ServerRespon
       for (const o of ctx.store.list(info.id, { namespace: t.namespace, match }).items) {
         deleted.push(ctx.crud.delete(info, o.metadata.namespace, o.metadata.name!, opts).object);
       }
-      return sendJson(res, 200, { kind: info.listKind, apiVersion, metadata: { resourceVersion: String(ctx.store.resourceVersion) }, items: deleted.map(served) });
+      return sendJson(res, 200, listBody(out, info.listKind, apiVersion, { resourceVersion: String(ctx.store.resourceVersion) }, deleted.map(served)));
     }
     throw new StatusError('MethodNotAllowed', `the server does not allow this method on the requested resource`);
   }
@@ -186,11 +193,10 @@ async function resource(ctx: SimContext, req: IncomingMessage, res: ServerRespon
   const subresource = t.subresource === 'status' ? ('status' as const) : undefined;
   switch (method) {
     case 'GET':
-      return sendJson(res, 200, scale ? ctx.crud.getScale(info, t.namespace, name) : served(ctx.crud.get(info, t.namespace, name)));
+      return send(200, scale ? ctx.crud.getScale(info, t.namespace, name) : served(ctx.crud.get(info, t.namespace, name)));
     case 'PUT': {
       const body = await readBody(req);
-      const out = scale ? ctx.crud.updateScale(info, version, t.namespace, name, body, opts) : served(ctx.crud.update(info, version, t.namespace, name, body, { ...opts, subresource }));
-      return sendJson(res, 200, out);
+      return send(200, scale ? ctx.crud.updateScale(info, version, t.namespace, name, body, opts) : served(ctx.crud.update(info, version, t.namespace, name, body, { ...opts, subresource })));
     }
     case 'PATCH': {
       const type = patchTypeOf(req.headers['content-type']);
@@ -198,8 +204,7 @@ async function resource(ctx: SimContext, req: IncomingMessage, res: ServerRespon
         throw new StatusError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json${info.crd ? '' : ', application/strategic-merge-patch+json'}`);
       }
       const body = await readBody(req);
-      const out = scale ? ctx.crud.patchScale(info, version, t.namespace, name, type, body, opts) : served(ctx.crud.patch(info, version, t.namespace, name, type, body, { ...opts, subresource }));
-      return sendJson(res, 200, out);
+      return send(200, scale ? ctx.crud.patchScale(info, version, t.namespace, name, type, body, opts) : served(ctx.crud.patch(info, version, t.namespace, name, type, body, { ...opts, subresource })));
     }
     case 'DELETE': {
       if (t.subresource) throw new StatusError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
@@ -213,8 +218,8 @@ async function resource(ctx: SimContext, req: IncomingMessage, res: ServerRespon
       const pp = url.searchParams.get('propagationPolicy');
       if (pp) del.propagationPolicy = pp as DeleteOptions['propagationPolicy'];
       const result = ctx.crud.delete(info, t.namespace, name, del);
-      if (!result.deleted || info.id === '/pods' || info.crd) return sendJson(res, 200, served(result.object));
-      return sendJson(res, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { ...ctx.crud.details(info, name, result.object.metadata.uid) } });
+      if (!result.deleted || info.id === '/pods' || info.crd) return send(200, served(result.object));
+      return send(200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { ...ctx.crud.details(info, name, result.object.metadata.uid) } });
     }
     default:
       throw new StatusError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
@@ -244,7 +249,7 @@ async function awaitRv(ctx: SimContext, rv: number): Promise<void> {
   });
 }
 
-async function list(ctx: SimContext, res: ServerResponse, url: URL, t: Target, apiVersion: string): Promise<void> {
+async function list(ctx: SimContext, res: ServerResponse, url: URL, t: Target, apiVersion: string, out: Output): Promise<void> {
   const p = url.searchParams;
   const match = selectorMatcher(url, t.info);
   const rvText = p.get('resourceVersion') ?? '';
@@ -272,12 +277,11 @@ async function list(ctx: SimContext, res: ServerResponse, url: URL, t: Target, a
   const metadata: Record<string, unknown> = { resourceVersion: String(result.resourceVersion) };
   if (result.continue) metadata.continue = result.continue;
   if (result.remainingItemCount !== undefined) metadata.remainingItemCount = result.remainingItemCount;
-  const head = JSON.stringify({ kind: t.info.listKind, apiVersion, metadata });
-  const items = result.items.map((o) => JSON.stringify(o.apiVersion === apiVersion ? o : { ...o, apiVersion })).join(',');
-  sendJson(res, 200, `${head.slice(0, -1)},"items":[${items}]}`);
+  const items = result.items.map((o) => (o.apiVersion === apiVersion ? o : { ...o, apiVersion }));
+  sendJson(res, 200, listBody(out, t.info.listKind, apiVersion, metadata, items));
 }
 
-async function watch(ctx: SimContext, res: ServerResponse, url: URL, t: Target, version: string): Promise<void> {
+async function watch(ctx: SimContext, res: ServerResponse, url: URL, t: Target, version: string, out: Output): Promise<void> {
   const p = url.searchParams;
   const match = selectorMatcher(url, t.info) ?? (() => true);
   const rvText = p.get('resourceVersion') ?? '';
@@ -303,6 +307,6 @@ async function watch(ctx: SimContext, res: ServerResponse, url: URL, t: Target, 
   }
   ctx.hub.serve(res, {
     info: t.info, version, namespace: t.namespace, match, resourceVersion, allowBookmarks, timeoutSeconds,
-    sendInitialEvents: sendInitial === 'true',
+    sendInitialEvents: sendInitial === 'true', encode: watchLineEncoder(out),
   });
 }

@@ -1,8 +1,10 @@
 // Watch streams, as kube-apiserver serves them: 200, application/json, chunked, one
 // `{"type","object"}` per line. From an rv: exactly the later events (from the store's
 // history), or one ERROR 410 when that rv is compacted; unset or "0": synthetic ADDED first.
-// Selector transitions become ADDED/DELETED. Bookmarks, timeoutSeconds, watch-list.
+// Selector transitions become ADDED/DELETED. Bookmarks, timeoutSeconds, watch-list. Events
+// are JSON objects, or Tables / PartialObjectMetadata when an encoder from output.ts is given.
 import type { ServerResponse } from 'node:http';
+import type { WatchLineEncoder } from './output.ts';
 import type { ResourceInfo } from './resources.ts';
 import type { Store, StoreEvent } from './store.ts';
 import type { KObject } from './types.ts';
@@ -20,6 +22,8 @@ export interface WatchRequest {
   timeoutSeconds: number;
   /** Watch-list: ADDED for every object, then the initial-events-end BOOKMARK. */
   sendInitialEvents: boolean;
+  /** Table or PartialObjectMetadata events (output.ts); plain JSON objects when unset. */
+  encode?: WatchLineEncoder;
 }
 
 export interface WatchHubOptions {
@@ -61,7 +65,8 @@ export class WatchHub {
     const apiVersion = info.group ? `${info.group}/${req.version}` : req.version;
     const inNamespace = (o: KObject) => !req.namespace || o.metadata.namespace === req.namespace;
     const served = (o: KObject): KObject => (o.apiVersion === apiVersion ? o : { ...o, apiVersion });
-    const line = (type: string, o: KObject) => `${JSON.stringify({ type, object: served(o) })}\n`;
+    const encode = req.encode;
+    const line = (type: string, o: KObject) => (encode ? encode(type, served(o)) : `${JSON.stringify({ type, object: served(o) })}\n`);
 
     res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
     res.flushHeaders();
@@ -102,7 +107,7 @@ export class WatchHub {
     const bookmark = (extra?: Record<string, string>) => {
       const metadata: Record<string, unknown> = { resourceVersion: String(store.resourceVersion) };
       if (extra) metadata.annotations = extra;
-      write(`${JSON.stringify({ type: 'BOOKMARK', object: { kind: info.kind, apiVersion, metadata } })}\n`);
+      write(line('BOOKMARK', { kind: info.kind, apiVersion, metadata }));
     };
 
     const onEvent = (e: StoreEvent) => {
@@ -121,7 +126,8 @@ export class WatchHub {
       }
     };
     const plain = (e: StoreEvent): string => {
-      if (e.object.apiVersion !== apiVersion) return line(e.type, e.object);
+      // The JSON line is the same for every watcher of this version: made once per event.
+      if (encode || e.object.apiVersion !== apiVersion) return line(e.type, e.object);
       e.line ??= line(e.type, e.object);
       return e.line;
     };
