@@ -20,6 +20,7 @@ type Page = { metadata: { resourceVersion: string; continue?: string }; items: K
 /** A member that answers list requests from a script (a page or an error each), and holds watches open. */
 class ScriptedMember implements ClusterClient {
   readonly server = 'http://scripted.invalid';
+  readonly warnings: readonly string[] = [];
   readonly requests: string[] = [];
   private readonly watches: PassThrough[] = [];
   constructor(private readonly script: Array<Page | HttpError>) {}
