@@ -69,7 +69,7 @@ export const sqlite: Dialect = {
   },
   nowMs: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
   // One writer at a time: a write transaction already excludes every other writer.
-  lockForWrite: ' FOR SHARE',
+  lockForWrite: '',
   jsonText(column, key) {
     return [`json_extract(${column}, ?)`, [`$."${key}"`]];
   },
