@@ -4,6 +4,7 @@
 // reflector stops reading its watch stream) instead of growing; retries with backoff.
 import type { Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
+import { FencedError, type Fence } from '../storage/leases.ts';
 import type { UpstreamEvent } from '../storage/types.ts';
 import { Backoff } from './backoff.ts';
 import type { SynchroMetrics } from './metrics.ts';
@@ -30,6 +31,14 @@ export function defaultBatcherOptions(dialect: 'sqlite' | 'postgres'): BatcherOp
 
 /** Called after each commit (benchmarks measure upstream-to-commit lag with it). */
 export type CommitHook = (cluster: string, events: UpstreamEvent[], receivedAt: number[], committedAt: number) => void;
+
+export interface BatcherHooks {
+  onCommit?: CommitHook;
+  /** The cluster lease this batcher writes under: every batch carries it. */
+  fence?: Fence;
+  /** Storage refused a batch because the lease moved on: the batcher has stopped, its queue dropped. */
+  onFenced?: (err: FencedError) => void;
+}
 
 interface Item {
   event: UpstreamEvent;
@@ -58,7 +67,7 @@ export class Batcher {
     private readonly opts: BatcherOptions,
     private readonly metrics: SynchroMetrics,
     private readonly log: Logger,
-    private readonly onCommit?: CommitHook,
+    private readonly hooks: BatcherHooks = {},
   ) {
     this.loop = this.run();
   }
@@ -76,6 +85,7 @@ export class Batcher {
    * the queue has drained below its high-water mark: the caller awaits it before reading on.
    */
   push(event: UpstreamEvent, bytes: number, receivedAt = performance.now()): Promise<void> | undefined {
+    if (this.failed) throw this.failed;
     if (this.stopped) throw new Error(`batcher of cluster ${this.cluster} is stopped`);
     this.queue.push({ event, bytes, receivedAt, seq: ++this.seq });
     this.queuedBytes += bytes;
@@ -159,28 +169,46 @@ export class Batcher {
     for (;;) {
       const started = performance.now();
       try {
-        const result = await this.store.applyBatch(this.cluster, events);
+        const result = await this.store.applyBatch(this.cluster, events, { fence: this.hooks.fence });
         const now = performance.now();
         this.metrics.batchDuration.observe({ cluster: this.cluster }, (now - started) / 1000);
         this.metrics.batchSize.observe({ cluster: this.cluster }, batch.length);
         for (const b of batch) this.metrics.lag.observe({ cluster: this.cluster }, (now - b.receivedAt) / 1000);
         for (const c of result.changes) this.metrics.eventsApplied.inc({ cluster: this.cluster, resource: resourceLabel(c), type: c.type });
-        this.onCommit?.(this.cluster, events, batch.map((b) => b.receivedAt), now);
+        this.hooks.onCommit?.(this.cluster, events, batch.map((b) => b.receivedAt), now);
         this.committed(batch);
         return true;
       } catch (err) {
+        if (err instanceof FencedError) {
+          // Another process owns this cluster now: nothing of ours may be written, ever.
+          this.metrics.fencedBatches.inc({ cluster: this.cluster });
+          this.log.warn('batch fenced: the cluster lease moved on; this process stops writing for it', { events: batch.length, queued: this.size, reason: err.message });
+          this.fail(err);
+          this.hooks.onFenced?.(err);
+          return false;
+        }
         this.metrics.errors.inc({ cluster: this.cluster, kind: 'storage' });
         const delay = backoff.next();
         this.log.error('storage write failed; retrying', { err: err as Error, events: batch.length, retryInMs: delay, attempt: backoff.attempts });
         if (this.stopped && backoff.attempts >= 3) {
-          this.failed = new Error(`storage write failed: ${(err as Error).message}`);
-          for (const w of this.flushWaiters.splice(0)) w.reject(this.failed);
-          for (const w of this.spaceWaiters.splice(0)) w();
+          this.fail(new Error(`storage write failed: ${(err as Error).message}`));
           return false;
         }
         await new Promise((r) => setTimeout(r, delay));
       }
     }
+  }
+
+  /** Gives up: what is queued is dropped, flushes reject, producers stop waiting (and push() throws). */
+  private fail(err: Error): void {
+    this.failed = err;
+    this.stopped = true;
+    this.queue = [];
+    this.head = 0;
+    this.queuedBytes = 0;
+    this.metrics.queued.set({ cluster: this.cluster }, 0);
+    for (const w of this.flushWaiters.splice(0)) w.reject(err);
+    for (const w of this.spaceWaiters.splice(0)) w();
   }
 
   private committed(batch: Item[]): void {

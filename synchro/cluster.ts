@@ -3,6 +3,7 @@
 // deleted, the configuration changed) and removed clusters get a DELETED change per object.
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../lib/log.ts';
+import type { Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import type { KubeObject } from '../storage/types.ts';
 import { Backoff, Waker, sleep, type BackoffOptions } from './backoff.ts';
@@ -41,6 +42,15 @@ export const defaultTimings: ClusterTimings = {
   minWatchTimeoutSeconds: 300,
 };
 
+/** The lease a ClusterSync writes under: every batch and status write carries its fence. */
+export interface ClusterLease {
+  fence: Fence;
+  /** When this process acquired it (ISO time), for status. */
+  acquiredAt: string;
+  /** Storage refused a write: the lease moved on. */
+  onFenced: () => void;
+}
+
 export interface ClusterDeps {
   store: Store;
   metrics: SynchroMetrics;
@@ -71,6 +81,8 @@ export interface ClusterStatus {
   configError?: string;
   /** What is weak about the connection, e.g. a plain-HTTP server. */
   warnings?: string[];
+  /** The synchro process writing for this cluster, under which lease epoch, since when. */
+  owner?: { member: string; epoch: number; acquiredAt: string };
 }
 
 const crdId = 'apiextensions.k8s.io/customresourcedefinitions';
@@ -99,6 +111,7 @@ export class ClusterSync {
   constructor(
     readonly config: ClusterConfig,
     private readonly deps: ClusterDeps,
+    readonly lease: ClusterLease,
   ) {
     this.name = config.name;
     this.log = deps.log.child({ cluster: config.name });
@@ -118,7 +131,7 @@ export class ClusterSync {
       await this.writeStatus();
       return;
     }
-    this.batcher = new Batcher(store, this.name, this.deps.batch, this.deps.metrics, this.log, this.deps.onCommit);
+    this.batcher = new Batcher(store, this.name, this.deps.batch, this.deps.metrics, this.log, { onCommit: this.deps.onCommit, fence: this.lease.fence, onFenced: () => this.lease.onFenced() });
     this.log.info('cluster registered', { server: this.client.server, resources: this.config.resources });
     for (const warning of this.client.warnings) this.log.warn(warning, { server: this.client.server });
     await this.writeStatus();
@@ -170,6 +183,7 @@ export class ClusterSync {
       },
       resources,
       apiResources: [...this.reflectors.values()].map((r) => ({ ...r.resource })),
+      owner: { member: this.lease.fence.holder, epoch: this.lease.fence.epoch, acquiredAt: this.lease.acquiredAt },
     };
     if (this.initial.completedAt) s.initialSync.completedAt = this.initial.completedAt;
     if (this.lastProbeAt) s.lastProbeTime = this.lastProbeAt;
@@ -208,7 +222,7 @@ export class ClusterSync {
   private async writeStatus(): Promise<void> {
     await this.statusWriting;
     this.lastStatusWrite = Date.now();
-    this.statusWriting = this.deps.store.setClusterStatus(this.name, this.status() as unknown as Record<string, unknown>).then(() => undefined);
+    this.statusWriting = this.deps.store.setClusterStatus(this.name, this.status() as unknown as Record<string, unknown>, this.lease.fence).then(() => undefined);
     try {
       await this.statusWriting;
     } finally {

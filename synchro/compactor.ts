@@ -1,5 +1,5 @@
-// Compaction of the change log, run by the writer: every interval, drop changes outside the
-// retention window (older than minAge and beyond the minCount newest). Watches, continue
+// Compaction of the change log, run by the one synchro member holding the compactor lease:
+// every interval, drop changes outside the retention window (older than minAge and beyond the minCount newest). Watches, continue
 // tokens and exact lists from before the window then get 410 Expired, and clients relist.
 import type { Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
@@ -11,9 +11,11 @@ export interface CompactionOptions extends RetentionPolicy {
 
 export const defaultCompaction: CompactionOptions = { minAgeMs: 15 * 60_000, minCount: 100_000, intervalMs: 60_000 };
 
-export function startCompactor(store: Store, opts: CompactionOptions, log: Logger): { stop(): Promise<void> } {
+/** Compacts every interval while `holdsLease()` (one compactor among the synchro members). */
+export function startCompactor(store: Store, opts: CompactionOptions, log: Logger, holdsLease: () => boolean = () => true): { stop(): Promise<void> } {
   let running: Promise<void> = Promise.resolve();
   const tick = () => {
+    if (!holdsLease()) return;
     running = store
       .compact({ minAgeMs: opts.minAgeMs, minCount: opts.minCount })
       .then((r) => {

@@ -16,6 +16,12 @@ export class SynchroMetrics {
   readonly objects: Gauge<'cluster' | 'resource'>;
   readonly clusterReady: Gauge<'cluster'>;
   readonly queued: Gauge<'cluster'>;
+  readonly leasesHeld: Gauge<'kind'>;
+  readonly leaseAcquisitions: Counter<'kind' | 'reason'>;
+  readonly leaseHandovers: Counter<'kind' | 'reason'>;
+  readonly leaseRenewDuration: Histogram;
+  readonly fencedBatches: Counter<'cluster'>;
+  readonly members: Gauge;
 
   constructor(registry = new Registry()) {
     this.registry = registry;
@@ -31,6 +37,12 @@ export class SynchroMetrics {
     this.objects = new Gauge({ name: 'panoptes_synchro_objects', help: 'Objects in sync per cluster and resource', labelNames: ['cluster', 'resource'], registers: r });
     this.clusterReady = new Gauge({ name: 'panoptes_synchro_cluster_ready', help: '1 when the cluster answered its last readiness probe', labelNames: ['cluster'], registers: r });
     this.queued = new Gauge({ name: 'panoptes_synchro_queued_events', help: 'Events received and not yet committed', labelNames: ['cluster'], registers: r });
+    this.leasesHeld = new Gauge({ name: 'panoptes_synchro_leases_held', help: 'Leases this synchro process holds: cluster (one per member cluster it writes for) or compactor', labelNames: ['kind'], registers: r });
+    this.leaseAcquisitions = new Counter({ name: 'panoptes_synchro_lease_acquisitions_total', help: 'Leases acquired, by what they were before: free, expired, released, dead-holder, own', labelNames: ['kind', 'reason'], registers: r });
+    this.leaseHandovers = new Counter({ name: 'panoptes_synchro_lease_handovers_total', help: 'Leases given up or lost: rebalance, shutdown, removed, renew-failed, renew-timeout, fenced', labelNames: ['kind', 'reason'], registers: r });
+    this.leaseRenewDuration = new Histogram({ name: 'panoptes_synchro_lease_renew_duration_seconds', help: 'Time to renew every held lease and the member heartbeat', buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: r });
+    this.fencedBatches = new Counter({ name: 'panoptes_synchro_fenced_batches_total', help: 'Batches refused by storage because this process no longer held the cluster lease (nothing written)', labelNames: ['cluster'], registers: r });
+    this.members = new Gauge({ name: 'panoptes_synchro_members', help: 'Live synchro processes seen in storage', registers: r });
   }
 
   /** Drops every series of a removed cluster. */

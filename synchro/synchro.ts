@@ -1,15 +1,20 @@
 // synchro: keeps storage a copy of every configured resource of every member cluster.
-// Wiring only: the configuration source (clusters.yaml or kubeconfig contexts, reloaded
-// when the files change), one ClusterSync per valid cluster, removal of clusters that left
-// the configuration, and the metrics endpoint. `startSynchro` is what `panoptes synchro`
-// runs and what all-in-one embeds.
+// Wiring: the configuration source (clusters.yaml or kubeconfig contexts, reloaded when the
+// files change), the share of the clusters this process writes for (several synchro
+// processes split them by rendezvous hashing over the live members, each cluster under a
+// lease whose epoch fences every write), one ClusterSync per cluster it owns, removal of
+// clusters that left the configuration, the compactor (under its own lease) and the metrics
+// endpoint. `startSynchro` is what `panoptes synchro` runs and what all-in-one embeds.
 import { logger, type Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
 import { Batcher, defaultBatcherOptions, type BatcherOptions, type CommitHook } from './batcher.ts';
+import { clusterLease, compactorLease, type Fence } from '../storage/leases.ts';
 import { ClusterSync, defaultTimings, dropStored, type ClusterStatus, type ClusterTimings } from './cluster.ts';
 import { ConfigError, FileWatcher, loadClustersFile, loadKubeconfigClusters, publicSpec, type ClusterConfig, type ParsedConfig } from './config.ts';
 import { SynchroMetrics, serveMetrics } from './metrics.ts';
 import { defaultCompaction, startCompactor, type CompactionOptions } from './compactor.ts';
+import { defaultShardSettings, LeaseKeeper, type ShardSettings } from './lease-keeper.ts';
+import { ownerOf } from './rendezvous.ts';
 
 export interface SynchroOptions {
   /** Opened storage; the caller owns it (and closes it after stop()). */
@@ -30,6 +35,8 @@ export interface SynchroOptions {
   reloadIntervalMs?: number;
   timings?: Partial<ClusterTimings>;
   batch?: Partial<BatcherOptions>;
+  /** Identity, lease TTL and timings of this process among the synchro members. */
+  shards?: Partial<ShardSettings>;
   /** Called after every commit (benchmarks). */
   onCommit?: CommitHook;
   /** Change-log retention and how often to compact (default: 15 minutes and 100,000 changes, every minute); false: never. */
@@ -38,19 +45,29 @@ export interface SynchroOptions {
 }
 
 export interface SynchroHandle {
-  /** Stops syncing (committing what was received), closes the metrics server. Storage stays open. */
+  /** Stops syncing (committing what was received), releases its leases, closes the metrics server. Storage stays open. */
   stop(): Promise<void>;
   /** Reads the configuration now (also happens by itself when the files change). */
   reload(): Promise<void>;
-  /** Resolves true once every running cluster finished its initial sync (or has unusable settings), false after timeoutMs. */
+  /** Resolves true once every cluster this process runs finished its initial sync (or has unusable settings), false after timeoutMs. */
   waitForInitialSync(timeoutMs?: number): Promise<boolean>;
-  /** Status of every running cluster, by name. */
+  /** Status of every cluster this process runs, by name. */
   clusters(): Record<string, ClusterStatus>;
   /** The configuration file's current problem, if it is broken. */
   configError(): string | undefined;
+  /** This process's name among the synchro members. */
+  readonly identity: string;
   readonly metrics: SynchroMetrics;
   /** The URL of /metrics when metricsListen was given. */
   readonly metricsUrl?: string;
+}
+
+/** A cluster whose lease this process holds, and what it does with it. */
+interface Owned {
+  epoch: number;
+  sync?: ClusterSync;
+  /** The message written for an invalid entry (written again only when it changes). */
+  invalid?: string;
 }
 
 export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle> {
@@ -60,28 +77,41 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   const metrics = opts.metrics ?? new SynchroMetrics();
   const batch = { ...defaultBatcherOptions(store.dialect), ...opts.batch };
   const timings = { ...defaultTimings, ...opts.timings };
-  const running = new Map<string, ClusterSync>();
+  const shards = defaultShardSettings(opts.shards);
+  const owned = new Map<string, Owned>();
+  let cfg: ParsedConfig | undefined;
   let configError: string | undefined;
   let stopped = false;
   let chain: Promise<void> = Promise.resolve();
   const deps = { store, metrics, log, batch, timings, onCommit: opts.onCommit, configError: () => configError };
 
+  /** A lease is gone (renewal failed or timed out, or a write was fenced): stop its work now. */
+  const onLost = (lease: string, epoch: number) => {
+    if (!lease.startsWith('cluster/')) return;
+    const name = lease.slice('cluster/'.length);
+    const o = owned.get(name);
+    if (!o || o.epoch !== epoch) return;
+    owned.delete(name);
+    void o.sync?.stop().catch((err: Error) => log.warn('stopping a cluster after its lease was lost failed', { cluster: name, err }));
+  };
+  const keeper = new LeaseKeeper(store, shards, metrics, log, onLost);
+
+  const fenceOf = (name: string): Fence => keeper.fence(clusterLease(name))!;
+
   const load = (): ParsedConfig =>
     opts.clustersFile ? loadClustersFile(opts.clustersFile) : loadKubeconfigClusters(opts.kubeconfig!, opts.contexts ?? 'all', opts.resources);
 
-  const startCluster = async (c: ClusterConfig) => {
-    const sync = new ClusterSync(c, deps);
-    running.set(c.name, sync);
-    await sync.start();
+  const startCluster = async (c: ClusterConfig, o: Owned) => {
+    const fence = fenceOf(c.name);
+    o.sync = new ClusterSync(c, deps, { fence, acquiredAt: keeper.acquiredAt(fence.lease)!, onFenced: () => keeper.fenced(fence.lease, fence.epoch) });
+    await o.sync.start();
   };
 
-  /** DELETED for every object of a cluster, then its row goes. */
+  /** DELETED for every object of a cluster (under its lease), then its row goes. */
   const removeCluster = async (name: string) => {
-    const sync = running.get(name);
-    running.delete(name);
-    await sync?.stop();
     const started = Date.now();
-    const batcher = new Batcher(store, name, batch, metrics, log.child({ cluster: name }), opts.onCommit);
+    const fence = fenceOf(name);
+    const batcher = new Batcher(store, name, batch, metrics, log.child({ cluster: name }), { onCommit: opts.onCommit, fence, onFenced: () => keeper.fenced(fence.lease, fence.epoch) });
     let objects = 0;
     try {
       for (const r of await store.storedResources(name)) objects += await dropStored(store, batcher, name, r.group, r.resource, metrics);
@@ -106,42 +136,82 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
       resources: [],
       apiResources: [],
     };
-    await store.setClusterStatus(name, status as Record<string, unknown>);
+    await store.setClusterStatus(name, status as Record<string, unknown>, fenceOf(name));
   };
 
-  const apply = async (cfg: ParsedConfig) => {
-    const desired = new Map(cfg.clusters.map((c) => [c.name, c]));
-    const invalidNames = new Map(cfg.invalid.filter((i) => i.name).map((i) => [i.name!, i]));
-    for (const i of cfg.invalid) {
-      metrics.errors.inc({ cluster: i.name ?? '', kind: 'config' });
-      log.error('invalid cluster entry; the other clusters are not affected', { cluster: i.name, error: i.message });
+  /**
+   * Makes this process run exactly its share: the clusters of the configuration (and those
+   * still in storage, to remove them) that rendezvous hashing gives to this member among the
+   * live ones. It hands over what is no longer its own (stop, then release the lease, so the
+   * new owner starts at once), acquires what is (a lease still held elsewhere is retried on
+   * the next pass), and starts, restarts, marks invalid or removes each owned cluster as the
+   * configuration says.
+   */
+  const reconcile = async () => {
+    if (stopped || !cfg) return;
+    const { live, deadHere } = await keeper.members();
+    const configured = new Map(cfg.clusters.map((c) => [c.name, c]));
+    const invalid = new Map(cfg.invalid.filter((i) => i.name).map((i) => [i.name!, i]));
+    const known = [...(await store.listClusters()).map((c) => c.name), ...(await store.storedResources()).map((r) => r.cluster)];
+    const universe = new Set([...configured.keys(), ...invalid.keys(), ...known]);
+    const mine = [...universe].filter((name) => ownerOf(name, live) === keeper.identity).sort();
+
+    for (const [name, o] of [...owned]) {
+      if (mine.includes(name)) continue;
+      owned.delete(name);
+      await o.sync?.stop();
+      await keeper.release(clusterLease(name), 'rebalance');
+      log.info('cluster handed over to another synchro member', { cluster: name, to: ownerOf(name, live), epoch: o.epoch });
     }
-    // Clusters that went away, changed, or became invalid.
-    for (const [name, sync] of [...running]) {
-      const want = desired.get(name);
-      if (want && want.fingerprint === sync.config.fingerprint) continue;
-      if (want || invalidNames.has(name)) {
-        // Changed (or now invalid): restart with the new settings; the data stays.
-        log.info(want ? 'cluster configuration changed; restarting its sync' : 'cluster entry became invalid; stopping its sync (data kept)', { cluster: name });
-        running.delete(name);
-        await sync.stop();
+    for (const name of mine) {
+      if (stopped) return;
+      let o = owned.get(name);
+      if (!o) {
+        const epoch = await keeper.acquire(clusterLease(name), deadHere);
+        if (epoch === undefined) continue;
+        o = { epoch };
+        owned.set(name, o);
+      }
+      const want = configured.get(name);
+      const bad = invalid.get(name);
+      if (want) {
+        if (o.sync?.config.fingerprint === want.fingerprint) continue;
+        if (o.sync) {
+          log.info('cluster configuration changed; restarting its sync', { cluster: name });
+          await o.sync.stop();
+        }
+        o.invalid = undefined;
+        await startCluster(want, o);
+      } else if (bad) {
+        if (o.sync) {
+          log.info('cluster entry became invalid; stopping its sync (data kept)', { cluster: name });
+          await o.sync.stop();
+          o.sync = undefined;
+        }
+        if (o.invalid !== bad.message) await writeInvalid(name, bad.spec, bad.message);
+        o.invalid = bad.message;
       } else {
+        await o.sync?.stop();
         await removeCluster(name);
+        owned.delete(name);
+        await keeper.release(clusterLease(name), 'removed');
       }
     }
-    // Registered in storage (or holding objects) but no longer configured at all.
-    const known = new Set([...(await store.listClusters()).map((c) => c.name), ...(await store.storedResources()).map((r) => r.cluster)]);
-    for (const name of known) if (!desired.has(name) && !invalidNames.has(name)) await removeCluster(name);
-    for (const [name, i] of invalidNames) if (!desired.has(name)) await writeInvalid(name, i.spec, i.message);
-    for (const [name, c] of desired) if (!running.has(name)) await startCluster(c);
+    if (opts.compaction !== false && keeper.epoch(compactorLease) === undefined) await keeper.acquire(compactorLease, deadHere);
   };
 
-  const reload = (): Promise<void> => {
-    const run = chain.then(async () => {
+  const enqueue = (fn: () => Promise<void>, what: string): Promise<void> => {
+    const run = chain.then(fn);
+    chain = run.catch((err: Error) => log.error(`${what} failed`, { err }));
+    return run;
+  };
+
+  const reload = (): Promise<void> =>
+    enqueue(async () => {
       if (stopped) return;
-      let cfg: ParsedConfig;
+      let next: ParsedConfig;
       try {
-        cfg = load();
+        next = load();
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         const message = `${err.message} (the last good configuration stays in effect)`;
@@ -152,17 +222,19 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
         }
         return;
       }
-      watcher.watch(cfg.files);
+      watcher.watch(next.files);
       if (configError) log.info('cluster configuration is valid again');
       configError = undefined;
-      const key = JSON.stringify([cfg.clusters.map((c) => [c.name, c.fingerprint]), cfg.invalid]);
+      const key = JSON.stringify([next.clusters.map((c) => [c.name, c.fingerprint]), next.invalid]);
       if (key === lastKey) return;
       lastKey = key;
-      await apply(cfg);
-    });
-    chain = run.catch((err: Error) => log.error('applying the cluster configuration failed', { err }));
-    return run;
-  };
+      for (const i of next.invalid) {
+        metrics.errors.inc({ cluster: i.name ?? '', kind: 'config' });
+        log.error('invalid cluster entry; the other clusters are not affected', { cluster: i.name, error: i.message });
+      }
+      cfg = next;
+      await reconcile();
+    }, 'applying the cluster configuration');
   let lastKey = '';
   const watcher = new FileWatcher(opts.reloadIntervalMs ?? 1000, () => void reload().catch(() => undefined));
   const source = opts.clustersFile ?? opts.kubeconfig!;
@@ -173,21 +245,33 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     metricsServer = await serveMetrics(metrics.registry, opts.metricsListen);
     log.info('metrics listening', { url: metricsServer.url });
   }
-  const compactor = opts.compaction === false ? undefined : startCompactor(store, { ...defaultCompaction, ...opts.compaction }, log);
-  log.info('synchro starting', { source: opts.clustersFile ? { clusters: opts.clustersFile } : { kubeconfig: opts.kubeconfig, contexts: opts.contexts ?? 'all' }, storage: store.conn.display });
+  await keeper.start();
+  const compactor =
+    opts.compaction === false ? undefined : startCompactor(store, { ...defaultCompaction, ...opts.compaction }, log, () => keeper.epoch(compactorLease) !== undefined);
+  log.info('synchro starting', {
+    identity: keeper.identity,
+    leaseTtlMs: shards.leaseTtlMs,
+    source: opts.clustersFile ? { clusters: opts.clustersFile } : { kubeconfig: opts.kubeconfig, contexts: opts.contexts ?? 'all' },
+    storage: store.conn.display,
+  });
   await reload().catch((err: Error) => log.error('initial configuration failed', { err }));
+  // Members come and go: check the share on an interval (a pass only queries when nothing changed).
+  const assignTimer = setInterval(() => {
+    if (!stopped) void enqueue(reconcile, 'assigning clusters to synchro members');
+  }, shards.assignIntervalMs);
 
   return {
+    identity: keeper.identity,
     metrics,
     metricsUrl: metricsServer?.url,
     reload,
     configError: () => configError,
-    clusters: () => Object.fromEntries([...running].map(([n, s]) => [n, s.status()])),
+    clusters: () => Object.fromEntries([...owned].filter(([, o]) => o.sync).map(([n, o]) => [n, o.sync!.status()])),
     async waitForInitialSync(timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
       await chain;
       while (Date.now() < deadline) {
-        if ([...running.values()].every((s) => s.settled)) return true;
+        if ([...owned.values()].every((o) => !o.sync || o.sync.settled)) return true;
         await new Promise((r) => setTimeout(r, 50));
       }
       return false;
@@ -195,11 +279,13 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     async stop() {
       if (stopped) return;
       stopped = true;
+      clearInterval(assignTimer);
       watcher.close();
       await chain;
-      await Promise.all([...running.values()].map((s) => s.stop()));
-      running.clear();
+      await Promise.all([...owned.values()].map((o) => o.sync?.stop()));
+      owned.clear();
       await compactor?.stop();
+      await keeper.stop();
       await metricsServer?.close();
       log.info('synchro stopped');
     },
