@@ -109,8 +109,11 @@ export async function removeMember(knex: Knex, id: string): Promise<void> {
   await knex('synchro_members').where({ id }).delete();
 }
 
-export async function listLeases(knex: Knex): Promise<Lease[]> {
-  return ((await knex('leases').select('*').orderBy('name')) as LeaseRow[]).map(toLease);
+/** Every lease, or those named. */
+export async function listLeases(knex: Knex, names?: string[]): Promise<Lease[]> {
+  const q = knex('leases').select('*').orderBy('name');
+  if (names) q.whereIn('name', names);
+  return ((await q) as LeaseRow[]).map(toLease);
 }
 
 /**

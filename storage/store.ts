@@ -141,6 +141,10 @@ export class Store {
     return leases.listLeases(this.conn.knex);
   }
 
+  listLeasesNamed(names: string[]): Promise<Lease[]> {
+    return leases.listLeases(this.conn.knex, names);
+  }
+
   acquireLease(name: string, holder: string, ttlMs: number, deadHolders?: string[]): Promise<number | undefined> {
     return leases.acquireLease(this.conn.knex, this.conn.dialect, name, holder, ttlMs, deadHolders);
   }
