@@ -78,8 +78,9 @@ export class OpenAPIFetcher {
       if (opts.signal?.aborted) return this.status();
       this.o.metrics.errors.inc({ cluster: this.o.cluster, kind: 'openapi' });
       this.o.metrics.openapiFetches.inc({ cluster: this.o.cluster, format: this.st.format === 'none' ? 'v3' : this.st.format, result: 'failed' });
-      this.st = { ...this.st, error: describeError(err) };
-      this.o.log.warn('openapi fetch failed; served schemas stay as last stored', { error: describeError(err) });
+      const error = describeError(err);
+      if (this.st.error !== error) this.o.log.warn('openapi fetch failed; served schemas stay as last stored', { error });
+      this.st = { ...this.st, error };
     }
     return this.status();
   }

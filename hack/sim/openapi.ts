@@ -277,7 +277,7 @@ function accepts(header: string | undefined): MediaRange[] {
 
 function sendDoc(req: IncomingMessage, res: ServerResponse, doc: Served, type: 'json' | 'protobuf', extra: Record<string, string> = {}): void {
   const etag = `"${doc.hash}"`;
-  const headers: Record<string, string | number> = { ETag: etag, Vary: 'Accept', 'Last-Modified': new Date(0).toUTCString(), ...extra };
+  const headers: Record<string, string | number> = { ETag: etag, Vary: 'Accept', ...extra };
   if (req.headers['if-none-match'] === etag) {
     res.writeHead(304, headers);
     return void res.end();
