@@ -4,6 +4,7 @@
 import type { Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
+import type { OpenAPIService } from './openapi/service.ts';
 import type { WatchHub } from './watch/index.ts';
 
 export interface ApiserverLimits {
@@ -34,11 +35,13 @@ export interface Deps {
   limits: ApiserverLimits;
   /** The process's one watch engine (poller, window, watchers). */
   watch: WatchHub;
+  /** OpenAPI documents of the views, from the member documents in storage. */
+  openapi: OpenAPIService;
 }
 
 export interface Reply {
   status?: number;
   type: string;
-  body: string;
+  body: string | Buffer;
   headers?: Record<string, string | string[]>;
 }

@@ -14,7 +14,6 @@ import { serveGet } from './get.ts';
 import { serveList } from './list.ts';
 import type { MetricVerb } from './metrics.ts';
 import { negotiateDiscovery, negotiateOutput } from './negotiate.ts';
-import { openapiV2, openapiV3, openapiV3Root, withEtag } from './openapi.ts';
 import { parseListParams } from './params.ts';
 import { queryBool } from '../kube/query.ts';
 import type { ResourceRequest, View } from './request.ts';
@@ -62,31 +61,19 @@ function rootPaths(groups: GroupEntry[], prefix: string): Routed {
   return json({ paths: paths.sort() });
 }
 
-function openapi(ctx: Context, groups: GroupEntry[], segs: string[], prefix: string): Routed {
+async function openapi(ctx: Context, deps: Deps, groups: GroupEntry[], segs: string[], prefix: string): Promise<Routed> {
   label(ctx, { verb: 'openapi', group: '', resource: '' });
-  let doc: unknown;
-  if (segs[1] === 'v2' && segs.length === 2) doc = openapiV2(groups);
-  else if (segs[1] === 'v3' && segs.length === 2) return json(openapiV3Root(groups, prefix));
-  else if (segs[1] === 'v3') {
-    const rest = segs.slice(2);
-    const [group, version] = rest[0] === 'api' && rest.length === 2 ? ['', rest[1]] : rest[0] === 'apis' && rest.length === 3 ? [rest[1], rest[2]] : [undefined, undefined];
-    const v = group === undefined ? undefined : groups.find((g) => g.name === group)?.versions.find((x) => x.version === version);
-    if (!v) throw pathNotFound();
-    doc = openapiV3(group!, version!, v.resources);
-  } else throw pathNotFound();
-  const { body, etag } = withEtag(doc);
-  const headers = { ETag: etag, 'Cache-Control': 'no-cache, private' };
-  if (ctx.get('If-None-Match') === etag) return { reply: { status: 304, type: 'application/json', body: '', headers } };
-  return { reply: { type: 'application/json', body, headers } };
+  const hash = new URLSearchParams(ctx.querystring).get('hash') ?? undefined;
+  return { reply: await deps.openapi.serve(groups, { segs: segs.slice(1), accept: ctx.get('Accept'), ifNoneMatch: ctx.get('If-None-Match'), hash, prefix }) };
 }
 
 /** Discovery, /version and OpenAPI of one set of groups (a view, or the server root); undefined when not such a path. */
-function discovery(ctx: Context, deps: Deps, groups: GroupEntry[], segs: string[], prefix: string): Routed | undefined {
+function discovery(ctx: Context, deps: Deps, groups: GroupEntry[], segs: string[], prefix: string): Routed | Promise<Routed> | undefined {
   const accept = ctx.get('Accept');
   const d = () => label(ctx, { verb: 'discovery', group: '', resource: '' });
   if (segs.length === 0) return d(), rootPaths(groups, prefix);
   if (segs[0] === 'version' && segs.length === 1) return d(), json(versionInfo());
-  if (segs[0] === 'openapi') return openapi(ctx, groups, segs, prefix);
+  if (segs[0] === 'openapi') return openapi(ctx, deps, groups, segs, prefix);
   if (segs[0] === 'api' && segs.length <= 2) {
     d();
     if (segs.length === 1) {
@@ -114,7 +101,6 @@ function discovery(ctx: Context, deps: Deps, groups: GroupEntry[], segs: string[
     if (!list) throw pathNotFound();
     return json(list);
   }
-  void deps;
   return undefined;
 }
 

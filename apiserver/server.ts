@@ -16,6 +16,7 @@ import { defaultLimits, type ApiserverLimits, type Deps, type Reply } from './de
 import { readOnly, toStatus, writeStatus } from './errors.ts';
 import { catalogCheck, pingCheck, serveHealth, storageCheck, type HealthCheck } from './health.ts';
 import { ApiserverMetrics } from './metrics.ts';
+import { OpenAPIService, type OpenAPIServiceOptions } from './openapi/service.ts';
 import { route, type MetricLabels } from './routes.ts';
 import { WatchHub, type HubOptions } from './watch/index.ts';
 
@@ -29,6 +30,8 @@ export interface ApiserverOptions {
   metrics?: ApiserverMetrics;
   /** The watch engine's options (its metrics go to the apiserver's registry). */
   watch?: HubOptions;
+  /** OpenAPI caches and reference refresh. */
+  openapi?: OpenAPIServiceOptions;
   /** Extra /readyz checks (e.g. the watch poller). */
   readyChecks?: HealthCheck[];
   log?: Logger;
@@ -83,7 +86,8 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     if (ownCatalog) catalog.stop();
     throw err;
   }
-  const deps: Deps = { store: opts.store, catalog, log, limits, watch: hub };
+  const openapi = new OpenAPIService(opts.store, { log: log.child({ part: 'openapi' }), ...opts.openapi });
+  const deps: Deps = { store: opts.store, catalog, log, limits, watch: hub, openapi };
   const checks = { healthz: [pingCheck], livez: [pingCheck], readyz: [pingCheck, storageCheck(opts.store), catalogCheck(catalog), ...(opts.readyChecks ?? [])] };
 
   const app = new Koa();

@@ -1,12 +1,19 @@
-// Regenerates apiserver/reference/builtin-resources.json and kube/reference/table-columns.json
-// from a captured kube-apiserver reference directory (default /work/shared/reference/kube-1.28):
-// built-in resource metadata (for discovery when synchro recorded none) and Table column
-// definitions per resource (kube/table.ts, used by Panoptes and the simulated clusters).
-//   node --import tsx hack/gen-apiserver-reference.ts [REFERENCE_DIR]
+// Regenerates apiserver/reference/*.json and kube/reference/table-columns.json from a captured
+// kube-apiserver reference directory (given as the argument; the design notes keep one, reference/kube-1.28): built-in
+// resource metadata (for discovery when synchro recorded none), Table column definitions per
+// resource (kube/table.ts, used by Panoptes and the simulated clusters), and the OpenAPI
+// definitions of the object and list metadata (ObjectMeta, ListMeta, WatchEvent and what they
+// refer to) that the Cluster kind and schemas of kinds no member described refer to.
+//   node --import tsx hack/gen-apiserver-reference.ts REFERENCE_DIR
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { closure, namedSchemas, type JsonObject } from '../kube/openapi-convert.ts';
 
-const dir = process.argv[2] ?? '/work/shared/reference/kube-1.28';
+const dir = process.argv[2];
+if (!dir) {
+  console.error('usage: node --import tsx hack/gen-apiserver-reference.ts REFERENCE_DIR (a captured kube-apiserver reference, e.g. reference/kube-1.28 of the design notes)');
+  process.exit(2);
+}
 const out = new URL('../apiserver/reference/', import.meta.url);
 
 interface Res { name: string; singularName?: string; namespaced: boolean; kind: string; verbs?: string[]; shortNames?: string[]; categories?: string[] }
@@ -28,4 +35,9 @@ for (const [gvr, t] of Object.entries(tables)) {
   columns[key] = t.columnDefinitions; // later versions of a group win (sorted keys: v1beta2 < v1beta3, v1 < v2)
 }
 writeFileSync(new URL('../kube/reference/table-columns.json', import.meta.url), JSON.stringify(columns, null, 1) + '\n');
-console.log(`wrote ${Object.keys(builtin).length} group versions, ${Object.keys(columns).length} column sets`);
+const openapi = JSON.parse(readFileSync(join(dir, 'openapi-v2.json'), 'utf8')) as JsonObject;
+const defs = namedSchemas(openapi, 'v2');
+const roots = ['ObjectMeta', 'ListMeta', 'WatchEvent'].map((k) => `io.k8s.apimachinery.pkg.apis.meta.v1.${k}`);
+const meta = Object.fromEntries(closure(defs, roots, 'v2').map((n) => [n, defs[n]]));
+writeFileSync(new URL('openapi-meta.json', out), JSON.stringify({ source: (openapi.info as JsonObject).version, definitions: meta }, null, 1) + '\n');
+console.log(`wrote ${Object.keys(builtin).length} group versions, ${Object.keys(columns).length} column sets, ${Object.keys(meta).length} OpenAPI definitions`);

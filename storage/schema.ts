@@ -103,6 +103,33 @@ const migrations: Migration[] = [
     },
   },
   {
+    // OpenAPI documents of the member clusters (storage/openapi.ts): each distinct document
+    // once, by content hash, and which document each cluster serves per group version.
+    version: 3,
+    async up(trx, d) {
+      await trx.schema.createTable('openapi_documents', (t) => {
+        t.string('hash').primary();
+        t.string('format', 8).notNullable();
+        t.text('body').notNullable();
+        t.bigInteger('bytes').notNullable();
+        t.string('created_at').notNullable();
+      });
+      await trx.schema.createTable('cluster_openapi', (t) => {
+        t.specificType('cluster', d.keyType).notNullable();
+        // 'api/v1', 'apis/apps/v1' (a v3 document), or '' (the cluster's whole v2 document).
+        t.specificType('group_version', d.keyType).notNullable();
+        t.string('format', 8).notNullable();
+        t.string('hash').notNullable();
+        // What the member said identifies the document (the ?hash= of its v3 root), to skip unchanged ones.
+        t.string('upstream_hash').notNullable();
+        t.string('fetched_at').notNullable();
+        t.primary(['cluster', 'group_version']);
+        t.index(['hash'], 'cluster_openapi_by_hash');
+        t.index(['upstream_hash'], 'cluster_openapi_by_upstream');
+      });
+    },
+  },
+  {
     // Several synchro processes: members (heartbeats), leases (which member writes for which
     // cluster, with a fencing epoch that only grows; also the compactor's), and the epoch each
     // change was written under.

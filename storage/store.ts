@@ -5,6 +5,7 @@ import * as clusters from './clusters.ts';
 import { compact } from './compact.ts';
 import { list } from './list.ts';
 import { readMeta, type Meta } from './meta.ts';
+import * as openapi from './openapi.ts';
 import { objectColumns, toStored, type ObjectRow } from './rows.ts';
 import { migrate } from './schema.ts';
 import { applyBatch, type WriteOptions } from './write.ts';
@@ -159,6 +160,31 @@ export class Store {
 
   deleteLease(name: string, holder: string, epoch: number): Promise<void> {
     return leases.deleteLease(this.conn.knex, name, holder, epoch);
+  }
+
+  // --- member OpenAPI documents (storage/openapi.ts)
+
+  /** OpenAPI references of one cluster or of all (storage/openapi.ts). */
+  clusterOpenAPI(cluster?: string): Promise<openapi.ClusterOpenAPIRow[]> {
+    return openapi.clusterOpenAPI(this.conn.knex, cluster);
+  }
+
+  /** A stored OpenAPI document another cluster got under this upstream hash. */
+  openAPIDocumentByUpstream(format: openapi.OpenAPIFormat, upstreamHash: string): Promise<string | undefined> {
+    return openapi.documentByUpstream(this.conn.knex, format, upstreamHash);
+  }
+
+  /** Makes `entries` the cluster's complete set of OpenAPI references (storing new documents, dropping unused ones). */
+  replaceClusterOpenAPI(cluster: string, entries: openapi.OpenAPIEntry[]): Promise<void> {
+    return openapi.replaceClusterOpenAPI(this.conn.knex, cluster, entries);
+  }
+
+  deleteClusterOpenAPI(cluster: string): Promise<void> {
+    return openapi.deleteClusterOpenAPI(this.conn.knex, cluster);
+  }
+
+  openAPIDocuments(hashes: string[]): Promise<Map<string, { format: openapi.OpenAPIFormat; body: string }>> {
+    return openapi.openAPIDocuments(this.conn.knex, hashes);
   }
 
   /** Resolves when the database answers a trivial query (readiness). */

@@ -13,6 +13,7 @@ import { publicSpec, type ClusterConfig } from './config.ts';
 import { discover, type DiscoveryResult } from './discovery.ts';
 import { probe } from './health.ts';
 import type { SynchroMetrics } from './metrics.ts';
+import { OpenAPIFetcher, groupVersionKey, type OpenAPIStatus } from './openapi.ts';
 import { Reflector, type ResourceStatus } from './reflector.ts';
 import { resourceId, resourceLabel, selectResources, type ApiResource } from './resources.ts';
 
@@ -31,6 +32,8 @@ export interface ClusterTimings {
   backoff: BackoffOptions;
   /** Reflector watch timeoutSeconds lower bound (default 300). */
   minWatchTimeoutSeconds: number;
+  /** Longest time a v2-only member's OpenAPI document is kept without asking again (default 10 min). */
+  openapiV2RefreshMs: number;
 }
 
 export const defaultTimings: ClusterTimings = {
@@ -40,6 +43,7 @@ export const defaultTimings: ClusterTimings = {
   statusIntervalMs: 1_000,
   backoff: { initialMs: 500, maxMs: 30_000 },
   minWatchTimeoutSeconds: 300,
+  openapiV2RefreshMs: 600_000,
 };
 
 /** The lease a ClusterSync writes under: every batch and status write carries its fence. */
@@ -83,6 +87,8 @@ export interface ClusterStatus {
   warnings?: string[];
   /** The synchro process writing for this cluster, under which lease epoch, since when. */
   owner?: { member: string; epoch: number; acquiredAt: string };
+  /** The OpenAPI documents of the synced group versions, as stored for the apiserver (synchro/openapi.ts). */
+  openapi?: OpenAPIStatus;
 }
 
 const crdId = 'apiextensions.k8s.io/customresourcedefinitions';
@@ -91,6 +97,9 @@ export class ClusterSync {
   readonly name: string;
   private client?: ClusterClient;
   private batcher?: Batcher;
+  private openapi?: OpenAPIFetcher;
+  /** A CRD changed since the last OpenAPI pass (a v2-only member's document is fetched again). */
+  private openapiStale = false;
   private readonly reflectors = new Map<string, Reflector>();
   private readonly abort = new AbortController();
   private readonly discoveryWaker = new Waker();
@@ -132,6 +141,7 @@ export class ClusterSync {
       return;
     }
     this.batcher = new Batcher(store, this.name, this.deps.batch, this.deps.metrics, this.log, { onCommit: this.deps.onCommit, fence: this.lease.fence, onFenced: () => this.lease.onFenced() });
+    this.openapi = new OpenAPIFetcher({ cluster: this.name, client: this.client, store, metrics: this.deps.metrics, log: this.log, v2RefreshMs: this.deps.timings.openapiV2RefreshMs });
     this.log.info('cluster registered', { server: this.client.server, resources: this.config.resources });
     for (const warning of this.client.warnings) this.log.warn(warning, { server: this.client.server });
     await this.writeStatus();
@@ -190,6 +200,7 @@ export class ClusterSync {
     if (this.client) s.server = this.client.server;
     if (this.client?.warnings.length) s.warnings = [...this.client.warnings];
     if (this.discoveryErrors) s.discoveryErrors = this.discoveryErrors;
+    if (this.openapi) s.openapi = this.openapi.status();
     const configError = this.deps.configError?.();
     if (configError) s.configError = configError;
     return s;
@@ -275,6 +286,7 @@ export class ClusterSync {
         if (this.stopped) break;
         await this.task(() => this.reconcileReflectors(found));
         backoff.reset();
+        await this.syncOpenAPI();
       } catch (err) {
         if (this.stopped) break;
         this.deps.metrics.errors.inc({ cluster: this.name, kind: 'discovery' });
@@ -283,6 +295,17 @@ export class ClusterSync {
       }
       await this.discoveryWaker.sleep(delay, this.abort.signal);
     }
+  }
+
+  /** Stores the OpenAPI documents of the synced group versions (unchanged ones are not fetched). */
+  private async syncOpenAPI(): Promise<void> {
+    if (!this.openapi || this.stopped) return;
+    const force = this.openapiStale;
+    this.openapiStale = false;
+    const groupVersions = [...this.reflectors.values()].map((r) => groupVersionKey(r.resource.group, r.resource.version));
+    const before = JSON.stringify(this.openapi.status());
+    const after = await this.openapi.sync(groupVersions, { force, signal: this.abort.signal });
+    if (JSON.stringify({ ...after, lastSyncTime: undefined }) !== JSON.stringify({ ...JSON.parse(before), lastSyncTime: undefined })) this.scheduleStatus();
   }
 
   /** Runs cluster-level changes (reflector set, drops) one at a time. */
@@ -362,6 +385,7 @@ export class ClusterSync {
   private crdTimer?: NodeJS.Timeout;
   /** A CRD came, changed or went: rediscover shortly (its resource is served once established). */
   private crdChanged(_type: string): void {
+    this.openapiStale = true;
     clearTimeout(this.crdTimer);
     this.crdTimer = setTimeout(() => this.discoveryWaker.wake(), 300);
     this.crdTimer.unref?.();

@@ -22,6 +22,7 @@ export class SynchroMetrics {
   readonly leaseRenewDuration: Histogram;
   readonly fencedBatches: Counter<'cluster'>;
   readonly members: Gauge;
+  readonly openapiFetches: Counter<'cluster' | 'format' | 'result'>;
 
   constructor(registry = new Registry()) {
     this.registry = registry;
@@ -31,7 +32,7 @@ export class SynchroMetrics {
     this.lag = new Histogram({ name: 'panoptes_synchro_event_lag_seconds', help: 'Time from receiving an upstream event to its commit in storage', labelNames: ['cluster'], buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: r });
     this.batchSize = new Histogram({ name: 'panoptes_synchro_batch_size', help: 'Events per storage batch', labelNames: ['cluster'], buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500], registers: r });
     this.batchDuration = new Histogram({ name: 'panoptes_synchro_batch_duration_seconds', help: 'Time to commit one storage batch', labelNames: ['cluster'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: r });
-    this.errors = new Counter({ name: 'panoptes_synchro_errors_total', help: 'Errors by kind: config, connect, probe, discovery, list, watch, storage', labelNames: ['cluster', 'kind'], registers: r });
+    this.errors = new Counter({ name: 'panoptes_synchro_errors_total', help: 'Errors by kind: config, connect, probe, discovery, openapi, list, watch, storage', labelNames: ['cluster', 'kind'], registers: r });
     this.reconnects = new Counter({ name: 'panoptes_synchro_reconnects_total', help: 'Watches re-established after a drop or an error', labelNames: ['cluster', 'resource'], registers: r });
     this.relists = new Counter({ name: 'panoptes_synchro_relists_total', help: 'Full lists (initial, expired history, removed resource)', labelNames: ['cluster', 'resource', 'reason'], registers: r });
     this.objects = new Gauge({ name: 'panoptes_synchro_objects', help: 'Objects in sync per cluster and resource', labelNames: ['cluster', 'resource'], registers: r });
@@ -43,11 +44,17 @@ export class SynchroMetrics {
     this.leaseRenewDuration = new Histogram({ name: 'panoptes_synchro_lease_renew_duration_seconds', help: 'Time to renew every held lease and the member heartbeat', buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: r });
     this.fencedBatches = new Counter({ name: 'panoptes_synchro_fenced_batches_total', help: 'Batches refused by storage because this process no longer held the cluster lease (nothing written)', labelNames: ['cluster'], registers: r });
     this.members = new Gauge({ name: 'panoptes_synchro_members', help: 'Live synchro processes seen in storage', registers: r });
+    this.openapiFetches = new Counter({
+      name: 'panoptes_synchro_openapi_fetches_total',
+      help: 'OpenAPI documents by outcome: fetched, unchanged (same hash, not fetched), shared (stored by another cluster, not fetched), failed',
+      labelNames: ['cluster', 'format', 'result'],
+      registers: r,
+    });
   }
 
   /** Drops every series of a removed cluster. */
   async forget(cluster: string): Promise<void> {
-    const all = [this.eventsReceived, this.eventsApplied, this.lag, this.batchSize, this.batchDuration, this.errors, this.reconnects, this.relists, this.objects, this.clusterReady, this.queued];
+    const all = [this.eventsReceived, this.eventsApplied, this.lag, this.batchSize, this.batchDuration, this.errors, this.reconnects, this.relists, this.objects, this.clusterReady, this.queued, this.openapiFetches, this.fencedBatches];
     for (const m of all) {
       const seen = new Set<string>();
       for (const v of (await m.get()).values) {

@@ -118,6 +118,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     } finally {
       await batcher.close();
     }
+    await store.deleteClusterOpenAPI(name);
     await store.deleteClusterRow(name);
     await metrics.forget(name);
     log.info('cluster removed: its objects were deleted', { cluster: name, objects, ms: Date.now() - started });

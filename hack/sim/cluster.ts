@@ -30,6 +30,8 @@ export interface SimClusterOptions {
   tooLargeWaitMs?: number;
   /** Load the demo workload (deployments, services, a CRD...) at start. */
   workload?: boolean | WorkloadOptions;
+  /** Serve /openapi/v3 (default true); false: /openapi/v2 only, as a member without OpenAPI v3. */
+  openapiV3?: boolean;
 }
 
 export interface SimCluster {
@@ -91,7 +93,7 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
 
   const ctx: SimContext = {
     name: opts.name, store, registry, crud, hub, faults, churn,
-    options: { defaultWatchTimeoutSeconds: opts.defaultWatchTimeoutSeconds ?? 1800, tooLargeWaitMs: opts.tooLargeWaitMs ?? 3000 },
+    options: { defaultWatchTimeoutSeconds: opts.defaultWatchTimeoutSeconds ?? 1800, tooLargeWaitMs: opts.tooLargeWaitMs ?? 3000, openapiV3: opts.openapiV3 ?? true },
     address: () => `${host}:${port}`,
   };
   server.on('request', (req, res) => void handle(ctx, req, res));

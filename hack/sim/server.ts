@@ -1,4 +1,4 @@
-// Request routing of one simulated cluster: health, version, discovery, and the REST verbs
+// Request routing of one simulated cluster: health, version, discovery, OpenAPI (openapi.ts), and the REST verbs
 // on /api/v1/... and /apis/G/V/... (list, watch, get, create, update, patch, delete,
 // deletecollection, status and scale subresources), answered as JSON, Table or
 // PartialObjectMetadata as the Accept header asks (output.ts). /_sim/ goes to control.ts.
@@ -14,6 +14,7 @@ import type { Crud, DeleteOptions } from './crud.ts';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.ts';
 import type { Faults } from './faults.ts';
 import { readBody, sendError, sendJson, sendText } from './http.ts';
+import { serveOpenAPI } from './openapi.ts';
 import { listBody, negotiate, objectBody, watchLineEncoder, type Output } from './output.ts';
 import { patchTypeOf } from './patch.ts';
 import type { Registry, ResourceInfo } from './resources.ts';
@@ -26,6 +27,8 @@ export interface ServerOptions {
   defaultWatchTimeoutSeconds: number;
   /** How long a request for a future resourceVersion waits before 504 (kube-apiserver: 3 s). */
   tooLargeWaitMs: number;
+  /** Whether /openapi/v3 is served (false: v2 only, as a member without OpenAPI v3). */
+  openapiV3: boolean;
 }
 
 /** Everything a request handler of one cluster needs. */
@@ -43,8 +46,6 @@ export interface SimContext {
 }
 
 const healthChecks = ['ping', 'log', 'etcd', 'informer-sync', 'poststarthook/start-apiextensions-controllers', 'shutdown'];
-
-const openapiV2 = { swagger: '2.0', info: { title: 'Kubernetes (panoptes simulator)', version: 'v1.28.0' }, paths: {}, definitions: {} };
 
 const notFoundPath = () => new StatusError('NotFound', 'the server could not find the requested resource');
 
@@ -74,17 +75,7 @@ async function route(ctx: SimContext, req: IncomingMessage, res: ServerResponse,
     return sendText(res, 200, 'ok');
   }
   if (path === '/version') return sendJson(res, 200, versionInfo());
-  if (path === '/openapi/v2' || path === '/openapi/v3') {
-    // Empty documents: kubectl's client-side validation then finds no schema and skips.
-    res.setHeader('ETag', '"sim-1"');
-    if (path === '/openapi/v2' && (req.headers.accept ?? '').includes('protobuf')) {
-      // kubectl 1.28 asks for the gnostic protobuf form: a Document with only swagger: "2.0".
-      const pb = Buffer.from([0x0a, 0x03, ...Buffer.from('2.0')]);
-      res.writeHead(200, { 'Content-Type': 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf', 'Content-Length': pb.length });
-      return void res.end(pb);
-    }
-    return sendJson(res, 200, path === '/openapi/v2' ? openapiV2 : { paths: {} });
-  }
+  if (serveOpenAPI(req, res, url, path, { store: ctx.store, registry: ctx.registry, openapiV3: ctx.options.openapiV3 })) return;
   const segs = path.split('/').filter(Boolean).map(decodeURIComponent);
   if (segs[0] === 'api' || segs[0] === 'apis') {
     const core = segs[0] === 'api';

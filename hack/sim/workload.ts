@@ -28,7 +28,31 @@ export const widgetCRD: KObject = {
         name: 'v1',
         served: true,
         storage: true,
-        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+        schema: {
+          openAPIV3Schema: {
+            type: 'object',
+            description: 'Widget is a demo custom resource of the simulated clusters.',
+            properties: {
+              spec: {
+                type: 'object',
+                description: 'WidgetSpec is the desired state of a Widget.',
+                properties: {
+                  color: { type: 'string', description: 'Color of the widget.' },
+                  replicas: { type: 'integer', format: 'int32', minimum: 0, description: 'Desired number of widgets (the scale subresource).' },
+                  size: { type: 'string', enum: ['S', 'M', 'L'], description: 'Size of the widget.' },
+                },
+              },
+              status: {
+                type: 'object',
+                description: 'WidgetStatus is the observed state of a Widget.',
+                properties: {
+                  replicas: { type: 'integer', format: 'int32', description: 'Observed number of widgets.' },
+                  phase: { type: 'string', description: 'Lifecycle phase.' },
+                },
+              },
+            },
+          },
+        },
         subresources: { status: {}, scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas' } },
         additionalPrinterColumns: [{ name: 'Color', type: 'string', jsonPath: '.spec.color' }],
       },
