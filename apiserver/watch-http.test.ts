@@ -6,7 +6,7 @@ import { setLogLevel } from '../lib/log.ts';
 import { openTestStore, podEvent } from '../storage/testing.ts';
 import type { Store } from '../storage/store.ts';
 import { createApiserver } from './server.ts';
-import { httpWatch, rvOf, type HttpWatch } from './watch-testutil.ts';
+import { httpWatch, rvOf, type HttpWatch } from '../hack/testing/watch-http.ts';
 
 if (!process.env.PANOPTES_LOG_LEVEL) setLogLevel('error');
 

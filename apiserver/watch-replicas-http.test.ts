@@ -9,7 +9,7 @@ import { get } from '../hack/sim/testutil.ts';
 import { setLogLevel } from '../lib/log.ts';
 import { Store } from '../storage/store.ts';
 import { emptyStorageUrl, podEvent, stopTestPostgres } from '../storage/testing.ts';
-import { httpWatch, rvOf, type HttpWatch, type HttpWatchEvent } from './watch-testutil.ts';
+import { httpWatch, rvOf, type HttpWatch, type HttpWatchEvent } from '../hack/testing/watch-http.ts';
 
 if (!process.env.PANOPTES_LOG_LEVEL) setLogLevel('error');
 

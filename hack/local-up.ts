@@ -1,6 +1,6 @@
 // Panoptes as installed, on one machine: PostgreSQL, simulated member clusters, synchro and
 // two apiserver replicas serving TLS with authentication and authorization, the way they
-// run behind kube-apiserver. A fake HOST cluster API (apiserver/auth/fakehost.ts) stands in
+// run behind kube-apiserver. A fake HOST cluster API (hack/testing/fakehost.ts) stands in
 // for kube-apiserver's TokenReview, SubjectAccessReview and extension-apiserver-authentication.
 //
 //   node --import tsx hack/local-up.ts [--dir ./data/local-up] [--clusters east,west] [--check]
@@ -18,7 +18,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startFakeHost } from '../apiserver/auth/fakehost.ts';
+import { startFakeHost } from './testing/fakehost.ts';
 import { startSimClusters } from './sim/cluster.ts';
 import { makeCertSet, writeCertSet } from './certs.ts';
 import { createDatabase, freePort, startPostgres } from './postgres.ts';

@@ -16,7 +16,7 @@ import { openTestStore, podEvent } from '../../storage/testing.ts';
 import { createApiserver } from '../server.ts';
 import { createCA, createCert, type KeyPair } from './certs.ts';
 import { secureServingFromFlags } from './config.ts';
-import { startFakeHost } from './fakehost.ts';
+import { startFakeHost } from '../../hack/testing/fakehost.ts';
 import { requestAttributes } from './attributes.ts';
 import { anonymousUser, Authenticator } from './authn.ts';
 import type { HostClient } from './hostclient.ts';

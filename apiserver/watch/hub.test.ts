@@ -6,7 +6,7 @@ import { Store } from '../../storage/store.ts';
 import { initialRv as B } from '../../storage/schema.ts';
 import type { HubOptions, WatchHub } from './hub.ts';
 import type { Encoder } from './encode.ts';
-import { delay, podWatch, Reader, rvOf, startHub } from './testutil.ts';
+import { delay, podWatch, Reader, rvOf, startHub } from '../../hack/testing/watch-engine.ts';
 
 async function setup(t: Test, opts: HubOptions = {}, before?: (store: Store) => Promise<void>): Promise<{ store: Store; hub: WatchHub }> {
   const { store, close } = await openTestStore('sqlite');

@@ -7,7 +7,7 @@ import type { Change } from '../../storage/types.ts';
 import { logger } from '../../lib/log.ts';
 import { watchMetrics } from './metrics.ts';
 import { Poller, type ChangeSource } from './poller.ts';
-import { delay } from './testutil.ts';
+import { delay } from '../../hack/testing/watch-engine.ts';
 
 const change = (rv: number): Change => ({
   rv, type: 'ADDED', cluster: 'c', group: '', version: 'v1', resource: 'pods', namespace: 'n', name: `p${rv}`, uid: `u${rv}`,

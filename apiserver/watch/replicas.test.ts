@@ -6,7 +6,7 @@ import { parseLabelSelector } from '../../kube/labels.ts';
 import { Store } from '../../storage/store.ts';
 import { openTestStore, podEvent, stopTestPostgres } from '../../storage/testing.ts';
 import type { WatchHub } from './hub.ts';
-import { delay, podWatch, Reader, rvOf, startHub, type ReadEvent } from './testutil.ts';
+import { delay, podWatch, Reader, rvOf, startHub, type ReadEvent } from '../../hack/testing/watch-engine.ts';
 
 t.teardown(stopTestPostgres);
 

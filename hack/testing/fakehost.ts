@@ -3,10 +3,10 @@
 // SubjectAccessReview (from a policy function), and records every request.
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { createCA, createCert } from './certs.ts';
-import type { UserInfo } from './authn.ts';
-import type { SubjectAccessReviewSpec } from './authz.ts';
-import { HostClient } from './hostclient.ts';
+import { createCA, createCert } from '../../apiserver/auth/certs.ts';
+import type { UserInfo } from '../../apiserver/auth/authn.ts';
+import type { SubjectAccessReviewSpec } from '../../apiserver/auth/authz.ts';
+import { HostClient } from '../../apiserver/auth/hostclient.ts';
 
 export interface RecordedRequest {
   method: string;

@@ -2,9 +2,9 @@
 import { Registry } from 'prom-client';
 import type { Store } from '../../storage/store.ts';
 import type { KubeObject, ListQuery } from '../../storage/types.ts';
-import { jsonEncoder } from './encode.ts';
-import { WatchHub, type HubOptions } from './hub.ts';
-import type { Watcher, WatchOptions, WatchRequest } from './watcher.ts';
+import { jsonEncoder } from '../../apiserver/watch/encode.ts';
+import { WatchHub, type HubOptions } from '../../apiserver/watch/hub.ts';
+import type { Watcher, WatchOptions, WatchRequest } from '../../apiserver/watch/watcher.ts';
 
 export interface StatusObject {
   kind?: string;
