@@ -52,11 +52,14 @@ export const clusterTable: TableRenderer = {
     { name: 'Objects', type: 'integer', format: '', description: 'Objects in sync', priority: 0 },
     { name: 'Age', type: 'string', format: '', description: 'Time since the cluster was registered', priority: 0 },
     { name: 'Server', type: 'string', format: '', description: 'The member API server', priority: 1 },
+    { name: 'Owner', type: 'string', format: '', description: 'The synchro process writing for this cluster', priority: 1 },
+    { name: 'Epoch', type: 'integer', format: '', description: 'The fencing epoch of its lease: grows with every handover', priority: 1 },
     { name: 'Message', type: 'string', format: '', description: 'The last health message', priority: 1 },
   ],
   cells(o, _cluster, now) {
     const s = isRecord(o.status) ? o.status : {};
     const init = isRecord(s.initialSync) ? s.initialSync : {};
+    const owner = isRecord(s.owner) ? s.owner : {};
     const created = o.metadata?.creationTimestamp ? Date.parse(o.metadata.creationTimestamp) : NaN;
     return [
       o.metadata?.name ?? '',
@@ -66,6 +69,8 @@ export const clusterTable: TableRenderer = {
       Number(init.objects ?? 0),
       Number.isNaN(created) ? '<unknown>' : humanDuration(now - created),
       typeof s.server === 'string' ? s.server : '',
+      typeof owner.member === 'string' ? owner.member : '<none>',
+      typeof owner.epoch === 'number' ? owner.epoch : 0,
       typeof s.message === 'string' ? s.message : '',
     ];
   },

@@ -98,6 +98,17 @@ export const clusterDefinitions: Record<string, JsonObject> = {
       discoveryErrors: { type: 'object', description: 'Groups whose discovery failed, with the error.', additionalProperties: { type: 'string' } },
       configError: str('The problem with the configuration file while its last good version is in effect.'),
       openapi: ref(`${p}ClusterOpenAPIStatus`, 'The OpenAPI documents of the synced group versions, stored for kubectl explain and validation.'),
+      warnings: strings('What is weak about the connection, e.g. a plain-HTTP server.'),
+      owner: ref(`${p}ClusterOwner`, 'The synchro process writing for this cluster.'),
+    },
+  },
+  [`${p}ClusterOwner`]: {
+    description: 'The synchro process that holds the cluster lease, and the lease epoch (it grows with every handover; writes of older epochs are refused).',
+    type: 'object',
+    properties: {
+      member: str('The identity of the synchro process.'),
+      epoch: int('The fencing epoch of its lease.'),
+      acquiredAt: time('When it acquired the lease.'),
     },
   },
   [`${p}ClusterCondition`]: {

@@ -13,6 +13,8 @@ export const synchroFlagSpec = {
   'discovery-interval': { type: 'string' },
   'retention-age': { type: 'string' },
   'retention-count': { type: 'string' },
+  identity: { type: 'string' },
+  'lease-ttl': { type: 'string' },
 } as const;
 
 export const synchroFlagHelp = `  --clusters FILE               clusters.yaml: the member clusters and what to sync (env PANOPTES_CLUSTERS);
@@ -24,18 +26,26 @@ export const synchroFlagHelp = `  --clusters FILE               clusters.yaml: t
   --discovery-interval DURATION rediscovery period, to pick up CRDs (default 30s)
   --retention-age DURATION      keep every change younger than this in the change log (default 15m)
   --retention-count N           and at least the N newest (default 100000); older ones are compacted,
-                                and watches or continue tokens from before them get 410 Expired`;
+                                and watches or continue tokens from before them get 410 Expired
+  --identity NAME               this process among several synchro processes sharing the member clusters
+                                (env PANOPTES_IDENTITY, e.g. the pod name; default host name and pid)
+  --lease-ttl DURATION          how long a cluster lease lasts unrenewed (default 15s): after a crash,
+                                another synchro process takes the clusters over within it`;
 
 type SynchroFlagValues = { [K in keyof typeof synchroFlagSpec]?: string };
 
 /** Where the member clusters come from, timings and retention; bad combinations are UsageErrors. */
-export function parseSynchroFlags(values: SynchroFlagValues): Pick<SynchroOptions, 'clustersFile' | 'kubeconfig' | 'contexts' | 'resources' | 'timings' | 'compaction'> {
+export function parseSynchroFlags(values: SynchroFlagValues): Pick<SynchroOptions, 'clustersFile' | 'kubeconfig' | 'contexts' | 'resources' | 'timings' | 'compaction' | 'shards'> {
   const clustersFile = values.clusters ?? (values.kubeconfig ? undefined : process.env.PANOPTES_CLUSTERS);
   if (clustersFile && values.kubeconfig) throw new UsageError('give --clusters or --kubeconfig, not both');
   if (!clustersFile && !values.kubeconfig) throw new UsageError('give --clusters FILE (or --kubeconfig FILE)');
   if (!values.kubeconfig && (values.contexts || values.resources)) throw new UsageError('--contexts and --resources go with --kubeconfig');
   const contexts = values.contexts === undefined || values.contexts === 'all' ? 'all' : values.contexts.split(',').map((s) => s.trim()).filter(Boolean);
   if (contexts !== 'all' && contexts.length === 0) throw new UsageError('--contexts is empty');
+  const identity = values.identity ?? process.env.PANOPTES_IDENTITY;
+  if (identity !== undefined && !/^[A-Za-z0-9][-A-Za-z0-9_.:@]{0,252}$/.test(identity)) throw new UsageError(`--identity ${JSON.stringify(identity)}: use letters, digits and - _ . : @ (at most 253)`);
+  const leaseTtlMs = durationFlag('lease-ttl', values['lease-ttl'], 15_000);
+  if (leaseTtlMs < 1000) throw new UsageError('--lease-ttl must be at least 1s');
   return {
     clustersFile,
     kubeconfig: values.kubeconfig,
@@ -49,5 +59,6 @@ export function parseSynchroFlags(values: SynchroFlagValues): Pick<SynchroOption
       minAgeMs: durationFlag('retention-age', values['retention-age'], defaultCompaction.minAgeMs),
       minCount: intFlag('retention-count', values['retention-count'], defaultCompaction.minCount),
     },
+    shards: { identity, leaseTtlMs },
   };
 }
