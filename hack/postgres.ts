@@ -2,7 +2,7 @@
 // loopback port, stop by PID. As root it runs the server binaries as the `postgres` user
 // (they refuse to run as root). `PANOPTES_TEST_POSTGRES_URL` points at a server that is
 // already running (.ci/run starts one); each caller then gets a database of its own.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,8 @@ import pg from 'pg';
 export interface PostgresServer {
   /** URL of the maintenance database `postgres`. */
   url: string;
+  /** Stops the server (fast shutdown: every connection is cut) and starts it again on the same data and port. */
+  restart(downMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -48,44 +50,58 @@ export async function startPostgres(): Promise<PostgresServer> {
     '-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1',
     '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200',
   ]);
-  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: false });
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      await c.end();
-      break;
-    } catch (err) {
-      if (child.exitCode !== null || Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`PostgreSQL did not start: ${(err as Error).message}\n${stderr}`);
+  let child: ChildProcess;
+
+  const launch = async () => {
+    child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: false });
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        const c = new pg.Client({ connectionString: url });
+        await c.connect();
+        await c.end();
+        return;
+      } catch (err) {
+        if (child.exitCode !== null || Date.now() > deadline) {
+          child.kill('SIGKILL');
+          throw new Error(`PostgreSQL did not start: ${(err as Error).message}\n${stderr}`);
+        }
+        await new Promise((r) => setTimeout(r, 100));
       }
-      await new Promise((r) => setTimeout(r, 100));
     }
-  }
+  };
+
+  const shutdown = async () => {
+    if (child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    // runuser does not pass signals on: ask the server itself to stop (fast shutdown).
+    const [stopCmd, stopArgs] = asPostgresUser('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '20', 'stop']);
+    try {
+      execFileSync(stopCmd, stopArgs, { stdio: 'ignore' });
+    } catch {
+      try {
+        process.kill(readPidFile(data), 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+    if (child.exitCode === null) child.kill('SIGKILL');
+  };
+
+  await launch();
   return {
     url,
+    async restart(downMs = 0) {
+      await shutdown();
+      if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+      await launch();
+    },
     async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        // runuser does not pass signals on: ask the server itself to stop (fast shutdown).
-        const [stopCmd, stopArgs] = asPostgresUser('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '20', 'stop']);
-        try {
-          execFileSync(stopCmd, stopArgs, { stdio: 'ignore' });
-        } catch {
-          try {
-            process.kill(readPidFile(data), 'SIGKILL');
-          } catch {
-            // already gone
-          }
-        }
-        await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-        if (child.exitCode === null) child.kill('SIGKILL');
-      }
+      await shutdown();
       rmSync(dir, { recursive: true, force: true });
     },
   };
