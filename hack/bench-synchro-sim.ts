@@ -10,6 +10,7 @@ type Msg =
   | { cmd: 'bulk'; cluster: number; count: number; namespaces: number }
   | { cmd: 'churn'; ratePerCluster: number }
   | { cmd: 'stop-churn' }
+  | { cmd: 'lists' }
   | { cmd: 'exit' };
 
 let clusters: SimCluster[] = [];
@@ -62,6 +63,15 @@ process.on('message', async (m: Msg) => {
       if (pending.length) send({ times: pending });
       pending = [];
       send({ ok: 'stop-churn', stats: clusters.map((c) => c.churn.status()) });
+      break;
+    case 'lists':
+      // Every cluster's configmaps and pods: [resource/namespace/name, uid@resourceVersion].
+      send({
+        ok: 'lists',
+        lists: clusters.map((c) =>
+          ['/configmaps', '/pods'].flatMap((id) => c.store.list(id).items.map((o) => [`${id.slice(1)}/${o.metadata.namespace ?? ''}/${o.metadata.name}`, `${o.metadata.uid}@${o.metadata.resourceVersion}`])),
+        ),
+      });
       break;
     case 'exit':
       await Promise.all(clusters.map((c) => c.close()));

@@ -9,9 +9,9 @@
 //    creates/updates/deletes of configmaps and pods), for --duration seconds, default
 //    resource set. Upstream-event-to-commit lag (target p99 <= 100 ms) and synchro's RSS
 //    over time (target: flat). Afterwards storage is compared with each cluster's list.
-import { fork, type ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { setLogLevel } from '../lib/log.ts';
+import { SimProcess } from './bench-sim-process.ts';
 import { emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/testing.ts';
 import { Store } from '../storage/store.ts';
 import { startSynchro } from '../synchro/synchro.ts';
@@ -33,41 +33,9 @@ const backend = args.storage as Backend;
 const now = () => performance.timeOrigin + performance.now();
 const mb = (n: number) => `${(n / 1048576).toFixed(0)} MiB`;
 
-class Sim {
-  private waiters: Array<{ ok: string; resolve: (m: any) => void }> = [];
-  onTimes?: (t: Array<[string, string, number]>) => void;
-  constructor(readonly child: ChildProcess) {
-    child.on('message', (m: any) => {
-      if (m.times) return this.onTimes?.(m.times);
-      const i = this.waiters.findIndex((w) => w.ok === m.ok);
-      if (i >= 0) this.waiters.splice(i, 1)[0].resolve(m);
-    });
-  }
-  static async start(): Promise<Sim> {
-    const child = fork(new URL('./bench-synchro-sim.ts', import.meta.url), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    const sim = new Sim(child);
-    await sim.wait('ready');
-    return sim;
-  }
-  wait(ok: string): Promise<any> {
-    return new Promise((resolve) => this.waiters.push({ ok, resolve }));
-  }
-  async call(msg: Record<string, unknown> & { cmd: string }): Promise<any> {
-    const p = this.wait(msg.cmd);
-    this.child.send(msg);
-    return p;
-  }
-  async exit(): Promise<void> {
-    const p = this.wait('exit');
-    this.child.send({ cmd: 'exit' });
-    await Promise.race([p, new Promise((r) => setTimeout(r, 3000))]);
-    this.child.kill();
-  }
-}
-
 async function initialSync(): Promise<void> {
   const objects = Number(args.objects);
-  const sim = await Sim.start();
+  const sim = await SimProcess.start();
   const { urls } = await sim.call({ cmd: 'start', clusters: 1 });
   await sim.call({ cmd: 'bulk', cluster: 0, count: objects, namespaces: 100 });
   const { url, cleanup } = await emptyStorageUrl(backend);
@@ -95,7 +63,7 @@ async function churn(): Promise<void> {
   const n = Number(args.clusters);
   const rate = Number(args.rate);
   const duration = Number(args.duration) * 1000;
-  const sim = await Sim.start();
+  const sim = await SimProcess.start();
   const { urls } = await sim.call({ cmd: 'start', clusters: n });
   const { url, cleanup } = await emptyStorageUrl(backend);
   const store = await Store.open(url);

@@ -58,6 +58,12 @@ const sqlitePragmas = [
 export interface ConnectOptions {
   /** PostgreSQL pool size. */
   poolMax?: number;
+  /**
+   * PostgreSQL ends a session whose transaction sits idle this long (default 5 s): a writer
+   * paused in a transaction (SIGSTOP, a long GC pause, a partition) must not hold the rv
+   * counter's lock, and with it every other writer, beyond that.
+   */
+  idleInTransactionTimeoutMs?: number;
   /** SQLite driver: better-sqlite3 (default, fastest here) or sqlite3 (the benchmark compares them). */
   sqliteDriver?: 'better-sqlite3' | 'sqlite3';
 }
@@ -95,7 +101,7 @@ export function connect(url: string, opts: ConnectOptions = {}): Connection {
   }
   const knex = knexFactory({
     client: 'pg',
-    connection: { connectionString: target, application_name: 'panoptes' },
+    connection: { connectionString: target, application_name: 'panoptes', idle_in_transaction_session_timeout: opts.idleInTransactionTimeoutMs ?? 5000 },
     pool: { min: 0, max: opts.poolMax ?? 10 },
   });
   return { knex, dialect, display: redact(target) };

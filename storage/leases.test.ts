@@ -1,6 +1,7 @@
 // Members, leases and fenced writes, on both backends.
 import t from 'tap';
 import { clusterLease, FencedError, type Fence } from './leases.ts';
+import { Store } from './store.ts';
 import { backends, openTestStore, podEvent, stopTestPostgres } from './testing.ts';
 
 t.teardown(stopTestPostgres);
@@ -101,3 +102,30 @@ for (const backend of backends) {
     t.equal(acquiredBeforeCommit, false, 'the acquisition waited for the write to commit: no write lands after the lease moved on');
   });
 }
+
+t.test('postgres: a writer paused inside its transaction holds the rv counter for at most the idle timeout', async (t) => {
+  const { url, close } = await openTestStore('postgres');
+  t.teardown(close);
+  const paused = await Store.open(url, { idleInTransactionTimeoutMs: 1000 });
+  const other = await Store.open(url);
+  t.teardown(async () => {
+    await paused.close().catch(() => undefined);
+    await other.close();
+  });
+  // The paused process: its batch took the rv counter's lock, then stopped (SIGSTOP, a GC pause).
+  let release!: () => void;
+  const stalled = paused
+    .applyBatch('east', [podEvent('ADDED', 'n', 'p1', '1')], {
+      beforeCommit: () => new Promise<void>((r) => (release = r)),
+    })
+    .catch((e: unknown) => e);
+  await sleep(200);
+  const started = performance.now();
+  const r = await Promise.race([other.applyBatch('west', [podEvent('ADDED', 'n', 'p2', '1')]), sleep(10_000).then(() => undefined)]);
+  const waited = performance.now() - started;
+  release();
+  t.equal(r?.changes.length, 1, `another writer commits after ${Math.round(waited)} ms: the server ended the idle transaction and released its locks`);
+  t.type(await stalled, Error, 'the paused batch did not commit');
+  t.equal((await other.list({ group: '', resource: 'pods', clusters: ['east'] })).items.length, 0, 'and wrote nothing');
+});
+

@@ -108,6 +108,8 @@ export interface BatchResult {
   changes: Array<Pick<Change, 'rv' | 'type' | 'cluster' | 'group' | 'resource' | 'namespace' | 'name'>>;
   /** The watermark after the batch. */
   watermark: number;
+  /** How long the batch waited for the rv counter's lock (other writers' batches ahead of it). */
+  lockWaitMs: number;
 }
 
 export interface ClusterRecord {

@@ -118,7 +118,9 @@ export async function applyBatch(
 ): Promise<BatchResult> {
   const described = events.map(describe);
   return knex.transaction(async (trx) => {
+    const lockStarted = performance.now();
     let rv = await dialect.lockRv(trx);
+    const lockWaitMs = performance.now() - lockStarted;
     if (opts.fence) await checkFence(trx, dialect, opts.fence);
 
     // What storage holds for every key the batch touches.
@@ -151,7 +153,7 @@ export async function applyBatch(
       touched.set(key, { group: e.group, resource: e.resource, namespace, name });
     }
 
-    if (pending.length === 0) return { changes: [], watermark: rv };
+    if (pending.length === 0) return { changes: [], watermark: rv, lockWaitMs };
 
     // The keys' final states as rows: upserted, deleted, and their label rows rewritten when the labels changed.
     const upserts: Array<Omit<ObjectRow, 'id'>> = [];
@@ -228,6 +230,7 @@ export async function applyBatch(
     return {
       changes: pending.map((p) => ({ rv: p.rv, type: p.type, cluster, group: p.group, resource: p.resource, namespace: p.namespace, name: p.name })),
       watermark: rv,
+      lockWaitMs,
     };
   });
 }

@@ -173,6 +173,7 @@ export class Batcher {
         const now = performance.now();
         this.metrics.batchDuration.observe({ cluster: this.cluster }, (now - started) / 1000);
         this.metrics.batchSize.observe({ cluster: this.cluster }, batch.length);
+        this.metrics.rvLockWait.observe({ cluster: this.cluster }, result.lockWaitMs / 1000);
         for (const b of batch) this.metrics.lag.observe({ cluster: this.cluster }, (now - b.receivedAt) / 1000);
         for (const c of result.changes) this.metrics.eventsApplied.inc({ cluster: this.cluster, resource: resourceLabel(c), type: c.type });
         this.hooks.onCommit?.(this.cluster, events, batch.map((b) => b.receivedAt), now);
