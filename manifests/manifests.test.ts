@@ -70,7 +70,11 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   t.match(find(all, 'HorizontalPodAutoscaler', 'panoptes-apiserver')?.spec, { scaleTargetRef: { kind: 'Deployment', name: 'panoptes-apiserver' }, minReplicas: 2 });
   t.ok(find(all, 'PodDisruptionBudget', 'panoptes-apiserver'));
   t.ok(find(all, 'Service', 'panoptes-apiserver'));
-  t.equal(find(all, 'Deployment', 'panoptes-synchro')?.spec?.replicas, 1);
+  const synchro = find(all, 'Deployment', 'panoptes-synchro');
+  t.ok(((synchro?.spec?.replicas as number) ?? 0) >= 2, 'synchro: 2+ replicas sharing the clusters');
+  t.match(synchro?.spec?.strategy, { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0 } });
+  t.match(JSON.stringify(synchro), /"name":"PANOPTES_IDENTITY","valueFrom":\{"fieldRef":\{"fieldPath":"metadata.name"\}\}/, 'each replica is named after its pod');
+  t.ok(find(all, 'PodDisruptionBudget', 'panoptes-synchro'));
   t.ok(find(all, 'Secret', 'panoptes-postgres') && find(all, 'Secret', 'panoptes-clusters'));
 
   const aio = rendered['all-in-one'];
