@@ -4,6 +4,7 @@
 import type { Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
+import type { ExternalMetricsDeps } from './external/serve.ts';
 import type { WatchHub } from './watch/index.ts';
 
 export interface ApiserverLimits {
@@ -34,6 +35,8 @@ export interface Deps {
   limits: ApiserverLimits;
   /** The process's one watch engine (poller, window, watchers). */
   watch: WatchHub;
+  /** external.metrics.k8s.io: the metrics file's rules, their metrics, the authorizer (apiserver/external/). */
+  externalMetrics: ExternalMetricsDeps;
 }
 
 export interface Reply {
