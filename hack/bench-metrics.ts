@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createApiserver } from '../apiserver/server.ts';
+import { formatQuantity } from '../kube/quantity.ts';
 import { setLogLevel } from '../lib/log.ts';
 import { Store } from '../storage/store.ts';
 import { emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/testing.ts';
@@ -113,10 +114,10 @@ async function run(backend: Backend): Promise<void> {
     const base = await api.listen('127.0.0.1', 0);
     try {
       const EM = `${base}/apis/external.metrics.k8s.io/v1beta1/namespaces/default`;
-      const count = await measure(`${EM}/pods?labelSelector=${encodeURIComponent('app=app-7,search.panoptes.io/all-namespaces')}`, String(expectedCount));
+      const count = await measure(`${EM}/pods?labelSelector=${encodeURIComponent('app=app-7,search.panoptes.io/all-namespaces')}`, formatQuantity(expectedCount));
       const t1 = targets[backend].count;
       console.log(`${backend}: count of pods, selector matching ${expectedCount} of ${loaded} (1%), ${samples} sequential requests over HTTP: ${fmt(count)}; target p50 <= ${t1} ms: ${percentile(count, 50) <= t1 ? 'MET' : 'MISSED'}`);
-      const sum = await measure(`${EM}/priority-sum?labelSelector=shard%3Ds-3`, String(expectedSum));
+      const sum = await measure(`${EM}/priority-sum?labelSelector=shard%3Ds-3`, formatQuantity(expectedSum));
       const t2 = targets[backend].sum;
       console.log(`${backend}: sum of .spec.priority over ${loaded / 10} matching pods (10%), ${samples} sequential requests over HTTP: ${fmt(sum)}; target p50 <= ${t2} ms: ${percentile(sum, 50) <= t2 ? 'MET' : 'MISSED'}`);
     } finally {
