@@ -72,6 +72,9 @@ metrics:
     resource: widgets.example.com
     aggregate: avg
     path: .spec.size
+  - name: gadgets-per-cluster
+    resource: gadgets.example.com
+    perCluster: true
   - name: broken
     resource: widgets.example.com
     aggregate: sum
@@ -90,9 +93,11 @@ for (const backend of backends) {
   t.test(`external metrics over HTTP (${backend})`, async (t) => {
     const { store, close } = await openTestStore(backend);
     for (const c of ['a', 'b', 'c']) await store.upsertCluster(c, { name: c });
-    await store.setClusterStatus('a', { phase: 'Ready', ready: true, apiResources });
-    await store.setClusterStatus('b', { phase: 'Ready', ready: true, apiResources });
-    await store.setClusterStatus('c', { phase: 'Unreachable', ready: false, message: 'GET /readyz: ECONNREFUSED', lastTransitionTime: '2026-01-01T00:00:00Z', apiResources });
+    // Gadgets: v1 in a and b, v2 in c (the all-clusters view serves v1, which c does not have).
+    const gadgets = (version: string) => ({ group: 'example.com', version, resource: 'gadgets', kind: 'Gadget', namespaced: true, singularName: 'gadget' });
+    await store.setClusterStatus('a', { phase: 'Ready', ready: true, apiResources: [...apiResources, gadgets('v1')] });
+    await store.setClusterStatus('b', { phase: 'Ready', ready: true, apiResources: [...apiResources, gadgets('v1')] });
+    await store.setClusterStatus('c', { phase: 'Unreachable', ready: false, message: 'GET /readyz: ECONNREFUSED', lastTransitionTime: '2026-01-01T00:00:00Z', apiResources: [...apiResources, gadgets('v2')] });
     let rv = 10;
     const next = () => String(rv++);
     for (const c of ['a', 'b', 'c']) {
@@ -154,7 +159,7 @@ for (const backend of backends) {
       const list = (await GET(EM)).json;
       t.match(list, { kind: 'APIResourceList', groupVersion: 'external.metrics.k8s.io/v1beta1' });
       const names = list.resources.map((r: { name: string }) => r.name);
-      t.same(names.slice(0, 6), ['nothing-synced', 'queued-widgets', 'web-ready', 'web-ready-strict', 'widget-size-avg', 'widget-size-max'], 'declared metrics first (the invalid one left out)');
+      t.same(names.slice(0, 7), ['gadgets-per-cluster', 'nothing-synced', 'queued-widgets', 'web-ready', 'web-ready-strict', 'widget-size-avg', 'widget-size-max'], 'declared metrics first (the invalid one left out)');
       t.ok(['pods', 'nodes', 'deployments.apps', 'widgets.example.com'].every((n) => names.includes(n)), 'a count per synced resource');
       t.notOk(names.includes('clusters.panoptes.io'));
       t.same(list.resources.find((r: { name: string }) => r.name === 'pods'), { name: 'pods', singularName: '', namespaced: true, kind: 'ExternalMetricValueList', verbs: ['get'] });
@@ -219,6 +224,7 @@ for (const backend of backends) {
       t.match(r.headers.warning, /cluster c is not Ready/, 'ServeLastKnown: last synced values with a Warning');
       t.same((await items('n1', 'web-ready', 'search.panoptes.io/clusters notin (a)')).map((i) => [i.metricLabels.cluster, i.value]), [['b', '2'], ['c', '5']], 'the other clusters (failover capacity)');
       t.same((await items('n2', 'web-ready')).map((i) => i.value), ['0', '0', '0'], 'no number: 0');
+      t.same((await items('n1', 'gadgets-per-cluster')).map((i) => [i.metricLabels.cluster, i.value]), [['a', '0'], ['b', '0'], ['c', '0']], 'an item for every cluster that syncs the resource, at any version');
       t.equal(await value('anything', 'queued-widgets'), '4', 'Queued widgets in every namespace: n1 of a, b, c and n2 of a');
       t.equal(await value('anything', 'queued-widgets', 'search.panoptes.io/namespaces=n2'), '1', 'the request narrows the rule scope');
       t.equal(await value('n1', 'widget-size-max'), '2');

@@ -16,7 +16,8 @@ export interface MetricTarget {
   rule?: MetricRule;
 }
 
-function findResource(view: ViewCatalog | undefined, group: string, resource: string): ResourceInfo | undefined {
+/** The resource as a view serves it, at whichever version. */
+export function findResource(view: ViewCatalog | undefined, group: string, resource: string): ResourceInfo | undefined {
   for (const v of view?.group(group)?.versions ?? []) {
     const r = v.resources.find((x) => x.resource === resource);
     if (r) return r;

@@ -27,7 +27,7 @@ import type { ApiserverMetrics } from '../metrics.ts';
 import { notAcceptable, parseAccept } from '../negotiate.ts';
 import { staleWarnings } from '../warnings.ts';
 import { externalMetricsApiVersion, externalMetricsGroupName, externalMetricsVersion } from './group.ts';
-import { resolveMetric, type MetricTarget } from './resolve.ts';
+import { findResource, resolveMetric, type MetricTarget } from './resolve.ts';
 import type { RulesSource } from './rules-source.ts';
 import { combine, parseSelection, withFieldSelector, type Selection } from './selector.ts';
 
@@ -72,8 +72,8 @@ function plan(deps: Deps, target: MetricTarget, namespace: string, request: Sele
   const chosen = (sel.clusters.in ?? known).filter((c) => !sel.clusters.notIn.includes(c));
   const select: AggregateQuery['select'] = { group: info.group, resource: info.resource };
   if (sel.clusters.in || sel.clusters.notIn.length) select.clusters = chosen;
-  const serving = new Set(info.clusters);
-  const read = chosen.filter((c) => serving.has(c));
+  // Clusters that sync the resource, at any version (info.clusters names those of the version served).
+  const read = chosen.filter((c) => findResource(deps.catalog.view(c), info.group, info.resource) !== undefined);
 
   let recheck: Array<string | undefined> = [];
   const requestScopes = request.allNamespaces || request.namespaces.in !== undefined;
