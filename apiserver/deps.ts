@@ -5,6 +5,7 @@ import type { Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
 import type { OpenAPIService } from './openapi/service.ts';
+import type { ExternalMetricsDeps } from './external/serve.ts';
 import type { WatchHub } from './watch/index.ts';
 
 export interface ApiserverLimits {
@@ -37,6 +38,8 @@ export interface Deps {
   watch: WatchHub;
   /** OpenAPI documents of the views, from the member documents in storage. */
   openapi: OpenAPIService;
+  /** external.metrics.k8s.io: the metrics file's rules, their metrics, the authorizer (apiserver/external/). */
+  externalMetrics: ExternalMetricsDeps;
 }
 
 export interface Reply {

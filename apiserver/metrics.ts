@@ -1,6 +1,7 @@
 // Prometheus metrics of the apiserver: request count and latency by verb, group, resource
-// and code. The registry may be shared with synchro in all-in-one.
-import { Counter, Histogram, Registry } from 'prom-client';
+// and code; external metric queries (apiserver/external/) by metric, and the metrics file's
+// rules. The registry may be shared with synchro in all-in-one.
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export type MetricVerb = 'list' | 'get' | 'watch' | 'discovery' | 'openapi' | 'health' | 'metrics' | 'other';
 
@@ -9,6 +10,15 @@ export class ApiserverMetrics {
   readonly requests: Counter<'verb' | 'group' | 'resource' | 'code'>;
   readonly latency: Histogram<'verb' | 'group' | 'resource' | 'code'>;
   readonly inflight: Counter<'verb'>;
+  /** External metric queries served, by metric ('' when the name resolved to nothing) and HTTP code. */
+  readonly externalQueries: Counter<'metric' | 'code'>;
+  readonly externalLatency: Histogram<'metric'>;
+  /** Failed external metric queries by metric and Status reason. */
+  readonly externalErrors: Counter<'metric' | 'reason'>;
+  /** Rules of the external metrics file in effect, valid and invalid. */
+  readonly externalRules: Gauge<'state'>;
+  /** Loads of the external metrics file by result (ok, error). */
+  readonly externalRuleLoads: Counter<'result'>;
 
   constructor(registry = new Registry()) {
     this.registry = registry;
@@ -23,6 +33,17 @@ export class ApiserverMetrics {
       registers,
     });
     this.inflight = new Counter({ name: 'panoptes_apiserver_requests_started_total', help: 'Requests started, by verb', labelNames: ['verb'], registers });
+    this.externalQueries = new Counter({ name: 'panoptes_external_metric_queries_total', help: 'external.metrics.k8s.io queries served, by metric and HTTP code', labelNames: ['metric', 'code'], registers });
+    this.externalLatency = new Histogram({
+      name: 'panoptes_external_metric_query_duration_seconds',
+      help: 'Time to answer an external.metrics.k8s.io query, by metric',
+      labelNames: ['metric'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    this.externalErrors = new Counter({ name: 'panoptes_external_metric_errors_total', help: 'external.metrics.k8s.io queries that failed, by metric and Status reason', labelNames: ['metric', 'reason'], registers });
+    this.externalRules = new Gauge({ name: 'panoptes_external_metric_rules', help: 'Rules of the external metrics file in effect, by state (valid, invalid)', labelNames: ['state'], registers });
+    this.externalRuleLoads = new Counter({ name: 'panoptes_external_metric_rule_loads_total', help: 'Loads of the external metrics file, by result (ok, error: the last good rules stay)', labelNames: ['result'], registers });
   }
 
   observe(verb: MetricVerb, group: string, resource: string, code: number, seconds: number): void {

@@ -66,7 +66,7 @@ export function parseGoDuration(name: string, v: string): number {
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
-function checkSearchValues(key: keyof SearchParams, values: string[], source: string): string[] {
+export function checkSearchValues(key: keyof SearchParams, values: string[], source: string): string[] {
   if (values.length === 0 || values.length > 1000) throw badRequest(`${source}: give between 1 and 1000 values`);
   for (const v of values) {
     const ok =

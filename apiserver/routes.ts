@@ -10,6 +10,8 @@ import { clusterInfo, panoptesGroup, panoptesGroupName, panoptesVersion, serveCl
 import type { Deps, Reply } from './deps.ts';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions, versionInfo, viewGroups } from './discovery.ts';
 import { pathNotFound } from './errors.ts';
+import { externalMetricsGroup, externalMetricsGroupName, externalMetricsVersion } from './external/group.ts';
+import { serveExternalMetric } from './external/serve.ts';
 import { serveGet } from './get.ts';
 import { serveList } from './list.ts';
 import type { MetricVerb } from './metrics.ts';
@@ -215,7 +217,10 @@ export async function route(ctx: Context, deps: Deps): Promise<Routed> {
 
   const segs = decodeSegments(path);
   if (segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion && segs[3] === 'clusters') return clustersRoute(ctx, deps, segs.slice(4), undefined);
-  const d = discovery(ctx, deps, [panoptesGroup], segs, '');
+  if (segs[0] === 'apis' && segs[1] === externalMetricsGroupName && segs[2] === externalMetricsVersion && segs.length > 3) return { reply: await serveExternalMetric(ctx, deps, segs.slice(3)) };
+  // The server's own groups: panoptes.io, and external.metrics.k8s.io in discovery (not in OpenAPI: its metrics are not objects).
+  const own = segs[0] === 'openapi' ? [panoptesGroup] : [panoptesGroup, externalMetricsGroup(deps.externalMetrics.rules.current(), deps.catalog.view())];
+  const d = discovery(ctx, deps, own, segs, '');
   if (d) return d;
   throw pathNotFound();
 }

@@ -17,6 +17,7 @@ import { readOnly, toStatus, writeStatus } from './errors.ts';
 import { catalogCheck, pingCheck, serveHealth, storageCheck, type HealthCheck } from './health.ts';
 import { ApiserverMetrics } from './metrics.ts';
 import { OpenAPIService, type OpenAPIServiceOptions } from './openapi/service.ts';
+import { RulesSource } from './external/rules-source.ts';
 import { route, type MetricLabels } from './routes.ts';
 import { WatchHub, type HubOptions } from './watch/index.ts';
 
@@ -37,6 +38,8 @@ export interface ApiserverOptions {
   log?: Logger;
   /** HTTPS with authentication and authorization (apiserver/auth/); without it: plain HTTP, no auth. */
   secure?: Pick<SecureServing, 'tls' | 'authenticator' | 'authorizer'>;
+  /** external.metrics.k8s.io: the metrics file of declared metrics (watched), and how often it is checked (default 1 s). */
+  externalMetrics?: { file?: string; reloadIntervalMs?: number };
 }
 
 export interface Apiserver {
@@ -87,7 +90,17 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     throw err;
   }
   const openapi = new OpenAPIService(opts.store, { log: log.child({ part: 'openapi' }), ...opts.openapi });
-  const deps: Deps = { store: opts.store, catalog, log, limits, watch: hub, openapi };
+  const rules = new RulesSource({
+    ...opts.externalMetrics,
+    log: log.child({ part: 'external-metrics' }),
+    onLoad(ok, set) {
+      metrics.externalRuleLoads.inc({ result: ok ? 'ok' : 'error' });
+      metrics.externalRules.set({ state: 'valid' }, set.rules.size);
+      metrics.externalRules.set({ state: 'invalid' }, set.invalid.size);
+    },
+  });
+  rules.start();
+  const deps: Deps = { store: opts.store, catalog, log, limits, watch: hub, openapi, externalMetrics: { rules, metrics, authorizer: opts.secure?.authorizer } };
   const checks = { healthz: [pingCheck], livez: [pingCheck], readyz: [pingCheck, storageCheck(opts.store), catalogCheck(catalog), ...(opts.readyChecks ?? [])] };
 
   const app = new Koa();
@@ -188,6 +201,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     },
     async close() {
       if (ownCatalog) catalog.stop();
+      rules.stop();
       opts.secure?.tls.stop();
       await hub.stop(); // ends every watch stream cleanly (clients re-watch elsewhere)
       const server = handle.server;

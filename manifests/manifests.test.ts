@@ -2,11 +2,13 @@
 // passes `kubectl apply --dry-run=client --validate=false` against a simulated cluster
 // (kubectl needs discovery to map kinds). Also checks what the install relies on.
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import t from 'tap';
 import { parseAllDocuments } from 'yaml';
+import { parseRules } from '../apiserver/external/rules.ts';
 import { kubectl, simCluster, tempDir } from '../hack/sim/testutil.ts';
+import { invalidLabelKey } from '../kube/labels.ts';
 
 interface Obj {
   apiVersion: string;
@@ -18,11 +20,13 @@ interface Obj {
 
 const dir = new URL('.', import.meta.url).pathname;
 
-function kustomize(cacheDir: string, path: string): Promise<{ code: number; stdout: string; stderr: string }> {
+function kustomizeAbs(cacheDir: string, path: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('kubectl', ['kustomize', join(dir, path), '--kubeconfig', '/dev/null', '--cache-dir', cacheDir], { timeout: 30_000 }, (err, stdout, stderr) => resolve({ code: err ? 1 : 0, stdout, stderr }));
+    execFile('kubectl', ['kustomize', path, '--load-restrictor', 'LoadRestrictionsNone', '--kubeconfig', '/dev/null', '--cache-dir', cacheDir], { timeout: 30_000 }, (err, stdout, stderr) => resolve({ code: err ? 1 : 0, stdout, stderr }));
   });
 }
+
+const kustomize = (cacheDir: string, path: string) => kustomizeAbs(cacheDir, join(dir, path));
 
 const find = (objs: Obj[], kind: string, name: string) => objs.find((o) => o.kind === kind && o.metadata.name === name);
 
@@ -42,12 +46,12 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   const made = await kubectl(c, join(tmp, 'cache-setup'), ['create', '-f', crds]);
   t.equal(made.code, 0, made.stderr);
   const rendered: Record<string, Obj[]> = {};
-  for (const variant of ['.', 'all-in-one', 'member-cluster', 'cert-manager']) {
+  for (const variant of ['.', 'all-in-one', 'member-cluster', 'cert-manager', 'examples/pending-jobs']) {
     const r = await kustomize(tmp, variant);
     t.equal(r.code, 0, `kubectl kustomize manifests/${variant}: ${r.stderr}`);
     const objs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj);
     rendered[variant] = objs;
-    const file = join(tmp, `${variant === '.' ? 'default' : variant}.yaml`);
+    const file = join(tmp, `${variant === '.' ? 'default' : variant.replace(/\//g, '-')}.yaml`);
     writeFileSync(file, r.stdout);
     const a = await kubectl(c, join(tmp, 'cache'), ['apply', '--dry-run=client', '--validate=false', '-f', file], 30_000);
     t.equal(a.code, 0, `apply --dry-run=client manifests/${variant}: ${a.stderr}`);
@@ -82,6 +86,33 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   t.match(JSON.stringify(find(aio, 'Deployment', 'panoptes-apiserver')), /sqlite:\/data\/panoptes\.db/);
   t.notOk(aio.some((o) => o.kind === 'HorizontalPodAutoscaler'), 'no HPA for the single replica');
   t.ok(find(aio, 'APIService', 'v1alpha1.panoptes.io'));
+
+  // The external-metrics component: in both variants, the APIService and the apiserver reading the optional ConfigMap.
+  for (const variant of ['.', 'all-in-one']) {
+    const objs = rendered[variant];
+    t.match(find(objs, 'APIService', 'v1beta1.external.metrics.k8s.io')?.spec, { group: 'external.metrics.k8s.io', version: 'v1beta1', service: { name: 'panoptes-apiserver', namespace: 'panoptes', port: 443 } }, `${variant}: external metrics APIService`);
+    const d = find(objs, 'Deployment', 'panoptes-apiserver') as unknown as { spec: { template: { spec: { containers: Array<{ args: string[]; volumeMounts: Array<{ name: string; mountPath: string }> }>; volumes: Array<{ name: string; configMap?: { name: string; optional?: boolean } }> } } } };
+    const c = d.spec.template.spec.containers[0];
+    t.ok(c.args.includes('--external-metrics-file=/etc/panoptes/external-metrics/metrics.yaml'), `${variant}: --external-metrics-file`);
+    t.ok(c.volumeMounts.some((m) => m.name === 'external-metrics' && m.mountPath === '/etc/panoptes/external-metrics'), `${variant}: mounted`);
+    t.same(d.spec.template.spec.volumes.find((v) => v.name === 'external-metrics')?.configMap, { name: 'panoptes-external-metrics', optional: true }, `${variant}: optional ConfigMap`);
+  }
+  // Without the component (another adapter owns external.metrics.k8s.io): no such APIService.
+  const bare = join(tmp, 'without-component');
+  mkdirSync(bare);
+  writeFileSync(join(bare, 'kustomization.yaml'), `resources:\n  - ${relative(bare, join(dir, 'base'))}\n  - ${relative(bare, join(dir, 'apiserver.yaml'))}\n`);
+  const without = await kustomizeAbs(tmp, bare);
+  t.equal(without.code, 0, without.stderr);
+  t.notOk(without.stdout.includes('v1beta1.external.metrics.k8s.io'), 'leaving the component out leaves the APIService out');
+  const ex = rendered['examples/pending-jobs'];
+  const hpa = find(ex, 'HorizontalPodAutoscaler', 'job-workers') as unknown as { spec: { metrics: Array<{ type: string; external: { metric: { name: string; selector: { matchLabels: Record<string, string> } }; target: { type: string } } }> } };
+  t.match(hpa.spec.metrics[0], { type: 'External', external: { metric: { name: 'pending-jobs' }, target: { type: 'AverageValue' } } });
+  const cm = find(ex, 'ConfigMap', 'panoptes-external-metrics') as unknown as { metadata: { namespace: string }; data: Record<string, string> };
+  t.equal(cm.metadata.namespace, 'panoptes');
+  const rules = parseRules(cm.data['metrics.yaml']);
+  t.same(rules.problems, [], 'the example rules are valid');
+  t.ok(rules.rules.has(hpa.spec.metrics[0].external.metric.name), 'the HPA names a declared metric');
+  for (const k of Object.keys(hpa.spec.metrics[0].external.metric.selector.matchLabels)) t.equal(invalidLabelKey(k), undefined, `${k} is a valid label key`);
 
   const reader = find(rendered['member-cluster'], 'ClusterRole', 'panoptes:reader');
   t.ok(reader?.rules?.every((r) => r.verbs.every((v) => ['get', 'list', 'watch'].includes(v))), 'member reader is read-only');

@@ -46,12 +46,16 @@ function redact(url: string): string {
 
 // 16 KiB pages make commits write fewer WAL frames; checkpoints stay at SQLite's default of
 // 1,000 pages (16 MiB) so that none of them stalls writers for long (write-to-commit p99).
+// Reads go through a memory map of the database file (up to 2 GiB, the OS page cache, shared
+// and evictable) instead of a read() per page missing from the 64 MiB cache: random row access
+// (a label selector's matches) is several times faster once the file outgrows the cache.
 const sqlitePragmas = [
   'PRAGMA busy_timeout = 10000',
   'PRAGMA page_size = 16384',
   'PRAGMA journal_mode = WAL',
   'PRAGMA synchronous = NORMAL',
   'PRAGMA cache_size = -65536',
+  'PRAGMA mmap_size = 2147483648',
   'PRAGMA temp_store = MEMORY',
 ];
 

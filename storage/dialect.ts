@@ -38,6 +38,35 @@ export interface Dialect {
   selectObjectsByNames(columns: string, where: string, whereBindings: unknown[], pairs: Array<[string, string]>): [string, unknown[]];
   /** Tells other processes that changes were committed (a hint; polling still delivers). */
   notifyCommit(trx: Knex.Transaction, rv: number): Promise<void>;
+  /**
+   * Each `objects o` row's object as a JSON document: a join to add to the FROM clause (none
+   * needed on SQLite) and the SQL that names the document in the JSON functions below.
+   */
+  jsonDocument: { join?: string; ref: string };
+  /** SQL (and bindings) for the JSON number at `path` of the document: NULL when absent or not a number. */
+  jsonNumberAt(ref: string, path: string[]): [string, unknown[]];
+  /** The scalar at `path` as text (a string as is, a number or boolean as JSON writes it): NULL when absent, null, an object or an array. */
+  jsonScalarTextAt(ref: string, path: string[]): [string, unknown[]];
+  /** Whether `path` holds something other than null (a boolean SQL expression). */
+  jsonPresentAt(ref: string, path: string[]): [string, unknown[]];
+}
+
+/** Rejects path keys the engines' path syntaxes cannot carry (callers validate first; this is a guard). */
+function checkPath(path: string[]): void {
+  if (path.length === 0) throw new Error('empty JSON path');
+  for (const k of path) if (k === '' || /["\\\u0000-\u001f]/.test(k)) throw new Error(`JSON path key ${JSON.stringify(k)} is not supported`);
+}
+
+/** SQLite JSON path `$."a"."b"`. */
+function sqlitePath(path: string[]): string {
+  checkPath(path);
+  return '$' + path.map((k) => `."${k}"`).join('');
+}
+
+/** PostgreSQL text[] literal `{"a","b"}` (bound as a string and cast). */
+function pgPath(path: string[]): string {
+  checkPath(path);
+  return `{${path.map((k) => `"${k}"`).join(',')}}`;
 }
 
 /** The channel PostgreSQL NOTIFY uses to wake pollers in other processes. */
@@ -91,6 +120,22 @@ export const sqlite: Dialect = {
   async notifyCommit() {
     // One process owns an embedded database's writes; in-process listeners are woken by the store.
   },
+  // json_* functions parse the text column; SQLite caches the parse of a row's document.
+  jsonDocument: { ref: 'o.object' },
+  jsonNumberAt(ref, path) {
+    const p = sqlitePath(path);
+    return [`(CASE WHEN json_type(${ref}, ?) IN ('integer', 'real') THEN json_extract(${ref}, ?) END)`, [p, p]];
+  },
+  jsonScalarTextAt(ref, path) {
+    const p = sqlitePath(path);
+    return [
+      `(CASE json_type(${ref}, ?) WHEN 'text' THEN json_extract(${ref}, ?) WHEN 'integer' THEN CAST(json_extract(${ref}, ?) AS TEXT) WHEN 'real' THEN CAST(json_extract(${ref}, ?) AS TEXT) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' END)`,
+      [p, p, p, p],
+    ];
+  },
+  jsonPresentAt(ref, path) {
+    return [`(COALESCE(json_type(${ref}, ?), 'null') <> 'null')`, [sqlitePath(path)]];
+  },
 };
 
 export const postgres: Dialect = {
@@ -138,5 +183,19 @@ export const postgres: Dialect = {
   },
   async notifyCommit(trx, rv) {
     await trx.raw('SELECT pg_notify(?, ?)', [notifyChannel, String(rv)]);
+  },
+  // The text column is parsed to jsonb once per row (OFFSET 0 keeps the planner from inlining
+  // the cast into every expression that uses it).
+  jsonDocument: { join: 'CROSS JOIN LATERAL (SELECT o.object::jsonb AS doc OFFSET 0) AS j', ref: 'j.doc' },
+  jsonNumberAt(ref, path) {
+    const p = pgPath(path);
+    return [`(CASE WHEN jsonb_typeof(${ref} #> ?::text[]) = 'number' THEN (${ref} #>> ?::text[])::numeric END)`, [p, p]];
+  },
+  jsonScalarTextAt(ref, path) {
+    const p = pgPath(path);
+    return [`(CASE WHEN jsonb_typeof(${ref} #> ?::text[]) IN ('string', 'number', 'boolean') THEN ${ref} #>> ?::text[] END)`, [p, p]];
+  },
+  jsonPresentAt(ref, path) {
+    return [`(COALESCE(jsonb_typeof(${ref} #> ?::text[]), 'null') <> 'null')`, [pgPath(path)]];
   },
 };

@@ -1,5 +1,6 @@
 // Storage: the one interface the rest of Panoptes uses, over SQLite or PostgreSQL.
 import { connect, type Connection, type ConnectOptions } from './connect.ts';
+import { aggregate, type AggregateQuery, type AggregateResult } from './aggregate.ts';
 import { changesAfter } from './changes.ts';
 import * as clusters from './clusters.ts';
 import { compact } from './compact.ts';
@@ -89,6 +90,11 @@ export class Store {
 
   list(query: ListQuery): Promise<ListResult> {
     return list(this.conn.knex, this.conn.dialect, query);
+  }
+
+  /** count, sum, min, max or avg over the selected objects, from one snapshot (storage/aggregate.ts). */
+  aggregate(query: AggregateQuery): Promise<AggregateResult> {
+    return aggregate(this.conn.knex, this.conn.dialect, query);
   }
 
   compact(policy: RetentionPolicy, now?: number): Promise<CompactResult> {

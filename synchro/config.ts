@@ -1,7 +1,7 @@
 // Cluster registration: clusters.yaml (parsed, validated, watched for changes) or, for
 // all-in-one, the contexts of a kubeconfig file.
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, unwatchFile, watchFile } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
@@ -272,27 +272,5 @@ export function loadKubeconfigClusters(path: string, contexts: 'all' | string[],
   return out;
 }
 
-/**
- * Polls the files a configuration came from and calls `onChange` with the new content hash
- * when any changed (editors and Kubernetes ConfigMap mounts replace files, which fs.watch
- * misses; polling stat does not).
- */
-export class FileWatcher {
-  private files: string[] = [];
-  private readonly listener = () => this.onChange();
-
-  constructor(private readonly intervalMs: number, private readonly onChange: () => void) {}
-
-  watch(files: string[]): void {
-    const next = [...new Set(files)];
-    if (next.join('\n') === this.files.join('\n')) return;
-    this.close();
-    this.files = next;
-    for (const f of this.files) watchFile(f, { interval: this.intervalMs, persistent: false }, this.listener);
-  }
-
-  close(): void {
-    for (const f of this.files) unwatchFile(f, this.listener);
-    this.files = [];
-  }
-}
+/** Polls the files a configuration came from (lib/file-watcher.ts). */
+export { FileWatcher } from '../lib/file-watcher.ts';

@@ -13,6 +13,7 @@ export const serveFlagSpec = {
   'insecure-listen': { type: 'string' },
   'max-limit': { type: 'string' },
   'request-timeout': { type: 'string' },
+  'external-metrics-file': { type: 'string' },
   ...secureFlagSpec,
 } as const;
 
@@ -20,7 +21,18 @@ export const serveFlagHelp = `  --insecure-listen HOST:PORT   plain HTTP, NO TLS
                                 every synced object. Loopback hosts only (127.0.0.1, ::1, localhost). Default 127.0.0.1:8080
   --max-limit N                 list limit values above N are served as pages of N (default 10000)
   --request-timeout DURATION    list and get end with 504 after this long (default 60s)
+  --external-metrics-file FILE  declared metrics of external.metrics.k8s.io (env PANOPTES_EXTERNAL_METRICS_FILE);
+                                reloaded when it changes. Counts of synced resources need no file
 ${secureFlagHelp}`;
+
+type ServeFlagValues = { 'insecure-listen'?: string; 'max-limit'?: string; 'request-timeout'?: string; 'external-metrics-file'?: string } & SecureFlagValues;
+
+/** --external-metrics-file, or PANOPTES_EXTERNAL_METRICS_FILE. */
+export function externalMetricsFlag(values: { 'external-metrics-file'?: string }): { file?: string } {
+  const file = values['external-metrics-file'] ?? process.env.PANOPTES_EXTERNAL_METRICS_FILE;
+  if (file === '') throw new UsageError('--external-metrics-file needs a file path');
+  return file ? { file } : {};
+}
 
 const loopback = new Set(['127.0.0.1', '::1', 'localhost']);
 
@@ -36,7 +48,7 @@ export function parseInsecureListen(value: string | undefined): { host: string; 
 /** Starts the HTTP apiserver on an opened store; returns its URL and a stop function. */
 export async function startServing(
   store: Store,
-  values: { 'insecure-listen'?: string; 'max-limit'?: string; 'request-timeout'?: string } & SecureFlagValues,
+  values: ServeFlagValues,
   log: Logger,
   metrics?: ApiserverMetrics,
 ): Promise<{ url: string; close: () => Promise<void> }> {
@@ -46,7 +58,7 @@ export async function startServing(
   const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
   if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
-  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log });
+  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values) });
   let url: string;
   try {
     url = await api.listen(host, port);
@@ -63,7 +75,7 @@ export async function startServing(
 /** HTTPS with authentication (front proxy, client certificates, TokenReview) and SubjectAccessReview authorization. */
 async function startSecureServing(
   store: Store,
-  values: { 'insecure-listen'?: string; 'max-limit'?: string; 'request-timeout'?: string } & SecureFlagValues,
+  values: ServeFlagValues,
   log: Logger,
   metrics?: ApiserverMetrics,
 ): Promise<{ url: string; close: () => Promise<void> }> {
@@ -72,7 +84,7 @@ async function startSecureServing(
   if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
   const secure = await secureServingFromFlags(values, log);
-  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure });
+  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values) });
   let url: string;
   try {
     url = await api.listen(secure.host, secure.port);
@@ -102,7 +114,8 @@ export const apiserver: Command = {
 ${summary}. Runs until SIGINT or SIGTERM.
 URLs: /apis/panoptes.io/v1alpha1/resources/<kubernetes path> (all clusters),
       /apis/panoptes.io/v1alpha1/resources/clusters/<cluster>/<kubernetes path> (one cluster),
-      /apis/panoptes.io/v1alpha1/clusters, /healthz, /livez, /readyz, /metrics, /openapi/v2, /openapi/v3.
+      /apis/panoptes.io/v1alpha1/clusters, /healthz, /livez, /readyz, /metrics, /openapi/v2, /openapi/v3,
+      /apis/external.metrics.k8s.io/v1beta1/namespaces/<ns>/<metric> (the HorizontalPodAutoscaler's external metrics).
 Serves HTTPS on --secure-port (default 8443) with authentication and authorization delegated to
 the host cluster (an aggregated API server: see manifests/README.md). --insecure-listen instead
 serves plain HTTP on loopback WITHOUT authentication (development only).

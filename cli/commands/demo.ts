@@ -19,6 +19,20 @@ import { closeAll, clusterNames, waitForSignal } from './sim.ts';
 
 export const defaultDemoKubeconfig = './data/demo/kubeconfig';
 
+/** Declared external metrics of the demo (the all-in-one's --external-metrics-file). */
+export const demoMetrics = {
+  metrics: [
+    { name: 'frontend-ready', resource: 'deployments.apps', namespaces: ['shop'], fieldSelector: 'metadata.name=frontend', aggregate: 'sum', path: '.status.readyReplicas', perCluster: true },
+    { name: 'red-widgets', resource: 'widgets.demo.panoptes.io', namespaces: 'all', match: [{ path: '.spec.color', operator: 'In', values: ['red'] }] },
+  ],
+};
+
+/** The external metric queries the demo suggests (an HPA's requests, by hand). */
+export const demoMetricPaths = [
+  '/apis/external.metrics.k8s.io/v1beta1/namespaces/default/pods?labelSelector=search.panoptes.io/all-namespaces=true,field.panoptes.io/status.phase=Pending',
+  '/apis/external.metrics.k8s.io/v1beta1/namespaces/shop/frontend-ready?labelSelector=search.panoptes.io/clusters!=east',
+];
+
 export function demoInstructions(kubeconfig: string, clusters: { name: string; url: string }[], panoptes?: string): string {
   const k = `kubectl --kubeconfig ${kubeconfig}`;
   const first = clusters[0]?.name ?? 'a';
@@ -51,6 +65,10 @@ export function demoInstructions(kubeconfig: string, clusters: { name: string; u
       `  ${k} --context panoptes-${first} get deploy -A`,
       `  ${k} --context panoptes api-resources`,
       `  curl -s ${panoptes}/apis/panoptes.io/v1alpha1/clusters`,
+      '',
+      'External metrics, as a HorizontalPodAutoscaler reads them (pending pods fleet-wide; frontend ready replicas per cluster but east):',
+      ...demoMetricPaths.map((path) => `  ${k} --context panoptes get --raw '${path}'`),
+      `  ${k} --context panoptes get --raw /apis/external.metrics.k8s.io/v1beta1      # every metric`,
     );
   } else {
     lines.push('', 'No Panoptes server: the sim-* contexts reach the clusters directly.');
@@ -115,6 +133,8 @@ Flags:
       mkdirSync(dir, { recursive: true });
       const clustersFile = join(dir, 'clusters.yaml');
       writeFileSync(clustersFile, stringify({ clusters: sims.map((c) => ({ name: c.name, server: c.url, resources: ['*'] })) }));
+      const metricsFile = join(dir, 'metrics.yaml');
+      writeFileSync(metricsFile, stringify(demoMetrics));
       const storage = values.storage ?? `sqlite:${join(dir, 'panoptes.db')}`;
       if (storage.startsWith('sqlite:')) {
         const { rmSync } = await import('node:fs');
@@ -122,7 +142,7 @@ Flags:
       }
       const store = await openStorage(storage, 'demo');
       const registry = new Registry();
-      const server = await startServing(store, { 'insecure-listen': values.listen ?? '127.0.0.1:8080' }, logger('apiserver'), new ApiserverMetrics(registry));
+      const server = await startServing(store, { 'insecure-listen': values.listen ?? '127.0.0.1:8080', 'external-metrics-file': metricsFile }, logger('apiserver'), new ApiserverMetrics(registry));
       const synchro = await startSynchro({ store, clustersFile, metrics: new SynchroMetrics(registry), timings: { probeIntervalMs: 2000 }, log: logger('synchro') });
       await synchro.waitForInitialSync(30_000);
       panoptes = server.url;

@@ -52,6 +52,18 @@ t.test('panoptes demo: three clusters, a kubeconfig, kubectl works through its c
   t.match(all.stdout, 'deployment.apps/frontend');
   const wide = await kubectl('--context', 'panoptes', 'get', 'deploy', '-A');
   for (const cluster of ['east', 'west', 'lab']) t.match(wide.stdout, new RegExp(`^shop\\s+${cluster}\\s+frontend`, 'm'), `${cluster} listed with its Cluster column`);
+  // The external metric queries it prints: a live count, and the per-cluster declared metric.
+  const printed = [...out.matchAll(/get --raw '(\/apis\/external\.metrics\.k8s\.io\/[^']+)'/g)].map((m) => m[1]);
+  t.equal(printed.length, 2, 'external metric hints printed');
+  const count = await kubectl('--context', 'panoptes', 'get', '--raw', printed[0]);
+  t.equal(count.code, 0, count.stderr);
+  t.match(JSON.parse(count.stdout), { kind: 'ExternalMetricValueList', items: [{ metricName: 'pods', value: /^\d+$/ }] });
+  const perCluster = await kubectl('--context', 'panoptes', 'get', '--raw', printed[1]);
+  t.equal(perCluster.code, 0, perCluster.stderr);
+  t.same(
+    JSON.parse(perCluster.stdout).items.map((i: { metricLabels: { cluster: string }; value: string }) => [i.metricLabels.cluster, i.value]),
+    [['lab', '3'], ['west', '3']],
+  );
   p.kill('SIGTERM');
   t.equal(await exited, 0, 'stops cleanly on SIGTERM');
 });

@@ -1,0 +1,119 @@
+// external.metrics.k8s.io in aggregated mode: requests arrive through the front proxy and
+// are authorized by SubjectAccessReview (a fake host cluster records them). The HPA
+// controller's service account, allowed by its bootstrap role (get, list, watch on
+// external.metrics.k8s.io/* everywhere), reads metrics; a user without a rule gets 403; a user
+// allowed in one namespace cannot widen the scope to another or to all namespaces.
+import { request } from 'node:https';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { makeCertSet } from '../../hack/certs.ts';
+import { logger, setLogLevel } from '../../lib/log.ts';
+import { openTestStore, podEvent } from '../../storage/testing.ts';
+import type { KeyPair } from '../auth/certs.ts';
+import { secureServingFromFlags } from '../auth/config.ts';
+import { startFakeHost } from '../../hack/testing/fakehost.ts';
+import { createApiserver } from '../server.ts';
+
+if (!process.env.PANOPTES_LOG_LEVEL) setLogLevel('error');
+
+const hpa = 'system:serviceaccount:kube-system:horizontal-pod-autoscaler';
+
+function call(base: string, path: string, ca: string, client: KeyPair, user: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const headers = { 'X-Remote-User': user, 'X-Remote-Group': ['system:authenticated'], Accept: 'application/vnd.kubernetes.protobuf, */*' };
+    const req = request(base + path, { ca, cert: client.cert, key: client.key, headers, agent: false, timeout: 10_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+t.test('external metrics are authorized like every other request', async (t) => {
+  const certs = makeCertSet(['127.0.0.1', 'localhost']);
+  const host = await startFakeHost({
+    configMap: {
+      'client-ca-file': certs.clientCA.cert,
+      'requestheader-client-ca-file': certs.frontProxyCA.cert,
+      'requestheader-allowed-names': '["front-proxy-client"]',
+      'requestheader-username-headers': '["X-Remote-User"]',
+      'requestheader-group-headers': '["X-Remote-Group"]',
+      'requestheader-extra-headers-prefix': '["X-Remote-Extra-"]',
+    },
+    tokens: {},
+    policy: (s) => {
+      const a = s.resourceAttributes;
+      if (!a || a.group !== 'external.metrics.k8s.io' || !['get', 'list', 'watch'].includes(a.verb)) return 'no rule';
+      if (s.user === hpa) return true; // system:controller:horizontal-pod-autoscaler
+      if (s.user === 'dev' && a.namespace === 'team-a') return true; // a RoleBinding in team-a
+      return 'no RBAC rule';
+    },
+  });
+  const { store, close } = await openTestStore('sqlite');
+  await store.upsertCluster('a', { name: 'a' });
+  await store.setClusterStatus('a', { phase: 'Ready', ready: true, apiResources: [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singularName: 'pod' }] });
+  await store.applyBatch('a', [podEvent('ADDED', 'team-a', 'p1', '10', { phase: 'Pending' }), podEvent('ADDED', 'team-a', 'p2', '11'), podEvent('ADDED', 'team-b', 'p3', '12', { phase: 'Pending' })]);
+  const dir = mkdtempSync(join(tmpdir(), 'panoptes-em-auth-'));
+  writeFileSync(join(dir, 'tls.crt'), certs.serving.cert);
+  writeFileSync(join(dir, 'tls.key'), certs.serving.key);
+  const secure = await secureServingFromFlags({ 'tls-cert-file': join(dir, 'tls.crt'), 'tls-private-key-file': join(dir, 'tls.key') }, logger('test'), { authnClient: host.client(), authzClient: host.client() });
+  const api = await createApiserver({ store, secure, log: logger('test') });
+  const base = await api.listen('127.0.0.1', 0);
+  t.teardown(async () => {
+    await api.close();
+    secure.stop();
+    await close();
+    await host.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const ca = certs.servingCA.cert;
+  const as = (user: string, path: string) => call(base, path, ca, certs.frontProxyClient, user);
+  const EM = '/apis/external.metrics.k8s.io/v1beta1';
+  const pending = `?labelSelector=${encodeURIComponent('field.panoptes.io/status.phase=Pending')}`;
+
+  t.test('the HPA controller: one review (the metric in its namespace), then the value', async (t) => {
+    host.requests.length = 0;
+    const r = await as(hpa, `${EM}/namespaces/team-a/pods${pending}`);
+    t.equal(r.status, 200, r.body);
+    t.equal(JSON.parse(r.body).items[0].value, '1');
+    t.same(
+      host.sars().map((s) => s.resourceAttributes),
+      [{ verb: 'list', group: 'external.metrics.k8s.io', version: 'v1beta1', resource: 'pods', namespace: 'team-a' }],
+      'no per-cluster review: the HPA controller has no panoptes.io rights',
+    );
+    host.requests.length = 0;
+    const all = await as(hpa, `${EM}/namespaces/team-a/pods${pending},search.panoptes.io%2Fall-namespaces`);
+    t.equal(all.status, 200, all.body);
+    t.equal(JSON.parse(all.body).items[0].value, '2');
+    t.same(
+      host.sars().map((s) => s.resourceAttributes),
+      [{ verb: 'list', group: 'external.metrics.k8s.io', version: 'v1beta1', resource: 'pods' }],
+      'all namespaces: reviewed again at the cluster scope (the namespace review is cached)',
+    );
+  });
+
+  t.test('a user without a rule: 403 Status naming user, verb, metric and namespace', async (t) => {
+    const r = await as('eve', `${EM}/namespaces/team-a/pods`);
+    t.equal(r.status, 403);
+    const s = JSON.parse(r.body);
+    t.match(s, { kind: 'Status', reason: 'Forbidden', code: 403, details: { group: 'external.metrics.k8s.io', kind: 'pods' } });
+    t.equal(s.message, 'pods.external.metrics.k8s.io is forbidden: User "eve" cannot list resource "pods" in API group "external.metrics.k8s.io" in the namespace "team-a": no RBAC rule');
+  });
+
+  t.test('a user allowed in one namespace cannot widen the scope', async (t) => {
+    t.equal((await as('dev', `${EM}/namespaces/team-a/pods`)).status, 200);
+    t.equal((await as('dev', `${EM}/namespaces/team-a/pods?labelSelector=search.panoptes.io%2Fnamespaces%3Dteam-a`)).status, 200, 'its own namespace named explicitly');
+    const other = await as('dev', `${EM}/namespaces/team-a/pods?labelSelector=search.panoptes.io%2Fnamespaces%3Dteam-b`);
+    t.equal(other.status, 403);
+    t.match(JSON.parse(other.body).message, /cannot list resource "pods" in API group "external.metrics.k8s.io" in the namespace "team-b"/);
+    const all = await as('dev', `${EM}/namespaces/team-a/pods?labelSelector=search.panoptes.io%2Fall-namespaces`);
+    t.equal(all.status, 403);
+    t.match(JSON.parse(all.body).message, /at the cluster scope/);
+    t.equal((await as('dev', `${EM}/namespaces/team-b/pods`)).status, 403, 'another namespace in the path');
+  });
+});
