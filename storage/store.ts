@@ -9,7 +9,7 @@ import { readMeta, type Meta } from './meta.ts';
 import * as openapi from './openapi.ts';
 import { objectColumns, toStored, type ObjectRow } from './rows.ts';
 import { migrate } from './schema.ts';
-import { applyBatch, type WriteOptions } from './write.ts';
+import { applyBatch, applyBatches, type BatchPart, type WriteOptions } from './write.ts';
 import * as leases from './leases.ts';
 import type { Fence, Lease, Member } from './leases.ts';
 import type {
@@ -60,6 +60,17 @@ export class Store {
     const result = await applyBatch(this.conn.knex, this.conn.dialect, cluster, events, opts);
     if (result.changes.length > 0) for (const l of this.listeners) l(result.watermark);
     return result;
+  }
+
+  /**
+   * Group commit: several clusters' batches in one transaction (one per cluster). A fenced
+   * part (FencedError, naming its fence) writes nothing of any part.
+   */
+  async applyBatches(parts: BatchPart[]): Promise<BatchResult[]> {
+    const results = await applyBatches(this.conn.knex, this.conn.dialect, parts);
+    const wrote = results.some((r) => r.changes.length > 0);
+    if (wrote) for (const l of this.listeners) l(results[0].watermark);
+    return results;
   }
 
   /** Called after each commit of this process that wrote changes (wakes the in-process poller). */

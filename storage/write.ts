@@ -29,6 +29,9 @@ interface Held extends StoredState {
 interface PendingChange {
   rv: number;
   type: EventType;
+  cluster: string;
+  /** The lease epoch of the writer (null: written without a lease). */
+  epoch: number | null;
   group: string;
   version: string;
   resource: string;
@@ -109,93 +112,121 @@ async function loadStored(
   return out;
 }
 
-export async function applyBatch(
-  knex: Knex,
-  dialect: Dialect,
-  cluster: string,
-  events: UpstreamEvent[],
-  opts: WriteOptions = {},
-): Promise<BatchResult> {
-  const described = events.map(describe);
+/** One cluster's share of a group commit. */
+export interface BatchPart {
+  cluster: string;
+  events: UpstreamEvent[];
+  /** The writer's lease for this cluster: checked in the transaction (FencedError if it moved on). */
+  fence?: Fence;
+}
+
+/** One cluster's batch in one transaction (applyBatches with one part). */
+export async function applyBatch(knex: Knex, dialect: Dialect, cluster: string, events: UpstreamEvent[], opts: WriteOptions = {}): Promise<BatchResult> {
+  const [result] = await applyBatches(knex, dialect, [{ cluster, events, fence: opts.fence }], { beforeCommit: opts.beforeCommit });
+  return result;
+}
+
+/**
+ * Group commit: the batches of several clusters in one transaction, one rv range, in part
+ * order. Every part's fence is checked first; a FencedError (its `fence` names the part)
+ * writes nothing of any part, and the caller retries without the fenced one. Returns one
+ * result per part; each part's changes are in rv order and the watermark is the batch's.
+ */
+export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPart[], opts: Pick<WriteOptions, 'beforeCommit'> = {}): Promise<BatchResult[]> {
+  if (new Set(parts.map((p) => p.cluster)).size !== parts.length) throw new Error('applyBatches: one part per cluster');
+  const described = parts.map((p) => p.events.map(describe));
   return knex.transaction(async (trx) => {
     const lockStarted = performance.now();
     let rv = await dialect.lockRv(trx);
     const lockWaitMs = performance.now() - lockStarted;
-    if (opts.fence) await checkFence(trx, dialect, opts.fence);
+    for (const p of parts) if (p.fence) await checkFence(trx, dialect, p.fence);
 
-    // What storage holds for every key the batch touches.
-    const original = new Map<string, { id: number; held: Held }>();
-    for (const r of await loadStored(trx, dialect, cluster, described)) {
-      const object = JSON.parse(r.object) as KubeObject;
-      const held: Held = { uid: r.uid, upstreamRv: r.upstream_rv, version: r.version, object, json: r.object, rv: Number(r.rv) };
-      original.set(keyOf(r.grp, r.resource, r.namespace, r.name), { id: Number(r.id), held });
-    }
-
-    // Each event decided against its key's state so far; each change gets the next rv and is
-    // served with it, and its prev is the key's object as served just before.
-    const state = new Map<string, Held | null>();
-    const touched = new Map<string, { group: string; resource: string; namespace: string; name: string }>();
     const pending: PendingChange[] = [];
-    for (const { e, namespace, name, incoming } of described) {
-      const key = keyOf(e.group, e.resource, namespace, name);
-      let cur = state.has(key) ? state.get(key)! : (original.get(key)?.held ?? null);
-      const decisions = decide(cur, incoming);
-      if (decisions.length === 0) continue;
-      for (const d of decisions) {
-        const changeRv = ++rv;
-        const served = stamp(d.object, changeRv, cluster, d.upstreamRv);
-        const json = JSON.stringify(served);
-        pending.push({ rv: changeRv, type: d.type, group: e.group, version: d.version, resource: e.resource, namespace, name, uid: d.uid, object: json, prev: cur?.json ?? null });
-        const next = stateAfter(d, served);
-        cur = next ? { ...next, json, rv: changeRv } : null;
-      }
-      state.set(key, cur);
-      touched.set(key, { group: e.group, resource: e.resource, namespace, name });
-    }
-
-    if (pending.length === 0) return { changes: [], watermark: rv, lockWaitMs };
-
-    // The keys' final states as rows: upserted, deleted, and their label rows rewritten when the labels changed.
+    const perPart: PendingChange[][] = [];
     const upserts: Array<Omit<ObjectRow, 'id'>> = [];
     const deleteIds: number[] = [];
-    const reindex: Array<{ key: string; labels: Record<string, string> }> = [];
     const dropIndexIds: number[] = [];
-    for (const [key, ref] of touched) {
-      const before = original.get(key);
-      const after = state.get(key)!;
-      if (!after) {
-        if (before) deleteIds.push(before.id);
-        continue;
+    const reindex: Array<{ key: string; labels: Record<string, string> }> = [];
+    for (const [i, part] of parts.entries()) {
+      const { cluster } = part;
+      // What storage holds for every key the part touches.
+      const original = new Map<string, { id: number; held: Held }>();
+      for (const r of await loadStored(trx, dialect, cluster, described[i])) {
+        const object = JSON.parse(r.object) as KubeObject;
+        const held: Held = { uid: r.uid, upstreamRv: r.upstream_rv, version: r.version, object, json: r.object, rv: Number(r.rv) };
+        original.set(keyOf(r.grp, r.resource, r.namespace, r.name), { id: Number(r.id), held });
       }
-      const md = after.object.metadata ?? {};
-      upserts.push({
-        cluster,
-        grp: ref.group,
-        version: after.version,
-        resource: ref.resource,
-        namespace: ref.namespace,
-        name: ref.name,
-        uid: after.uid,
-        rv: after.rv,
-        upstream_rv: after.upstreamRv,
-        created_at: md.creationTimestamp ?? '',
-        owner_uid: ownerUid(after.object),
-        fields: fieldsJson(ref.group, ref.resource, after.object),
-        object: after.json,
-      });
-      const labels = md.labels ?? {};
-      if (before && sameRecord(before.held.object.metadata?.labels ?? {}, labels)) continue;
-      reindex.push({ key, labels });
-      if (before) dropIndexIds.push(before.id);
+
+      // Each event decided against its key's state so far; each change gets the next rv and is
+      // served with it, and its prev is the key's object as served just before.
+      const state = new Map<string, Held | null>();
+      const touched = new Map<string, { group: string; resource: string; namespace: string; name: string }>();
+      const mine: PendingChange[] = [];
+      for (const { e, namespace, name, incoming } of described[i]) {
+        const key = keyOf(e.group, e.resource, namespace, name);
+        let cur = state.has(key) ? state.get(key)! : (original.get(key)?.held ?? null);
+        const decisions = decide(cur, incoming);
+        if (decisions.length === 0) continue;
+        for (const d of decisions) {
+          const changeRv = ++rv;
+          const served = stamp(d.object, changeRv, cluster, d.upstreamRv);
+          const json = JSON.stringify(served);
+          mine.push({ rv: changeRv, type: d.type, cluster, epoch: part.fence?.epoch ?? null, group: e.group, version: d.version, resource: e.resource, namespace, name, uid: d.uid, object: json, prev: cur?.json ?? null });
+          const next = stateAfter(d, served);
+          cur = next ? { ...next, json, rv: changeRv } : null;
+        }
+        state.set(key, cur);
+        touched.set(key, { group: e.group, resource: e.resource, namespace, name });
+      }
+      perPart.push(mine);
+      pending.push(...mine);
+
+      // The keys' final states as rows: upserted, deleted, and their label rows rewritten when the labels changed.
+      for (const [key, ref] of touched) {
+        const before = original.get(key);
+        const after = state.get(key)!;
+        if (!after) {
+          if (before) deleteIds.push(before.id);
+          continue;
+        }
+        const md = after.object.metadata ?? {};
+        upserts.push({
+          cluster,
+          grp: ref.group,
+          version: after.version,
+          resource: ref.resource,
+          namespace: ref.namespace,
+          name: ref.name,
+          uid: after.uid,
+          rv: after.rv,
+          upstream_rv: after.upstreamRv,
+          created_at: md.creationTimestamp ?? '',
+          owner_uid: ownerUid(after.object),
+          fields: fieldsJson(ref.group, ref.resource, after.object),
+          object: after.json,
+        });
+        const labels = md.labels ?? {};
+        if (before && sameRecord(before.held.object.metadata?.labels ?? {}, labels)) continue;
+        reindex.push({ key: `${cluster}\u0000${key}`, labels });
+        if (before) dropIndexIds.push(before.id);
+      }
     }
 
+    const results = (): BatchResult[] =>
+      perPart.map((mine) => ({
+        changes: mine.map((p) => ({ rv: p.rv, type: p.type, cluster: p.cluster, group: p.group, resource: p.resource, namespace: p.namespace, name: p.name })),
+        watermark: rv,
+        lockWaitMs,
+      }));
+    if (pending.length === 0) return results();
+
     const ids = new Map<string, number>();
-    const upserted = await insertRows<Omit<ObjectRow, 'id'>, Pick<ObjectRow, 'id' | 'grp' | 'resource' | 'namespace' | 'name'>>(trx, dialect, 'objects', upserts, {
+    const upserted = await insertRows<Omit<ObjectRow, 'id'>, Pick<ObjectRow, 'id' | 'cluster' | 'grp' | 'resource' | 'namespace' | 'name'>>(trx, dialect, 'objects', upserts, {
       conflict: ['grp', 'resource', 'namespace', 'name', 'cluster'],
       update: ['version', 'uid', 'rv', 'upstream_rv', 'created_at', 'owner_uid', 'fields', 'object'],
-      returning: ['id', 'grp', 'resource', 'namespace', 'name'],
+      returning: ['id', 'cluster', 'grp', 'resource', 'namespace', 'name'],
     });
-    for (const r of upserted) ids.set(keyOf(r.grp, r.resource, r.namespace, r.name), Number(r.id));
+    for (const r of upserted) ids.set(`${r.cluster}\u0000${keyOf(r.grp, r.resource, r.namespace, r.name)}`, Number(r.id));
     const dropIds = [...deleteIds, ...dropIndexIds];
     for (const part of chunk(dropIds, 1)) await trx('object_labels').whereIn('obj_id', part).delete();
     for (const part of chunk(deleteIds, 1)) await trx('objects').whereIn('id', part).delete();
@@ -210,7 +241,7 @@ export async function applyBatch(
     const changeRows = pending.map((p) => ({
       rv: p.rv,
       type: p.type,
-      cluster,
+      cluster: p.cluster,
       grp: p.group,
       version: p.version,
       resource: p.resource,
@@ -220,17 +251,12 @@ export async function applyBatch(
       object: p.object,
       prev_object: p.prev,
       ts,
-      epoch: opts.fence?.epoch ?? null,
+      epoch: p.epoch,
     }));
     await insertRows(trx, dialect, 'changes', changeRows);
     await trx('meta').where({ key: 'rv' }).update({ value: rv });
     await dialect.notifyCommit(trx, rv);
     if (opts.beforeCommit) await opts.beforeCommit();
-
-    return {
-      changes: pending.map((p) => ({ rv: p.rv, type: p.type, cluster, group: p.group, resource: p.resource, namespace: p.namespace, name: p.name })),
-      watermark: rv,
-      lockWaitMs,
-    };
+    return results();
   });
 }

@@ -8,6 +8,7 @@ import type { Store } from '../storage/store.ts';
 import type { KubeObject } from '../storage/types.ts';
 import { Backoff, Waker, sleep, type BackoffOptions } from './backoff.ts';
 import { Batcher, type BatcherOptions, type CommitHook } from './batcher.ts';
+import type { Committer } from './committer.ts';
 import { connectCluster, describeError, type ClusterClient } from './client.ts';
 import { publicSpec, type ClusterConfig } from './config.ts';
 import { discover, type DiscoveryResult } from './discovery.ts';
@@ -60,6 +61,8 @@ export interface ClusterDeps {
   metrics: SynchroMetrics;
   log: Logger;
   batch: BatcherOptions;
+  /** The process's group committer: every cluster's batcher writes through it. */
+  committer: Committer;
   timings: ClusterTimings;
   onCommit?: CommitHook;
   /** The problem with the configuration file, while its last good version is in effect. */
@@ -140,7 +143,7 @@ export class ClusterSync {
       await this.writeStatus();
       return;
     }
-    this.batcher = new Batcher(store, this.name, this.deps.batch, this.deps.metrics, this.log, { onCommit: this.deps.onCommit, fence: this.lease.fence, onFenced: () => this.lease.onFenced() });
+    this.batcher = new Batcher(this.deps.committer, this.name, this.deps.batch, this.deps.metrics, this.log, { onCommit: this.deps.onCommit, fence: this.lease.fence, onFenced: () => this.lease.onFenced() });
     this.openapi = new OpenAPIFetcher({ cluster: this.name, client: this.client, store, metrics: this.deps.metrics, log: this.log, v2RefreshMs: this.deps.timings.openapiV2RefreshMs });
     this.log.info('cluster registered', { server: this.client.server, resources: this.config.resources });
     for (const warning of this.client.warnings) this.log.warn(warning, { server: this.client.server });

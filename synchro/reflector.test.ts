@@ -10,6 +10,7 @@ import { openTestStore } from '../storage/testing.ts';
 import type { KubeObject } from '../storage/types.ts';
 import { Batcher, defaultBatcherOptions } from './batcher.ts';
 import { HttpError, type ClusterClient } from './client.ts';
+import { Committer } from './committer.ts';
 import { SynchroMetrics } from './metrics.ts';
 import { Reflector } from './reflector.ts';
 import type { ApiResource } from './resources.ts';
@@ -53,12 +54,14 @@ async function reflect(t: Test, resource: ApiResource, member: ScriptedMember, s
   await seed(store);
   const metrics = new SynchroMetrics();
   const log = logger('test');
-  const batcher = new Batcher(store, 'm', defaultBatcherOptions('sqlite'), metrics, log);
+  const committer = new Committer(store, defaultBatcherOptions('sqlite'), metrics, log);
+  const batcher = new Batcher(committer, 'm', defaultBatcherOptions('sqlite'), metrics, log);
   const refl = new Reflector({ cluster: 'm', client: member, store, batcher, resource, metrics, log, pageSize: 2, backoff: { initialMs: 10, maxMs: 20 } });
   t.teardown(async () => {
     member.close();
     await refl.stop();
     await batcher.close();
+    await committer.close();
   });
   refl.start();
   await waitUntil('the list is complete', () => refl.hasSynced, 10_000, 10);

@@ -8,6 +8,7 @@
 import { logger, type Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
 import { Batcher, defaultBatcherOptions, type BatcherOptions, type CommitHook } from './batcher.ts';
+import { Committer } from './committer.ts';
 import { clusterLease, compactorLease, type Fence } from '../storage/leases.ts';
 import { ClusterSync, defaultTimings, dropStored, type ClusterStatus, type ClusterTimings } from './cluster.ts';
 import { ConfigError, FileWatcher, loadClustersFile, loadKubeconfigClusters, publicSpec, type ClusterConfig, type ParsedConfig } from './config.ts';
@@ -83,7 +84,8 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   let configError: string | undefined;
   let stopped = false;
   let chain: Promise<void> = Promise.resolve();
-  const deps = { store, metrics, log, batch, timings, onCommit: opts.onCommit, configError: () => configError };
+  const committer = new Committer(store, batch, metrics, log.child({ part: 'committer' }));
+  const deps = { store, metrics, log, batch, committer, timings, onCommit: opts.onCommit, configError: () => configError };
 
   /** A lease is gone (renewal failed or timed out, or a write was fenced): stop its work now. */
   const onLost = (lease: string, epoch: number) => {
@@ -111,7 +113,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   const removeCluster = async (name: string) => {
     const started = Date.now();
     const fence = fenceOf(name);
-    const batcher = new Batcher(store, name, batch, metrics, log.child({ cluster: name }), { onCommit: opts.onCommit, fence, onFenced: () => keeper.fenced(fence.lease, fence.epoch) });
+    const batcher = new Batcher(committer, name, batch, metrics, log.child({ cluster: name }), { onCommit: opts.onCommit, fence, onFenced: () => keeper.fenced(fence.lease, fence.epoch) });
     let objects = 0;
     try {
       for (const r of await store.storedResources(name)) objects += await dropStored(store, batcher, name, r.group, r.resource, metrics);
@@ -285,6 +287,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
       await chain;
       await Promise.all([...owned.values()].map((o) => o.sync?.stop()));
       owned.clear();
+      await committer.close();
       await compactor?.stop();
       await keeper.stop();
       await metricsServer?.close();
