@@ -1,6 +1,7 @@
 // Everything that differs between SQLite and PostgreSQL lives here; the rest of storage/
 // is portable knex.
 import type { Knex } from 'knex';
+import { insertRows } from './insert.ts';
 import { chunk } from './rows.ts';
 import { columnType } from './schema-types.ts';
 
@@ -10,8 +11,17 @@ export interface Dialect {
   name: DialectName;
   /** Column type for keys compared in list order: byte order on both engines. */
   keyType: string;
-  /** Takes the write lock that orders rv allocation: held until commit. Returns the last allocated rv. */
-  lockRv(trx: Knex.Transaction): Promise<number>;
+  /**
+   * Takes the write lock that orders rv allocation (held until commit) and reads the named
+   * leases, which stay locked against acquisition until commit (the writers' fences): one
+   * statement on PostgreSQL. Returns the last allocated rv and the leases found.
+   */
+  lockRv(trx: Knex.Transaction, leases?: string[]): Promise<{ rv: number; leases: LeaseState[] }>;
+  /**
+   * The end of a batch: appends the change rows, moves the watermark to `rv` and tells other
+   * processes (NOTIFY, a hint: polling still delivers): one statement on PostgreSQL.
+   */
+  publishChanges(trx: Knex.Transaction, rows: Array<Record<string, unknown>>, rv: number): Promise<void>;
   /** Runs before the migration transaction: whatever must exist for lockMigrations. */
   prepareMigrations(knex: Knex): Promise<void>;
   /** Serializes schema migrations across processes starting at once. */
@@ -20,8 +30,6 @@ export interface Dialect {
   snapshot(knex: Knex): Promise<Knex.Transaction>;
   /** SQL for the database clock, ms since the epoch (leases compare against one clock). */
   nowMs: string;
-  /** Appended to a SELECT of a row that must not change until the transaction ends (a shared row lock). */
-  lockForWrite: string;
   /** SQL (and bindings) for the text value of `key` in a JSON object held in a text column. */
   jsonText(column: string, key: string): [string, string[]];
   /** Refreshes the planner's statistics. */
@@ -36,8 +44,6 @@ export interface Dialect {
    * its bindings, written so that the engine probes the index once per pair.
    */
   selectObjectsByNames(columns: string, where: string, whereBindings: unknown[], pairs: Array<[string, string]>): [string, unknown[]];
-  /** Tells other processes that changes were committed (a hint; polling still delivers). */
-  notifyCommit(trx: Knex.Transaction, rv: number): Promise<void>;
   /**
    * Each `objects o` row's object as a JSON document: a join to add to the FROM clause (none
    * needed on SQLite) and the SQL that names the document in the JSON functions below.
@@ -69,20 +75,50 @@ function pgPath(path: string[]): string {
   return `{${path.map((k) => `"${k}"`).join(',')}}`;
 }
 
+/** A lease as a write transaction sees it (storage/leases.ts checks the fences against it). */
+export interface LeaseState {
+  name: string;
+  holder: string | null;
+  epoch: number;
+  expired: boolean;
+}
+
+const toLeaseState = (r: { name: string; holder: string | null; epoch: number | string; expired: number | string | boolean }): LeaseState => ({
+  name: r.name,
+  holder: r.holder,
+  epoch: Number(r.epoch),
+  expired: r.expired === true || Number(r.expired) === 1,
+});
+
+const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? (result as T[]) : ((result as { rows?: T[] }).rows ?? []));
+
 /** The channel PostgreSQL NOTIFY uses to wake pollers in other processes. */
 export const notifyChannel = 'panoptes_changes';
 
 const migrationLockKey = 7_461_726_112;
 
+const sqliteNowMs = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
+const postgresNowMs = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+
 export const sqlite: Dialect = {
   name: 'sqlite',
   keyType: 'text',
-  async lockRv(trx) {
+  async lockRv(trx, leases = []) {
     // A write first, so the transaction holds SQLite's single write lock from here on
-    // (a read first could not be upgraded if another process wrote in between).
+    // (a read first could not be upgraded if another process wrote in between); it also
+    // excludes every acquisition until commit.
     await trx('meta').where({ key: 'rv' }).update({ value: trx.raw('value') });
     const row = await trx('meta').where({ key: 'rv' }).first('value');
-    return Number(row.value);
+    const found = leases.length
+      ? rowsOf<{ name: string; holder: string | null; epoch: number; expired: number }>(
+          await trx.raw(`SELECT name, holder, epoch, CASE WHEN expires_at <= ${sqliteNowMs} THEN 1 ELSE 0 END AS expired FROM leases WHERE name IN (${leases.map(() => '?').join(', ')})`, leases),
+        )
+      : [];
+    return { rv: Number(row.value), leases: found.map(toLeaseState) };
+  },
+  async publishChanges(trx, rows, rv) {
+    await insertRows(trx, sqlite, 'changes', rows);
+    await trx('meta').where({ key: 'rv' }).update({ value: rv });
   },
   async prepareMigrations(knex) {
     // Outside any transaction: a statement of its own waits for the lock (busy_timeout).
@@ -96,9 +132,7 @@ export const sqlite: Dialect = {
   async snapshot(knex) {
     return knex.transaction();
   },
-  nowMs: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
-  // One writer at a time: a write transaction already excludes every other writer.
-  lockForWrite: '',
+  nowMs: sqliteNowMs,
   jsonText(column, key) {
     return [`json_extract(${column}, ?)`, [`$."${key}"`]];
   },
@@ -116,9 +150,6 @@ export const sqlite: Dialect = {
   selectObjectsByNames(columns, where, whereBindings, pairs) {
     const values = pairs.map(() => '(?, ?)').join(', ');
     return [`SELECT ${columns} FROM objects o WHERE ${where} AND (o.namespace, o.name) IN (VALUES ${values})`, [...whereBindings, ...pairs.flat()]];
-  },
-  async notifyCommit() {
-    // One process owns an embedded database's writes; in-process listeners are woken by the store.
   },
   // json_* functions parse the text column; SQLite caches the parse of a row's document.
   jsonDocument: { ref: 'o.object' },
@@ -141,10 +172,31 @@ export const sqlite: Dialect = {
 export const postgres: Dialect = {
   name: 'postgres',
   keyType: 'text COLLATE "C"',
-  async lockRv(trx) {
+  async lockRv(trx, leases = []) {
     // The row lock orders writers: the next one allocates only after this one is visible.
-    const row = await trx('meta').where({ key: 'rv' }).forUpdate().first('value');
-    return Number(row.value);
+    // The fences' lease rows are share-locked in the same statement: an acquisition waits
+    // for this transaction, so no write lands after its lease moved on.
+    if (leases.length === 0) {
+      const row = await trx('meta').where({ key: 'rv' }).forUpdate().first('value');
+      return { rv: Number(row.value), leases: [] };
+    }
+    const rows = rowsOf<{ rv: number | string; name: string | null; holder: string | null; epoch: number | string; expired: boolean }>(
+      await trx.raw(
+        `SELECT m.value AS rv, l.name, l.holder, l.epoch, l.expires_at <= ${postgresNowMs} AS expired FROM meta m ` +
+          `LEFT JOIN LATERAL (SELECT * FROM leases WHERE name IN (${leases.map(() => '?').join(', ')}) FOR SHARE) l ON true WHERE m.key = 'rv' FOR UPDATE OF m`,
+        leases,
+      ),
+    );
+    return { rv: Number(rows[0].rv), leases: rows.filter((r) => r.name !== null).map((r) => toLeaseState({ ...r, name: r.name! })) };
+  },
+  async publishChanges(trx, rows, rv) {
+    // One statement: the rows, the watermark and the NOTIFY (sent at commit).
+    const [[source, bindings]] = postgres.rowsSource('changes', Object.keys(rows[0]), rows);
+    const columns = Object.keys(rows[0]).map((c) => `"${c}"`).join(', ');
+    await trx.raw(
+      `WITH appended AS (INSERT INTO changes (${columns}) ${source}), watermark AS (UPDATE meta SET value = ? WHERE key = 'rv') SELECT pg_notify(?, ?)`,
+      [...(bindings as Knex.ValueDict[keyof Knex.ValueDict][]), rv, notifyChannel, String(rv)],
+    );
   },
   async prepareMigrations() {
     // Everything happens under the advisory lock (concurrent CREATE TABLE IF NOT EXISTS can fail).
@@ -156,8 +208,7 @@ export const postgres: Dialect = {
   async snapshot(knex) {
     return knex.transaction({ isolationLevel: 'repeatable read', readOnly: true });
   },
-  nowMs: '(extract(epoch from clock_timestamp()) * 1000)::bigint',
-  lockForWrite: ' FOR SHARE',
+  nowMs: postgresNowMs,
   jsonText(column, key) {
     return [`(${column}::jsonb ->> ?)`, [key]];
   },
@@ -180,9 +231,6 @@ export const postgres: Dialect = {
       `SELECT ${columns} FROM json_to_recordset(?::json) AS k(x text, y text) CROSS JOIN LATERAL ` +
       `(SELECT * FROM objects o WHERE ${where} AND o.namespace = k.x COLLATE "C" AND o.name = k.y COLLATE "C" OFFSET 0) AS o`;
     return [sql, [json, ...whereBindings]];
-  },
-  async notifyCommit(trx, rv) {
-    await trx.raw('SELECT pg_notify(?, ?)', [notifyChannel, String(rv)]);
   },
   // The text column is parsed to jsonb once per row (OFFSET 0 keeps the planner from inlining
   // the cast into every expression that uses it).

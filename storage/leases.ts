@@ -8,7 +8,7 @@
 // lost its lease — paused past its expiry, partitioned, or replaced — never writes a row.
 import type { Knex } from 'knex';
 import { StatusError } from '../kube/status.ts';
-import type { Dialect } from './dialect.ts';
+import type { Dialect, LeaseState } from './dialect.ts';
 
 /** What a writer proves with each batch: who it is and the epoch it acquired. */
 export interface Fence {
@@ -156,14 +156,14 @@ export async function deleteLease(knex: Knex, name: string, holder: string, epoc
 }
 
 /**
- * Inside a write transaction: throws FencedError unless `fence` still holds its lease,
- * unexpired. The lease row stays locked against acquisition until the transaction ends, so
- * a write either commits before the lease moves on or not at all.
+ * Throws FencedError for the first fence that no longer holds its lease, unexpired, as the
+ * write transaction read the leases (dialect.lockRv, which keeps them locked against
+ * acquisition until the transaction ends: a write either commits before its lease moves on
+ * or not at all).
  */
-export async function checkFence(trx: Knex.Transaction, dialect: Dialect, fence: Fence): Promise<void> {
-  const [row] = rowsOf<{ holder: string | null; epoch: number | string; expired: number | string | boolean }>(
-    await trx.raw(`SELECT holder, epoch, CASE WHEN expires_at <= ${dialect.nowMs} THEN 1 ELSE 0 END AS expired FROM leases WHERE name = ?${dialect.lockForWrite}`, [fence.lease]),
-  );
-  const found = row ? { holder: row.holder, epoch: Number(row.epoch), expired: Number(row.expired) === 1 } : undefined;
-  if (!found || found.holder !== fence.holder || found.epoch !== fence.epoch || found.expired) throw new FencedError(fence, found);
+export function verifyFences(fences: Fence[], found: LeaseState[]): void {
+  for (const fence of fences) {
+    const row = found.find((l) => l.name === fence.lease);
+    if (!row || row.holder !== fence.holder || row.epoch !== fence.epoch || row.expired) throw new FencedError(fence, row);
+  }
 }

@@ -1,5 +1,5 @@
 // Commit notifications from other processes: PostgreSQL LISTEN on the channel writers NOTIFY
-// at commit (dialect.notifyCommit). A hint only: the apiserver's poller still polls, so a lost
+// at commit (dialect.publishChanges). A hint only: the apiserver's poller still polls, so a lost
 // notification (or a dropped connection) delays delivery by one poll interval at most.
 // SQLite has one writing process; its in-process Store.onCommit is the wake-up there.
 import pg from 'pg';

@@ -6,7 +6,7 @@ import { decide, stateAfter, type IncomingEvent, type StoredState } from './deci
 import type { Dialect } from './dialect.ts';
 import { insertRows } from './insert.ts';
 import { labelNumber } from './label-number.ts';
-import { checkFence, type Fence } from './leases.ts';
+import { verifyFences, type Fence } from './leases.ts';
 import { chunk, keyOf, ownerUid, type ObjectRow } from './rows.ts';
 import type { BatchResult, EventType, KubeObject, UpstreamEvent } from './types.ts';
 
@@ -137,9 +137,11 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
   const described = parts.map((p) => p.events.map(describe));
   return knex.transaction(async (trx) => {
     const lockStarted = performance.now();
-    let rv = await dialect.lockRv(trx);
+    const fences = parts.flatMap((p) => (p.fence ? [p.fence] : []));
+    const locked = await dialect.lockRv(trx, fences.map((f) => f.lease));
     const lockWaitMs = performance.now() - lockStarted;
-    for (const p of parts) if (p.fence) await checkFence(trx, dialect, p.fence);
+    verifyFences(fences, locked.leases);
+    let rv = locked.rv;
 
     const pending: PendingChange[] = [];
     const perPart: PendingChange[][] = [];
@@ -253,9 +255,7 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
       ts,
       epoch: p.epoch,
     }));
-    await insertRows(trx, dialect, 'changes', changeRows);
-    await trx('meta').where({ key: 'rv' }).update({ value: rv });
-    await dialect.notifyCommit(trx, rv);
+    await dialect.publishChanges(trx, changeRows, rv);
     if (opts.beforeCommit) await opts.beforeCommit();
     return results();
   });
