@@ -26,6 +26,7 @@ import { freePort } from './postgres.ts';
 import { startSimCluster, type SimCluster } from './sim/cluster.ts';
 import { get } from './sim/testutil.ts';
 import { setLogLevel } from '../lib/log.ts';
+import { Store } from '../storage/store.ts';
 import { emptyStorageUrl, stopTestPostgres } from '../storage/testing.ts';
 
 const { values: args } = parseArgs({
@@ -190,7 +191,38 @@ function latencies(client: Client, seqs: number[]): Latency {
 const f = (n: number) => n.toFixed(1);
 const show = (what: string, l: Latency) => `${what}: p50 ${f(l.p50)} ms, p99 ${f(l.p99)} ms, max ${f(l.max)} ms (${l.n} events${l.missing ? `, ${l.missing} MISSING` : ''})`;
 
-async function latencyRun(title: string, sim: SimCluster, names: string[], panoptesBase: string): Promise<void> {
+/** Where the time goes: write → commit in storage (the change row's time) and commit → the client. */
+async function breakdown(storage: string, client: Client, seqs: number[], fromRv: number): Promise<string> {
+  const store = await Store.open(storage);
+  try {
+    const commitAt = new Map<number, number>();
+    for (let after = fromRv, i = 0; i < 1000; i++) {
+      const changes = await store.changesAfter(after, 1000);
+      if (changes.length === 0) break;
+      for (const c of changes) {
+        const s = Number((JSON.parse(c.object) as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.['bench/seq']);
+        if (Number.isFinite(s) && !commitAt.has(s)) commitAt.set(s, c.ts);
+      }
+      after = changes[changes.length - 1].rv;
+    }
+    const toCommit: number[] = [];
+    const toClient: number[] = [];
+    for (const s of seqs) {
+      const c = commitAt.get(s);
+      const at = client.arrivals.get(s);
+      if (c === undefined || at === undefined) continue;
+      toCommit.push(c - sent.get(s)!);
+      toClient.push(at - c);
+    }
+    toCommit.sort((a, b) => a - b);
+    toClient.sort((a, b) => a - b);
+    return `write -> committed in storage p50 ${f(quantile(toCommit, 0.5))} / p99 ${f(quantile(toCommit, 0.99))} ms; committed -> at the client p50 ${f(quantile(toClient, 0.5))} / p99 ${f(quantile(toClient, 0.99))} ms`;
+  } finally {
+    await store.close();
+  }
+}
+
+async function latencyRun(title: string, sim: SimCluster, names: string[], panoptesBase: string, storage: string): Promise<void> {
   const start = await get(`${panoptesBase}${P}/api/v1/namespaces/bench/pods?limit=1`);
   const direct = await watchClient(`${sim.url}/api/v1/namespaces/bench/pods?watch=1&resourceVersion=${sim.store.resourceVersion}`);
   const viaPanoptes = await watchClient(`${panoptesBase}${P}/api/v1/namespaces/bench/pods?watch=1&resourceVersion=${start.json.metadata.resourceVersion}`);
@@ -207,6 +239,7 @@ async function latencyRun(title: string, sim: SimCluster, names: string[], panop
   console.log(`\n${title}: ${nWrites} pod updates at ${rate}/s in one simulated cluster`);
   console.log(`  ${show('watch on the simulated cluster', d)}`);
   console.log(`  ${show('watch through Panoptes (HTTP)  ', p)}`);
+  console.log(`  ${await breakdown(storage, viaPanoptes, seqs, Number(start.json.metadata.resourceVersion))}`);
   console.log(`  ratio Panoptes/direct: p50 ${f(p.p50 / d.p50)}x, p99 ${f(p.p99 / d.p99)}x; target p99 <= 150 ms: ${p.p99 <= 150 && p.missing === 0 ? 'MET' : 'MISSED'}`);
 }
 
@@ -268,7 +301,7 @@ try {
     const aio = panoptes(['all-in-one', '--storage', storage, '--clusters', clusters, '--insecure-listen', `127.0.0.1:${port}`]);
     const base = `http://127.0.0.1:${port}`;
     await synced(base, sim.name);
-    await latencyRun('SQLite, panoptes all-in-one (one process)', sim, names, base);
+    await latencyRun('SQLite, panoptes all-in-one (one process)', sim, names, base, storage);
     await aio.stop();
     await sim.close();
     await cleanup();
@@ -285,7 +318,7 @@ try {
       const api = panoptes(['apiserver', '--storage', storage, '--insecure-listen', `127.0.0.1:${port}`]);
       const base = `http://127.0.0.1:${port}`;
       await synced(base, sim.name);
-      await latencyRun('PostgreSQL, panoptes synchro + panoptes apiserver (separate processes)', sim, names, base);
+      await latencyRun('PostgreSQL, panoptes synchro + panoptes apiserver (separate processes)', sim, names, base, storage);
       await api.stop();
     }
     if (!only || only === 'scale') await scaleRun(storage, sim, names);
