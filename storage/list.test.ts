@@ -104,6 +104,9 @@ for (const backend of backends) {
       const filtered = await pageAll(t, store, pods({ limit: 4, labelSelector: parseLabelSelector('app=web'), clusters: ['c1', 'c2'] }));
       t.same(filtered.all, ids((await store.list(pods({ labelSelector: parseLabelSelector('app=web'), clusters: ['c1', 'c2'] }))).items));
       t.equal(filtered.all.length, 20);
+      t.same(new Set(filtered.remaining), new Set([undefined]), 'with a selector the count is unknown: unset, as kube-apiserver leaves it');
+      const scoped = await pageAll(t, store, pods({ limit: 4, clusters: ['c1', 'c3'], namespaces: ['beta'] }));
+      t.same(scoped.remaining, [16, 12, 8, 4, undefined], 'clusters and namespaces narrow the count');
       const exact = await store.list(pods({ limit: 60 }));
       t.equal(exact.continue, undefined, 'a page that holds everything has no continue');
     });

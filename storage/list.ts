@@ -43,6 +43,24 @@ async function rebuiltAt(trx: Knex.Transaction, q: ListQuery, rv: number): Promi
   return out.sort(compareKeys);
 }
 
+/**
+ * How many objects the whole list has, for remainingItemCount; undefined when the list has
+ * selectors (label, field, names, owner), as kube-apiserver leaves it unset then. Lists of
+ * the latest state sum object_counts; one at an older rv counts its rows.
+ */
+async function countAll(trx: Knex.Transaction, q: ListQuery, historic: boolean, live: () => Knex.QueryBuilder, rebuilt: number): Promise<number | undefined> {
+  if (q.labelSelector?.length || q.fieldSelector?.length || q.names || q.ownerUIDs) return undefined;
+  if (historic) {
+    const row = await live().count({ n: '*' }).first();
+    return Number((row as { n: number | string }).n) + rebuilt;
+  }
+  const qb = trx('object_counts').where({ grp: q.group, resource: q.resource });
+  if (q.clusters) qb.whereIn('cluster', q.clusters);
+  if (q.namespaces) qb.whereIn('namespace', q.namespaces);
+  const row = await qb.sum({ n: 'n' }).first();
+  return Number((row as { n: number | string | null }).n ?? 0);
+}
+
 export async function list(knex: Knex, dialect: Dialect, q: ListQuery): Promise<ListResult> {
   const token = q.continue !== undefined && q.continue !== '' ? decodeContinue(q.continue) : undefined;
   const trx = await dialect.snapshot(knex);
@@ -88,10 +106,7 @@ export async function list(knex: Knex, dialect: Dialect, q: ListQuery): Promise<
       items.length = limit;
       const last = items[limit - 1];
       let total = token?.total;
-      if (total === undefined && !token) {
-        const row = await live().count({ n: '*' }).first();
-        total = Number((row as { n: number | string }).n) + rebuilt.length;
-      }
+      if (total === undefined && !token) total = await countAll(trx, q, historic, live, rebuilt.length);
       const served = (token?.served ?? 0) + items.length;
       result.continue = encodeContinue({ rv, namespace: last.namespace, name: last.name, cluster: last.cluster, total, served });
       if (total !== undefined) result.remainingItemCount = Math.max(0, total - served);

@@ -5,6 +5,7 @@ const nonText: Record<string, Record<string, string>> = {
   objects: { id: 'bigint', rv: 'bigint' },
   object_labels: { obj_id: 'bigint', num: 'bigint' },
   changes: { rv: 'bigint', ts: 'bigint', epoch: 'bigint' },
+  object_counts: { n: 'bigint' },
 };
 
 export function columnType(table: string, column: string): string {

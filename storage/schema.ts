@@ -156,6 +156,22 @@ const migrations: Migration[] = [
       });
     },
   },
+  {
+    // Objects per cluster, resource and namespace, kept by every batch: remainingItemCount of
+    // a list without selectors is a sum of a few rows instead of a count over every object.
+    version: 7,
+    async up(trx, d) {
+      await trx.schema.createTable('object_counts', (t) => {
+        t.specificType('grp', d.keyType).notNullable();
+        t.specificType('resource', d.keyType).notNullable();
+        t.specificType('cluster', d.keyType).notNullable();
+        t.specificType('namespace', d.keyType).notNullable();
+        t.bigInteger('n').notNullable();
+        t.primary(['grp', 'resource', 'cluster', 'namespace']);
+      });
+      await trx.raw('INSERT INTO object_counts (grp, resource, cluster, namespace, n) SELECT grp, resource, cluster, namespace, COUNT(*) FROM objects GROUP BY grp, resource, cluster, namespace');
+    },
+  },
 ];
 
 /** Applies every migration not yet applied (up to `upTo`, for tests), each in the same locked transaction. */

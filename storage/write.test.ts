@@ -158,6 +158,18 @@ for (const backend of backends) {
       t.equal(await store.getCluster('east'), undefined);
     });
 
+    t.test('object_counts equals the objects per cluster, resource and namespace after every kind of write', async (t) => {
+      const k = store.conn.knex;
+      const counted = async () =>
+        ((await k('object_counts').where('n', '<>', 0).select('cluster', 'grp', 'resource', 'namespace', 'n')) as Array<Record<string, unknown>>).map((r) => `${r.cluster}/${r.grp}/${r.resource}/${r.namespace}=${Number(r.n)}`).sort();
+      const actual = async () =>
+        ((await k('objects').groupBy('cluster', 'grp', 'resource', 'namespace').select('cluster', 'grp', 'resource', 'namespace').count({ n: '*' })) as Array<Record<string, unknown>>).map((r) => `${r.cluster}/${r.grp}/${r.resource}/${r.namespace}=${Number(r.n)}`).sort();
+      await store.applyBatch('counts', [podEvent('ADDED', 'x', 'a', '1'), podEvent('ADDED', 'x', 'b', '2'), podEvent('ADDED', 'y', 'c', '3')]);
+      await store.applyBatch('counts', [podEvent('DELETED', 'x', 'a', '4'), podEvent('MODIFIED', 'x', 'b', '5', { uid: 'new' }), podEvent('ADDED', 'x', 'a', '6')]);
+      await store.applyBatch('counts', [podEvent('DELETED', 'y', 'c', '7'), podEvent('ADDED', 'y', 'c', '3')]);
+      t.same(await counted(), await actual());
+    });
+
     t.test('an event without a name is refused and writes nothing', async (t) => {
       const before = await store.watermark();
       const ev = podEvent('ADDED', 'web', 'x', '1');

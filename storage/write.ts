@@ -112,6 +112,17 @@ async function loadStored(
   return out;
 }
 
+/** Adds the batch's object count deltas (per cluster, resource and namespace) to object_counts. */
+async function addCounts(trx: Knex.Transaction, dialect: Dialect, deltas: Array<{ cluster: string; grp: string; resource: string; namespace: string; n: number }>): Promise<void> {
+  if (deltas.length === 0) return;
+  for (const [source, bindings] of dialect.rowsSource('object_counts', ['cluster', 'grp', 'resource', 'namespace', 'n'], deltas)) {
+    await trx.raw(
+      `INSERT INTO object_counts (cluster, grp, resource, namespace, n) ${source} ON CONFLICT (grp, resource, cluster, namespace) DO UPDATE SET n = object_counts.n + excluded.n`,
+      bindings as Knex.ValueDict[keyof Knex.ValueDict][],
+    );
+  }
+}
+
 /** One cluster's share of a group commit. */
 export interface BatchPart {
   cluster: string;
@@ -149,6 +160,13 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
     const deleteIds: number[] = [];
     const dropIndexIds: number[] = [];
     const reindex: Array<{ key: string; labels: Record<string, string> }> = [];
+    const counts = new Map<string, { cluster: string; grp: string; resource: string; namespace: string; n: number }>();
+    const count = (cluster: string, ref: { group: string; resource: string; namespace: string }, delta: number) => {
+      const k = `${cluster}\u0000${ref.group}\u0000${ref.resource}\u0000${ref.namespace}`;
+      const c = counts.get(k) ?? { cluster, grp: ref.group, resource: ref.resource, namespace: ref.namespace, n: 0 };
+      c.n += delta;
+      counts.set(k, c);
+    };
     for (const [i, part] of parts.entries()) {
       const { cluster } = part;
       // What storage holds for every key the part touches.
@@ -188,9 +206,13 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
         const before = original.get(key);
         const after = state.get(key)!;
         if (!after) {
-          if (before) deleteIds.push(before.id);
+          if (before) {
+            deleteIds.push(before.id);
+            count(cluster, ref, -1);
+          }
           continue;
         }
+        if (!before) count(cluster, ref, 1);
         const md = after.object.metadata ?? {};
         upserts.push({
           cluster,
@@ -238,6 +260,7 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
       for (const [k, v] of Object.entries(labels)) labelRows.push({ obj_id: id, key: k, value: String(v), num: labelNumber(String(v)) });
     }
     await insertRows(trx, dialect, 'object_labels', labelRows);
+    await addCounts(trx, dialect, [...counts.values()].filter((c) => c.n !== 0));
 
     const ts = Date.now();
     const changeRows = pending.map((p) => ({
