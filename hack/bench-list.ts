@@ -1,9 +1,12 @@
-// List benchmark of the apiserver read path (issue 5 targets):
-//   node --import tsx hack/bench-list.ts [--pods 100000] [--clusters 10] [--samples 200] [--storage sqlite|postgres]
-// Simulated clusters get --pods pods in total; synchro copies them into storage; then, with
-// synchro stopped, it measures (1) the first page (limit=500) through HTTP, as JSON (client-go
-// informers) and as Table (kubectl), and (2) `kubectl get pods -A` over the whole set through
-// Panoptes against `kubectl get pods -A` on each simulated cluster one after the other.
+// List benchmark of the apiserver read path:
+//   node --import tsx hack/bench-list.ts [--pods 100000] [--clusters 10] [--samples 200]
+//        [--storage sqlite|postgres|both] [--skip-kubectl]
+// Simulated clusters get --pods pods in total; synchro copies them into storage (SQLite, then
+// PostgreSQL, by default both in one run); then, with synchro stopped, it measures (1) the
+// first page (limit=500) through HTTP, as JSON (client-go informers) and as Table (kubectl),
+// (2) all pages, and the PostgreSQL / SQLite ratios of both (target: within 1.5x), and (3) on
+// the first backend, `kubectl get pods -A` over the whole set through Panoptes against
+// `kubectl get pods -A` on each simulated cluster one after the other.
 import { percentile } from './fixtures.ts';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,11 +23,11 @@ import { startSynchro } from '../synchro/synchro.ts';
 import { startSimClusters } from './sim/cluster.ts';
 import type { KObject } from './sim/types.ts';
 
-const { values } = parseArgs({ options: { pods: { type: 'string' }, clusters: { type: 'string' }, samples: { type: 'string' }, storage: { type: 'string' } } });
+const { values } = parseArgs({ options: { pods: { type: 'string' }, clusters: { type: 'string' }, samples: { type: 'string' }, storage: { type: 'string' }, 'skip-kubectl': { type: 'boolean' } } });
 const total = Number(values.pods ?? 100_000);
 const nClusters = Number(values.clusters ?? 10);
 const samples = Number(values.samples ?? 200);
-const backend = (values.storage ?? 'sqlite') as Backend;
+const backendsToRun: Backend[] = values.storage === 'sqlite' || values.storage === 'postgres' ? [values.storage] : ['sqlite', 'postgres'];
 setLogLevel('warn');
 
 const P = '/apis/panoptes.io/v1alpha1/resources';
@@ -82,19 +85,13 @@ function kubectl(args: string[]): Promise<{ ms: number; lines: number; stderr: s
 
 const pct = percentile;
 
-async function main(): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'panoptes-bench-list-'));
-  const sims = await startSimClusters(Array.from({ length: nClusters }, (_, i) => `c${i}`), { historySize: 1000 });
-  const per = Math.ceil(total / nClusters);
-  for (const [ci, c] of sims.entries()) {
-    for (let n = 0; n < 20; n++) c.crud.create(c.registry.lookup('', 'v1', 'namespaces')!, 'v1', undefined, { metadata: { name: `bench-${n}` } });
-    c.bulkCreate('pods', Array.from({ length: Math.min(per, total - ci * per) }, (_, i) => pod(ci, i)));
-  }
+/** Syncs the simulated clusters into a fresh store on `backend` and measures the read path over HTTP. */
+async function measure(backend: Backend, sims: Awaited<ReturnType<typeof startSimClusters>>, dir: string) {
   const { url, cleanup } = await emptyStorageUrl(backend);
   const store = await Store.open(url);
   const clustersFile = join(dir, 'clusters.yaml');
   writeFileSync(clustersFile, stringify({ clusters: sims.map((s) => ({ name: s.name, server: s.url, resources: ['pods'] })) }));
-  let t0 = performance.now();
+  const t0 = performance.now();
   const synchro = await startSynchro({ store, clustersFile });
   if (!(await synchro.waitForInitialSync(600_000))) throw new Error('initial sync did not finish');
   await synchro.stop();
@@ -103,6 +100,7 @@ async function main(): Promise<void> {
 
   const api = await createApiserver({ store });
   const base = await api.listen('127.0.0.1', 0);
+  const figures = { json: 0, table: 0, pagesJson: 0 };
   const first = `${base}${P}/api/v1/pods?limit=500`;
   for (let i = 0; i < 10; i++) await httpGet(first); // warm-up
   for (const [what, accept] of [['JSON (PodList)', undefined], ['Table (kubectl)', TABLE]] as const) {
@@ -114,7 +112,9 @@ async function main(): Promise<void> {
       ms.push(r.ms);
       bytes = r.bytes;
     }
-    console.log(`first page, limit=500, ${what}: ${samples} sequential requests over HTTP: p50 ${pct(ms, 50).toFixed(1)} ms, p90 ${pct(ms, 90).toFixed(1)} ms, p99 ${pct(ms, 99).toFixed(1)} ms (${(bytes / 1024).toFixed(0)} KiB)${what.startsWith('JSON') ? `; target p50 <= 25 ms: ${pct(ms, 50) <= 25 ? 'MET' : 'MISSED'}` : ''}`);
+    if (what.startsWith('JSON')) figures.json = pct(ms, 50);
+    else figures.table = pct(ms, 50);
+    console.log(`${backend}: first page, limit=500, ${what}: ${samples} sequential requests over HTTP: p50 ${pct(ms, 50).toFixed(1)} ms, p90 ${pct(ms, 90).toFixed(1)} ms, p99 ${pct(ms, 99).toFixed(1)} ms (${(bytes / 1024).toFixed(0)} KiB)${what.startsWith('JSON') ? `; target p50 <= 25 ms: ${pct(ms, 50) <= 25 ? 'MET' : 'MISSED'}` : ''}`);
   }
 
   for (const [what, accept] of [['JSON', undefined], ['Table', TABLE]] as const) {
@@ -140,12 +140,54 @@ async function main(): Promise<void> {
       cont = (JSON.parse(body) as { metadata: { continue?: string } }).metadata.continue ?? '';
       pages++;
     } while (cont && pages < 10_000);
-    console.log(`all pages, limit=500, ${what}: ${pages} pages in ${((performance.now() - started) / 1000).toFixed(2)} s over HTTP (slowest: page ${slowestPage}, ${slowest.toFixed(0)} ms)`);
+    if (what === 'JSON') figures.pagesJson = performance.now() - started;
+    console.log(`${backend}: all pages, limit=500, ${what}: ${pages} pages in ${((performance.now() - started) / 1000).toFixed(2)} s over HTTP (slowest: page ${slowestPage}, ${slowest.toFixed(0)} ms)`);
   }
 
+  return {
+    figures,
+    api: {
+      base,
+      close: async () => {
+        await api.close();
+        await store.close();
+        await cleanup();
+      },
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'panoptes-bench-list-'));
+  const sims = await startSimClusters(Array.from({ length: nClusters }, (_, i) => `c${i}`), { historySize: 1000 });
+  const per = Math.ceil(total / nClusters);
+  for (const [ci, c] of sims.entries()) {
+    for (let n = 0; n < 20; n++) c.crud.create(c.registry.lookup('', 'v1', 'namespaces')!, 'v1', undefined, { metadata: { name: `bench-${n}` } });
+    c.bulkCreate('pods', Array.from({ length: Math.min(per, total - ci * per) }, (_, i) => pod(ci, i)));
+  }
+  const figures = new Map<Backend, { json: number; table: number; pagesJson: number }>();
+  let held: { base: string; close: () => Promise<void> } | undefined;
+  for (const backend of backendsToRun) {
+    const run = await measure(backend, sims, dir);
+    figures.set(backend, run.figures);
+    if (!held) held = run.api;
+    else await run.api.close();
+  }
+  const sq = figures.get('sqlite');
+  const pg = figures.get('postgres');
+  if (sq && pg) {
+    const r = (a: number, b: number) => a / b;
+    const ok = (x: number) => (x <= 1.5 ? 'MET' : 'MISSED');
+    console.log(`PostgreSQL / SQLite, same data, same run: first page JSON ${r(pg.json, sq.json).toFixed(2)}x (${ok(r(pg.json, sq.json))}), Table ${r(pg.table, sq.table).toFixed(2)}x, all pages JSON ${r(pg.pagesJson, sq.pagesJson).toFixed(2)}x (${ok(r(pg.pagesJson, sq.pagesJson))}); target within 1.5x`);
+  }
+  const base = held!.base;
   if (process.env.BENCH_LIST_HOLD) {
     console.log(`holding: ${base}${P} and ${sims.map((s) => s.url).join(' ')}`);
     await new Promise((r) => setTimeout(r, Number(process.env.BENCH_LIST_HOLD) * 1000));
+  }
+  if (values['skip-kubectl']) {
+    await finish();
+    return;
   }
   const cache = join(dir, 'kubectl-cache');
   const viaPanoptes = ['--kubeconfig', '/dev/null', '--cache-dir', cache, '--server', `${base}${P}`, 'get', 'pods', '-A'];
@@ -153,7 +195,7 @@ async function main(): Promise<void> {
   // Warm kubectl's discovery cache for every server first (both sides then pay the same).
   await kubectl([...viaPanoptes.slice(0, 6), 'api-resources']);
   for (const s of sims) await kubectl([...direct(s).slice(0, 6), 'api-resources']);
-  t0 = performance.now();
+  let t0 = performance.now();
   const p = await kubectl(viaPanoptes);
   const panoptesMs = performance.now() - t0;
   let directMs = 0;
@@ -173,12 +215,14 @@ async function main(): Promise<void> {
   for (const s of sims) bigDirect += (await kubectl([...direct(s), '--chunk-size=5000'])).ms;
   console.log(`with --chunk-size=5000 on both sides: Panoptes ${(big.ms / 1000).toFixed(2)} s, ${nClusters} direct runs ${(bigDirect / 1000).toFixed(2)} s, ratio ${(big.ms / bigDirect).toFixed(2)}x (${(bigDirect / big.ms).toFixed(2)}x faster)`);
 
-  await api.close();
-  await store.close();
-  await Promise.all(sims.map((s) => s.close()));
-  await cleanup();
-  await stopTestPostgres();
-  rmSync(dir, { recursive: true, force: true });
+  await finish();
+
+  async function finish(): Promise<void> {
+    await held!.close();
+    await Promise.all(sims.map((s) => s.close()));
+    await stopTestPostgres();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 main().catch((err) => {
