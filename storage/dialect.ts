@@ -35,10 +35,12 @@ export interface Dialect {
   /** Refreshes the planner's statistics. */
   analyze(knex: Knex): Promise<void>;
   /**
-   * The row source of a multi-row INSERT (`VALUES …` or a SELECT) with its bindings, split
-   * into as many statements as the engine's parameter limit needs.
+   * Runs `head <rows> suffix` for every row (an INSERT of `columns`, perhaps with ON CONFLICT
+   * and RETURNING): SQLite runs one cached prepared statement per row on the driver (no
+   * statement building or parsing per batch), PostgreSQL one statement whose rows travel as
+   * one JSON parameter. Returns the RETURNING rows.
    */
-  rowsSource(table: string, columns: string[], rows: Array<Record<string, unknown>>): Array<[string, unknown[]]>;
+  runInsert<Out>(trx: Knex.Transaction, insert: InsertStatement): Promise<Out[]>;
   /**
    * `SELECT columns FROM objects o WHERE where AND (o.namespace, o.name) is one of pairs`, with
    * its bindings, written so that the engine probes the index once per pair.
@@ -73,6 +75,36 @@ function sqlitePath(path: string[]): string {
 function pgPath(path: string[]): string {
   checkPath(path);
   return `{${path.map((k) => `"${k}"`).join(',')}}`;
+}
+
+/** An INSERT of many rows, as storage/insert.ts composes it. */
+export interface InsertStatement {
+  table: string;
+  /** `INSERT INTO t (cols)` */
+  head: string;
+  /** ` ON CONFLICT ... RETURNING ...`, or '' */
+  suffix: string;
+  columns: string[];
+  rows: Array<Record<string, unknown>>;
+  returning: boolean;
+}
+
+/** better-sqlite3's statement and database, as far as the insert path uses them. */
+interface SqliteStatement {
+  run(...params: unknown[]): unknown;
+  get(...params: unknown[]): unknown;
+}
+interface SqliteDatabase {
+  prepare(sql: string): SqliteStatement;
+  pragma(source: string): unknown;
+}
+const sqliteStatements = new WeakMap<SqliteDatabase, Map<string, SqliteStatement>>();
+
+/** The transaction's better-sqlite3 connection, or undefined on the sqlite3 driver. */
+async function sqliteDatabase(trx: Knex.Transaction): Promise<SqliteDatabase | undefined> {
+  const conn = await (trx.client as unknown as { acquireConnection(): Promise<unknown> }).acquireConnection();
+  // better-sqlite3 (synchronous) has pragma(); the sqlite3 driver's Database has an asynchronous prepare() only.
+  return conn && typeof (conn as SqliteDatabase).pragma === 'function' ? (conn as SqliteDatabase) : undefined;
 }
 
 /** A lease as a write transaction sees it (storage/leases.ts checks the fences against it). */
@@ -139,13 +171,32 @@ export const sqlite: Dialect = {
   async analyze(knex) {
     await knex.raw('ANALYZE');
   },
-  rowsSource(_table, columns, rows) {
-    const tuple = `(${columns.map(() => '?').join(', ')})`;
-    return chunk(rows, columns.length).map((part) => {
+  async runInsert<Out>(trx: Knex.Transaction, ins: InsertStatement): Promise<Out[]> {
+    const sql = `${ins.head} VALUES (${ins.columns.map(() => '?').join(', ')})${ins.suffix}`;
+    const db = await sqliteDatabase(trx);
+    const out: Out[] = [];
+    if (db) {
+      let cache = sqliteStatements.get(db);
+      if (!cache) sqliteStatements.set(db, (cache = new Map()));
+      let stmt = cache.get(sql);
+      if (!stmt) cache.set(sql, (stmt = db.prepare(sql)));
+      const values: unknown[] = new Array(ins.columns.length);
+      for (const row of ins.rows) {
+        for (let i = 0; i < ins.columns.length; i++) values[i] = row[ins.columns[i]] ?? null;
+        if (ins.returning) out.push(stmt.get(...values) as Out);
+        else stmt.run(...values);
+      }
+      return out;
+    }
+    // The asynchronous sqlite3 driver (compared in bench:storage): multi-row VALUES through knex.
+    const tuple = `(${ins.columns.map(() => '?').join(', ')})`;
+    for (const part of chunk(ins.rows, ins.columns.length)) {
       const bindings: unknown[] = [];
-      for (const row of part) for (const c of columns) bindings.push(row[c]);
-      return [`VALUES ${new Array(part.length).fill(tuple).join(', ')}`, bindings];
-    });
+      for (const row of part) for (const c of ins.columns) bindings.push(row[c] ?? null);
+      const result: unknown = await trx.raw(`${ins.head} VALUES ${new Array(part.length).fill(tuple).join(', ')}${ins.suffix}`, bindings as Knex.ValueDict[keyof Knex.ValueDict][]);
+      if (ins.returning) out.push(...rowsOf<Out>(result));
+    }
+    return out;
   },
   selectObjectsByNames(columns, where, whereBindings, pairs) {
     const values = pairs.map(() => '(?, ?)').join(', ');
@@ -169,6 +220,13 @@ export const sqlite: Dialect = {
   },
 };
 
+/** A SELECT of `rows` from one JSON parameter: far cheaper to bind and parse than thousands of parameters. */
+function postgresRowsSource(table: string, columns: string[], rows: Array<Record<string, unknown>>): [string, unknown[]] {
+  const defs = columns.map((c) => `"${c}" ${columnType(table, c)}`).join(', ');
+  const list = columns.map((c) => `"${c}"`).join(', ');
+  return [`SELECT ${list} FROM json_to_recordset(?::json) AS x(${defs})`, [JSON.stringify(rows)]];
+}
+
 export const postgres: Dialect = {
   name: 'postgres',
   keyType: 'text COLLATE "C"',
@@ -191,7 +249,7 @@ export const postgres: Dialect = {
   },
   async publishChanges(trx, rows, rv) {
     // One statement: the rows, the watermark and the NOTIFY (sent at commit).
-    const [[source, bindings]] = postgres.rowsSource('changes', Object.keys(rows[0]), rows);
+    const [source, bindings] = postgresRowsSource('changes', Object.keys(rows[0]), rows);
     const columns = Object.keys(rows[0]).map((c) => `"${c}"`).join(', ');
     await trx.raw(
       `WITH appended AS (INSERT INTO changes (${columns}) ${source}), watermark AS (UPDATE meta SET value = ? WHERE key = 'rv') SELECT pg_notify(?, ?)`,
@@ -215,11 +273,10 @@ export const postgres: Dialect = {
   async analyze(knex) {
     await knex.raw('ANALYZE');
   },
-  rowsSource(table, columns, rows) {
-    // One parameter, the rows as JSON: far cheaper to bind and parse than thousands of parameters.
-    const defs = columns.map((c) => `"${c}" ${columnType(table, c)}`).join(', ');
-    const list = columns.map((c) => `"${c}"`).join(', ');
-    return [[`SELECT ${list} FROM json_to_recordset(?::json) AS x(${defs})`, [JSON.stringify(rows)]]];
+  async runInsert<Out>(trx: Knex.Transaction, ins: InsertStatement): Promise<Out[]> {
+    const [source, bindings] = postgresRowsSource(ins.table, ins.columns, ins.rows);
+    const result: unknown = await trx.raw(`${ins.head} ${source}${ins.suffix}`, bindings as Knex.ValueDict[keyof Knex.ValueDict][]);
+    return ins.returning ? rowsOf<Out>(result) : [];
   },
   selectObjectsByNames(columns, where, whereBindings, pairs) {
     // A lateral join, kept one (OFFSET 0 stops the planner from flattening it into a hash join

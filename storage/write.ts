@@ -115,12 +115,7 @@ async function loadStored(
 /** Adds the batch's object count deltas (per cluster, resource and namespace) to object_counts. */
 async function addCounts(trx: Knex.Transaction, dialect: Dialect, deltas: Array<{ cluster: string; grp: string; resource: string; namespace: string; n: number }>): Promise<void> {
   if (deltas.length === 0) return;
-  for (const [source, bindings] of dialect.rowsSource('object_counts', ['cluster', 'grp', 'resource', 'namespace', 'n'], deltas)) {
-    await trx.raw(
-      `INSERT INTO object_counts (cluster, grp, resource, namespace, n) ${source} ON CONFLICT (grp, resource, cluster, namespace) DO UPDATE SET n = object_counts.n + excluded.n`,
-      bindings as Knex.ValueDict[keyof Knex.ValueDict][],
-    );
-  }
+  await insertRows(trx, dialect, 'object_counts', deltas, { conflict: ['grp', 'resource', 'cluster', 'namespace'], updateSql: 'n = object_counts.n + excluded.n' });
 }
 
 /** One cluster's share of a group commit. */
