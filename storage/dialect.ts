@@ -42,10 +42,11 @@ export interface Dialect {
    */
   runInsert<Out>(trx: Knex.Transaction, insert: InsertStatement): Promise<Out[]>;
   /**
-   * `SELECT columns FROM objects o WHERE where AND (o.namespace, o.name) is one of pairs`, with
-   * its bindings, written so that the engine probes the index once per pair.
+   * The `columns` of the objects of one cluster and resource named by `pairs` (namespace,
+   * name), probing the index once per pair: SQLite runs one cached prepared statement per
+   * pair on the driver, PostgreSQL one lateral join over the pairs as a JSON parameter.
    */
-  selectObjectsByNames(columns: string, where: string, whereBindings: unknown[], pairs: Array<[string, string]>): [string, unknown[]];
+  selectObjectsByNames<Row>(trx: Knex.Transaction, columns: string, key: { cluster: string; group: string; resource: string }, pairs: Array<[string, string]>): Promise<Row[]>;
   /**
    * Each `objects o` row's object as a JSON document: a join to add to the FROM clause (none
    * needed on SQLite) and the SQL that names the document in the JSON functions below.
@@ -105,6 +106,15 @@ async function sqliteDatabase(trx: Knex.Transaction): Promise<SqliteDatabase | u
   const conn = await (trx.client as unknown as { acquireConnection(): Promise<unknown> }).acquireConnection();
   // better-sqlite3 (synchronous) has pragma(); the sqlite3 driver's Database has an asynchronous prepare() only.
   return conn && typeof (conn as SqliteDatabase).pragma === 'function' ? (conn as SqliteDatabase) : undefined;
+}
+
+/** The connection's prepared statement for `sql`, prepared once. */
+function sqliteStatement(db: SqliteDatabase, sql: string): SqliteStatement {
+  let cache = sqliteStatements.get(db);
+  if (!cache) sqliteStatements.set(db, (cache = new Map()));
+  let stmt = cache.get(sql);
+  if (!stmt) cache.set(sql, (stmt = db.prepare(sql)));
+  return stmt;
 }
 
 /** A lease as a write transaction sees it (storage/leases.ts checks the fences against it). */
@@ -176,10 +186,7 @@ export const sqlite: Dialect = {
     const db = await sqliteDatabase(trx);
     const out: Out[] = [];
     if (db) {
-      let cache = sqliteStatements.get(db);
-      if (!cache) sqliteStatements.set(db, (cache = new Map()));
-      let stmt = cache.get(sql);
-      if (!stmt) cache.set(sql, (stmt = db.prepare(sql)));
+      const stmt = sqliteStatement(db, sql);
       const values: unknown[] = new Array(ins.columns.length);
       for (const row of ins.rows) {
         for (let i = 0; i < ins.columns.length; i++) values[i] = row[ins.columns[i]] ?? null;
@@ -198,9 +205,24 @@ export const sqlite: Dialect = {
     }
     return out;
   },
-  selectObjectsByNames(columns, where, whereBindings, pairs) {
-    const values = pairs.map(() => '(?, ?)').join(', ');
-    return [`SELECT ${columns} FROM objects o WHERE ${where} AND (o.namespace, o.name) IN (VALUES ${values})`, [...whereBindings, ...pairs.flat()]];
+  async selectObjectsByNames<Row>(trx: Knex.Transaction, columns: string, key: { cluster: string; group: string; resource: string }, pairs: Array<[string, string]>): Promise<Row[]> {
+    const db = await sqliteDatabase(trx);
+    if (db) {
+      const stmt = sqliteStatement(db, `SELECT ${columns} FROM objects o WHERE o.grp = ? AND o.resource = ? AND o.namespace = ? AND o.name = ? AND o.cluster = ?`);
+      const out: Row[] = [];
+      for (const [ns, name] of pairs) {
+        const row = stmt.get(key.group, key.resource, ns, name, key.cluster);
+        if (row) out.push(row as Row);
+      }
+      return out;
+    }
+    const out: Row[] = [];
+    for (const part of chunk(pairs, 2, 20_000)) {
+      const values = part.map(() => '(?, ?)').join(', ');
+      const sql = `SELECT ${columns} FROM objects o WHERE o.cluster = ? AND o.grp = ? AND o.resource = ? AND (o.namespace, o.name) IN (VALUES ${values})`;
+      out.push(...rowsOf<Row>(await trx.raw(sql, [key.cluster, key.group, key.resource, ...part.flat()])));
+    }
+    return out;
   },
   // json_* functions parse the text column; SQLite caches the parse of a row's document.
   jsonDocument: { ref: 'o.object' },
@@ -278,7 +300,7 @@ export const postgres: Dialect = {
     const result: unknown = await trx.raw(`${ins.head} ${source}${ins.suffix}`, bindings as Knex.ValueDict[keyof Knex.ValueDict][]);
     return ins.returning ? rowsOf<Out>(result) : [];
   },
-  selectObjectsByNames(columns, where, whereBindings, pairs) {
+  async selectObjectsByNames<Row>(trx: Knex.Transaction, columns: string, key: { cluster: string; group: string; resource: string }, pairs: Array<[string, string]>): Promise<Row[]> {
     // A lateral join, kept one (OFFSET 0 stops the planner from flattening it into a hash join
     // over the whole resource, which it picks while a fresh table has no statistics): one index
     // lookup per pair.
@@ -286,8 +308,8 @@ export const postgres: Dialect = {
     const json = JSON.stringify(pairs.map(([x, y]) => ({ x, y })));
     const sql =
       `SELECT ${columns} FROM json_to_recordset(?::json) AS k(x text, y text) CROSS JOIN LATERAL ` +
-      `(SELECT * FROM objects o WHERE ${where} AND o.namespace = k.x COLLATE "C" AND o.name = k.y COLLATE "C" OFFSET 0) AS o`;
-    return [sql, [json, ...whereBindings]];
+      `(SELECT * FROM objects o WHERE o.cluster = ? AND o.grp = ? AND o.resource = ? AND o.namespace = k.x COLLATE "C" AND o.name = k.y COLLATE "C" OFFSET 0) AS o`;
+    return rowsOf<Row>(await trx.raw(sql, [json, key.cluster, key.group, key.resource]));
   },
   // The text column is parsed to jsonb once per row (OFFSET 0 keeps the planner from inlining
   // the cast into every expression that uses it).

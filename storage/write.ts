@@ -79,9 +79,8 @@ function describe(e: UpstreamEvent): { e: UpstreamEvent; namespace: string; name
 }
 
 /**
- * The stored rows of the keys a batch touches: per resource one query over the by-cluster
- * index with the batch's (namespace, name) pairs, written so that each engine probes the
- * index once per key (`namespace IN … AND name IN …` would probe their cross product).
+ * The stored rows of the keys a batch touches, per resource, each key one index probe
+ * (`namespace IN … AND name IN …` would probe their cross product).
  */
 async function loadStored(
   trx: Knex.Transaction,
@@ -98,16 +97,8 @@ async function loadStored(
   }
   const out: ObjectRow[] = [];
   for (const r of byResource.values()) {
-    for (const pairs of chunk([...r.pairs.values()], 2, 20_000)) {
-      const [sql, bindings] = dialect.selectObjectsByNames(
-        'o.id, o.grp, o.version, o.resource, o.namespace, o.name, o.uid, o.rv, o.upstream_rv, o.object',
-        'o.cluster = ? AND o.grp = ? AND o.resource = ?',
-        [cluster, r.group, r.resource],
-        pairs,
-      );
-      const result: unknown = await trx.raw(sql, bindings as Knex.ValueDict[keyof Knex.ValueDict][]);
-      out.push(...(Array.isArray(result) ? result : (result as { rows: ObjectRow[] }).rows));
-    }
+    const key = { cluster, group: r.group, resource: r.resource };
+    out.push(...(await dialect.selectObjectsByNames<ObjectRow>(trx, 'o.id, o.grp, o.version, o.resource, o.namespace, o.name, o.uid, o.rv, o.upstream_rv, o.object', key, [...r.pairs.values()])));
   }
   return out;
 }
