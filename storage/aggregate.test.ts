@@ -3,6 +3,7 @@
 // numbers, booleans, null, objects or nothing, and random queries (list filters, JSON
 // conditions, every function, per cluster or not).
 import t from 'tap';
+import { prng } from '../hack/testing/prng.ts';
 import { parseLabelSelector } from '../kube/labels.ts';
 import type { AggregateFunction, AggregateQuery, JsonRequirement } from './aggregate.ts';
 import { objectMatches } from './filters.ts';
@@ -10,16 +11,6 @@ import { backends, openTestStore, stopTestPostgres } from './testing.ts';
 import type { KubeObject, UpstreamEvent } from './types.ts';
 
 t.teardown(stopTestPostgres);
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const numbers: unknown[] = [0, 1, 3, 7, -2, 1.5, 2.25, '5', 'ready', true, false, null, undefined, { a: 1 }, [1]];
 const phases: unknown[] = ['Pending', 'Running', 'Done', 3, true, null, undefined];

@@ -4,6 +4,7 @@
 // random selectors over random labels and field values must get equal answers from both,
 // on every backend.
 import t from 'tap';
+import { prng } from '../hack/testing/prng.ts';
 import { parseFieldSelector } from '../kube/fields.ts';
 import { parseLabelSelector } from '../kube/labels.ts';
 import { connect } from './connect.ts';
@@ -14,17 +15,6 @@ import { backends, emptyStorageUrl, openTestStore, podEvent, stopTestPostgres } 
 import type { KubeObject, ListQuery } from './types.ts';
 
 t.teardown(stopTestPostgres);
-
-/** mulberry32: a small seeded PRNG, so a failure names a seed that reproduces it. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const keys = ['app', 'tier', 'gen', 'n', 'example.com/x'];
 // Label values, with every kind of almost-number the int64 rule must tell apart.
