@@ -45,6 +45,13 @@ export async function listClusters(knex: Knex): Promise<ClusterRecord[]> {
   return rows.map(toRecord);
 }
 
+/** The names of the registered clusters and of every cluster that still has objects (cheap: no object is read). */
+export async function knownClusterNames(knex: Knex): Promise<string[]> {
+  const registered: Array<{ name: string }> = await knex('clusters').select('name');
+  const stored: Array<{ cluster: string }> = await knex('object_counts').where('n', '>', 0).distinct('cluster');
+  return [...new Set([...registered.map((r) => r.name), ...stored.map((r) => r.cluster)])].sort();
+}
+
 /** Removes the registration row only; the caller first deletes the cluster's objects as changes. */
 export async function deleteClusterRow(knex: Knex, name: string): Promise<void> {
   await knex('clusters').where({ name }).delete();

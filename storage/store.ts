@@ -137,6 +137,11 @@ export class Store {
     return clusters.storedKeys(this.conn.knex, cluster, group, resource);
   }
 
+  /** Registered clusters and clusters that still hold objects. */
+  knownClusterNames(): Promise<string[]> {
+    return clusters.knownClusterNames(this.conn.knex);
+  }
+
   storedResources(cluster?: string) {
     return clusters.storedResources(this.conn.knex, cluster);
   }

@@ -155,8 +155,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     const { live, deadHere } = await keeper.members();
     const configured = new Map(cfg.clusters.map((c) => [c.name, c]));
     const invalid = new Map(cfg.invalid.filter((i) => i.name).map((i) => [i.name!, i]));
-    const known = [...(await store.listClusters()).map((c) => c.name), ...(await store.storedResources()).map((r) => r.cluster)];
-    const universe = new Set([...configured.keys(), ...invalid.keys(), ...known]);
+    const universe = new Set([...configured.keys(), ...invalid.keys(), ...(await store.knownClusterNames())]);
     const mine = [...universe].filter((name) => ownerOf(name, live) === keeper.identity).sort();
 
     for (const [name, o] of [...owned]) {
