@@ -167,7 +167,7 @@ t.test('apiserver read path', async (t) => {
     await status(t, `${P}/api/v1/pods?resourceVersion=0&resourceVersionMatch=Exact`, 422, 'Invalid');
     const started = Date.now();
     const future = await status(t, `${P}/api/v1/pods?resourceVersion=${wm + 1000}`, 504, 'Timeout');
-    t.match(future.json.details, { causes: [{ type: 'ResourceVersionTooLarge' }] });
+    t.match(future.json.details, { causes: [{ reason: 'ResourceVersionTooLarge' }] });
     t.ok(Date.now() - started >= 250, 'waited before answering 504');
     await status(t, `${P}/api/v1/pods?resourceVersion=${wm + 1000}&resourceVersionMatch=Exact`, 504, 'Timeout');
     // The legacy row of kube's List semantics: resourceVersion=N with limit and no

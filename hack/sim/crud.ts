@@ -92,7 +92,7 @@ export class Crud {
     return new StatusError('Invalid', `${info.kind} "${name}" is invalid: ${field}: ${message}`, {
       ...this.details(info, name),
       kind: info.kind,
-      causes: [{ type: 'FieldValueInvalid', message, field }],
+      causes: [{ reason: 'FieldValueInvalid', message, field }],
     });
   }
 
@@ -407,7 +407,7 @@ export class Crud {
     const replicas = body.spec.replicas;
     if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0) {
       throw new StatusError('Invalid', `Scale.autoscaling "${name}" is invalid: spec.replicas: Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0`, {
-        name, group: 'autoscaling', kind: 'Scale', causes: [{ type: 'FieldValueInvalid', field: 'spec.replicas', message: 'must be greater than or equal to 0' }],
+        name, group: 'autoscaling', kind: 'Scale', causes: [{ reason: 'FieldValueInvalid', field: 'spec.replicas', message: 'must be greater than or equal to 0' }],
       });
     }
     const next = setPath(old, info.scale!.specReplicasPath, replicas) as KObject;

@@ -235,7 +235,7 @@ async function awaitRv(ctx: SimContext, rv: number): Promise<void> {
   if (rv <= ctx.store.resourceVersion) return;
   if (await ctx.store.waitForRv(rv, ctx.options.tooLargeWaitMs)) return;
   throw new StatusError('Timeout', `Too large resource version: ${rv}, current: ${ctx.store.resourceVersion}`, {
-    causes: [{ type: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+    causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
     retryAfterSeconds: 1,
   });
 }
