@@ -156,6 +156,22 @@ const migrations: Migration[] = [
       });
     },
   },
+  {
+    // Clusters registered through the API (storage/cluster-objects.ts): their objects live in
+    // `objects` and `changes` like every served object; their inline credentials here, where
+    // only synchro reads them (never served, never in the change log), with a digest the
+    // apiserver compares instead.
+    version: 6,
+    async up(trx, d) {
+      await trx.schema.createTable('cluster_credentials', (t) => {
+        t.specificType('name', d.keyType).primary();
+        t.string('uid').notNullable();
+        t.text('data').notNullable();
+        t.string('digest').notNullable();
+        t.string('updated_at').notNullable();
+      });
+    },
+  },
 ];
 
 /** Applies every migration not yet applied (up to `upTo`, for tests), each in the same locked transaction. */
