@@ -27,6 +27,10 @@ export interface ResourceInfo {
   clusters: string[];
   /** Verbs when not the usual get, list, watch. */
   verbs?: string[];
+  /** Subresources served (`clusters/status`), with their verbs. */
+  subresources?: Array<{ name: string; verbs: string[] }>;
+  /** PATCH content types accepted, for the OpenAPI operations (writable resources only). */
+  patchTypes?: string[];
 }
 
 /** The verbs served on every synced resource. */

@@ -18,6 +18,7 @@ import { catalogCheck, pingCheck, serveHealth, storageCheck, type HealthCheck } 
 import { ApiserverMetrics } from './metrics.ts';
 import { OpenAPIService, type OpenAPIServiceOptions } from './openapi/service.ts';
 import { RulesSource } from './external/rules-source.ts';
+import { isClusterPath } from './clusters.ts';
 import { route, type MetricLabels } from './routes.ts';
 import { WatchHub, type HubOptions } from './watch/index.ts';
 
@@ -145,7 +146,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     if (Buffer.byteLength(ctx.url) > limits.maxUrlBytes) throw new StatusError('BadRequest', `request URL is too long (${Buffer.byteLength(ctx.url)} bytes; at most ${limits.maxUrlBytes})`);
     const length = Number(ctx.get('Content-Length') || 0);
     if (length > limits.maxBodyBytes) throw new StatusError('RequestEntityTooLarge', `request body is too large (${length} bytes; at most ${limits.maxBodyBytes})`);
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && !isClusterPath(ctx.path)) throw readOnly(ctx.method);
     const first = ctx.path.split('/')[1];
     if (first === 'healthz' || first === 'livez' || first === 'readyz') {
       (ctx.state as { metric?: MetricLabels }).metric = { verb: 'health', group: '', resource: '' };
