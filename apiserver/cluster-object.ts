@@ -13,11 +13,10 @@ import { invalidLabelKey, invalidLabelValue } from '../kube/labels.ts';
 import { StatusError } from '../kube/status.ts';
 import { credentialsDigest, type ClusterCredentials, type ClusterObjectState, type ClusterObjectWrite } from '../storage/cluster-objects.ts';
 import type { KubeObject } from '../storage/types.ts';
-import { dnsLabelProblem, inlineCredentialFields, splitCredentials, validateClusterSpec } from '../synchro/cluster-spec.ts';
+import { clusterFinalizer, dnsLabelProblem, inlineCredentialFields, splitCredentials, validateClusterSpec } from '../synchro/cluster-spec.ts';
 import { panoptesApiVersion, panoptesGroupName } from './clusters.ts';
 
-/** Set on every API-created Cluster: synchro removes it once the cluster's objects are deleted. */
-export const clusterFinalizer = 'panoptes.io/synchro';
+export { clusterFinalizer };
 export const lastAppliedAnnotation = 'kubectl.kubernetes.io/last-applied-configuration';
 
 const kind = { group: panoptesGroupName, kind: 'Cluster' };

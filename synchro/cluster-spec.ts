@@ -27,6 +27,9 @@ export interface ClusterSpec {
   credentials?: ClusterSpecCredentials;
 }
 
+/** Set on every API-created Cluster by the apiserver; synchro releases it once the cluster's objects are deleted. */
+export const clusterFinalizer = 'panoptes.io/synchro';
+
 /** The inline credential fields: accepted on writes, kept apart by storage, never served. */
 export const inlineCredentialFields = ['token', 'clientCertData', 'clientKeyData'] as const;
 

@@ -12,6 +12,7 @@ import { createDatabase, freePort, startPostgres, type PostgresServer } from '..
 import { startSimCluster, type SimCluster } from '../hack/sim/cluster.ts';
 import { get } from '../hack/sim/testutil.ts';
 import { httpWatch, type HttpWatch, type HttpWatchEvent } from '../hack/testing/watch-http.ts';
+import { clusterObjectsCluster } from '../storage/cluster-objects.ts';
 import { Store } from '../storage/store.ts';
 import type { Change } from '../storage/types.ts';
 import { diffCopy, tempDir, waitUntil, writeClusters } from './testutil.ts';
@@ -215,9 +216,11 @@ t.test('synchro processes share the clusters and fail over without a lost or rep
       const changes: Change[] = await store.changesAfter(after, 5000);
       if (changes.length === 0) break;
       for (const c of changes) {
-        const prev = lastEpoch.get(c.cluster) ?? 0;
-        if ((c.epoch ?? 0) < prev) backwards.push(`rv ${c.rv} of ${c.cluster} written at epoch ${c.epoch} after epoch ${prev}`);
-        lastEpoch.set(c.cluster, Math.max(prev, c.epoch ?? 0));
+        // A Cluster object is written under the lease of the cluster it names.
+        const lease = c.cluster === clusterObjectsCluster ? c.name : c.cluster;
+        const prev = lastEpoch.get(lease) ?? 0;
+        if ((c.epoch ?? 0) < prev) backwards.push(`rv ${c.rv} of ${lease} written at epoch ${c.epoch} after epoch ${prev}`);
+        lastEpoch.set(lease, Math.max(prev, c.epoch ?? 0));
       }
       after = changes[changes.length - 1].rv;
     }
