@@ -31,6 +31,12 @@ const toSecret = (o: SecretObject): HostSecret | undefined =>
     ? { name: o.metadata.name, namespace: o.metadata.namespace ?? '', resourceVersion: o.metadata.resourceVersion ?? '', labels: o.metadata.labels ?? {}, data: o.data ?? {} }
     : undefined;
 
+/** Where API clusters' Secrets are looked up (HostSecrets; a fixed set in tests). */
+export interface SecretSource {
+  readonly namespace: string;
+  lookup(name: string): SecretLookup;
+}
+
 export interface HostSecretsOptions {
   client: ClusterClient;
   namespace: string;
@@ -40,7 +46,7 @@ export interface HostSecretsOptions {
   backoff?: { initialMs: number; maxMs: number };
 }
 
-export class HostSecrets {
+export class HostSecrets implements SecretSource {
   private readonly secrets = new Map<string, HostSecret>();
   private synced = false;
   private error?: string;

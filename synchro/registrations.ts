@@ -9,7 +9,7 @@ import type { ClusterRegistration } from '../storage/cluster-objects.ts';
 import type { KubeObject } from '../storage/types.ts';
 import { secretClusterLabel, secretKeys, validateClusterSpec, type ClusterSpec } from './cluster-spec.ts';
 import { settingsConfig, type ClusterConfig, type ClusterConnection, type CredentialsSource, type InvalidEntry } from './config.ts';
-import type { HostSecrets } from './host-secrets.ts';
+import type { SecretSource } from './host-secrets.ts';
 import { defaultResources, PatternError } from './resources.ts';
 import { errorText } from '../kube/field-errors.ts';
 
@@ -63,7 +63,7 @@ function fromKubeconfig(text: string, where: string): { token?: string; cert?: s
 }
 
 /** The connection of one API cluster; `undefined` while its Secret is not known yet. Throws Unusable with the reason. */
-function connection(name: string, spec: ClusterSpec, reg: ClusterRegistration, secrets: HostSecrets | undefined): { conn: ClusterConnection; credentials: CredentialsSource } | undefined {
+function connection(name: string, spec: ClusterSpec, reg: ClusterRegistration, secrets: SecretSource | undefined): { conn: ClusterConnection; credentials: CredentialsSource } | undefined {
   const conn: ClusterConnection = { server: spec.server };
   if (spec.caData) conn.certificateAuthorityData = spec.caData;
   if (spec.insecureSkipTLSVerify) conn.insecureSkipTLSVerify = true;
@@ -121,7 +121,7 @@ function connection(name: string, spec: ClusterSpec, reg: ClusterRegistration, s
 }
 
 /** The configuration of one API Cluster object; undefined while it cannot be decided. Throws Unusable. */
-function apiConfig(reg: ClusterRegistration, secrets: HostSecrets | undefined): ClusterConfig | undefined {
+function apiConfig(reg: ClusterRegistration, secrets: SecretSource | undefined): ClusterConfig | undefined {
   const errs = validateClusterSpec(reg.object.spec);
   if (errs.length) throw new Unusable(`invalid spec: ${errs.map(errorText).join('; ')}`);
   const spec = reg.object.spec as ClusterSpec;
@@ -142,7 +142,7 @@ function apiConfig(reg: ClusterRegistration, secrets: HostSecrets | undefined): 
  * are the file's, objects marked for deletion are to be removed, the others run (or are
  * invalid, or pending while their Secret is not read yet).
  */
-export function apiClusters(registrations: ClusterRegistration[], fileNames: Set<string>, secrets: HostSecrets | undefined): ApiClusters {
+export function apiClusters(registrations: ClusterRegistration[], fileNames: Set<string>, secrets: SecretSource | undefined): ApiClusters {
   const out: ApiClusters = { configs: new Map(), invalid: new Map(), deleting: new Set(), pending: new Set(), objects: new Map() };
   registrations.forEach((reg, index) => {
     out.objects.set(reg.name, reg);
