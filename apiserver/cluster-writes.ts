@@ -93,6 +93,8 @@ export async function serveClusterWrite(ctx: Context, deps: Deps, name: string |
   if (verb === 'create' && name !== undefined) throw methodNotAllowed(method, `clusters.panoptes.io/${name}: create a Cluster with POST .../clusters`);
   if (verb !== 'create' && name === undefined) throw methodNotAllowed(method, 'the clusters.panoptes.io collection: name the Cluster');
 
+  // A PATCH's content type is checked first, as kube-apiserver does (415 before anything else).
+  const patchType = verb === 'patch' ? patchTypeOf(ctx.get('Content-Type'), clusterPatchTypes) : undefined;
   const qs = new URLSearchParams(ctx.querystring);
   const opts = parseWriteOptions(qs, verb);
   const accept = ctx.get('Accept') || undefined;
@@ -118,7 +120,7 @@ export async function serveClusterWrite(ctx: Context, deps: Deps, name: string |
       break;
     }
     case 'patch': {
-      const type = patchTypeOf(ctx.get('Content-Type'), clusterPatchTypes);
+      const type = patchType!;
       const text = body.toString('utf8');
       target = name!;
       decide = (cur) => {

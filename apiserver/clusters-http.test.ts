@@ -248,7 +248,10 @@ t.test('clusters.panoptes.io is writable', async (t) => {
     }
     t.match(await call('POST', C, { metadata: { name: 'filed' }, spec: { server: 'https://x' } }), { status: 409, json: { reason: 'AlreadyExists' } });
     t.match(await call('DELETE', C), { status: 405 }, 'no deletecollection');
-    t.match(await call('POST', `/apis/panoptes.io/v1alpha1/resources/clusters/east/apis/panoptes.io/v1alpha1/clusters`, {}), { status: 405 }, 'no writes through a view');
+    t.match(await call('POST', `/apis/panoptes.io/v1alpha1/resources/clusters/east/apis/panoptes.io/v1alpha1/clusters`, {}), { status: 405 }, 'no writes through a one-cluster view');
+    const viaView = await call('POST', `/apis/panoptes.io/v1alpha1/resources/apis/panoptes.io/v1alpha1/clusters`, { metadata: { name: 'via-view' }, spec: { server: 'https://v' } });
+    t.equal(viaView.status, 201, 'the all-clusters view serves the same collection');
+    t.equal((await call('DELETE', `/apis/panoptes.io/v1alpha1/resources/apis/panoptes.io/v1alpha1/clusters/via-view`)).status, 200);
     t.match(await call('POST', `/apis/panoptes.io/v1alpha1/resources/api/v1/namespaces/x/configmaps`, {}), { status: 405, json: { reason: 'MethodNotAllowed' } }, 'synced resources stay read-only');
   });
 

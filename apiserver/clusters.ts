@@ -34,7 +34,14 @@ export const clusterInfo: ResourceInfo = {
 
 export const panoptesGroup: GroupEntry = { name: panoptesGroupName, versions: [{ version: panoptesVersion, resources: [clusterInfo] }] };
 
-/** Whether a request path is the Cluster resource at the server root (the only place writes are served). */
+const ownPath = `/apis/${panoptesGroupName}/${panoptesVersion}/${clusterResource}`;
+const viewPath = `/apis/${panoptesGroupName}/${panoptesVersion}/resources${ownPath}`;
+
+/**
+ * Whether a request path is the Cluster resource where writes are served: at the server root,
+ * and in the all-clusters view (the same collection, which a kubeconfig pointed at that view
+ * reaches). One-cluster views are read-only.
+ */
 export function isClusterPath(path: string): boolean {
-  return path === `/apis/${panoptesGroupName}/${panoptesVersion}/${clusterResource}` || path.startsWith(`/apis/${panoptesGroupName}/${panoptesVersion}/${clusterResource}/`);
+  return [ownPath, viewPath].some((p) => path === p || path.startsWith(`${p}/`));
 }

@@ -112,6 +112,13 @@ export class Crud {
       throw new StatusError('BadRequest', `the API version in the data (${String(body.apiVersion)}) does not match the expected API version (${apiVersion})`);
     }
     const { apiVersion: _v, kind: _k, metadata, ...rest } = cloneJson(body);
+    // A Secret's stringData is written into data (base64) and never stored, as kube-apiserver's conversion does.
+    if (info.id === '/secrets' && isObject(rest.stringData)) {
+      const data: JsonObject = isObject(rest.data) ? { ...rest.data } : {};
+      for (const [k, v] of Object.entries(rest.stringData)) data[k] = Buffer.from(String(v), 'utf8').toString('base64');
+      rest.data = data;
+      delete rest.stringData;
+    }
     return { apiVersion, kind: info.kind, metadata: isObject(metadata) ? (metadata as ObjectMeta) : {}, ...rest };
   }
 
