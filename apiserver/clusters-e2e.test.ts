@@ -164,6 +164,9 @@ t.test('registering clusters with kubectl: all-in-one, SQLite', async (t) => {
     const wide = await root(['get', 'clusters', '-o', 'wide']);
     t.match(wide.stdout.split('\n')[0], /^NAME\s+PHASE\s+READY\s+SYNCED\s+OBJECTS\s+AGE\s+SERVER\s+OWNER\s+EPOCH\s+MESSAGE$/);
     t.match(wide.stdout, new RegExp(`east\\s+Ready\\s+True\\s+2/2\\s+\\d+\\s+\\S+\\s+${east.url.replace(/[.]/g, '\\.')}/`));
+    const explain = await root(['explain', 'clusters.spec.credentials']);
+    t.match(explain.stdout, /secretRef\s+<ClusterSecretRef>/, 'kubectl explain describes the spec');
+    t.match(explain.stdout, /Write-only/);
     const yaml = await root(['get', 'cluster', 'east', '-o', 'yaml']);
     t.match(yaml.stdout, /source: api/);
     t.match(yaml.stdout, /secretRef:\n\s+name: east-credentials/);
