@@ -217,6 +217,7 @@ export class Catalog {
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
   private lastForced = 0;
+  private soon?: NodeJS.Timeout;
   private readonly log: Logger;
   /** When the last refresh succeeded (ms since the epoch); 0 before the first. */
   loadedAt = 0;
@@ -242,7 +243,9 @@ export class Catalog {
 
   stop(): void {
     clearTimeout(this.timer);
+    clearTimeout(this.soon);
     this.timer = undefined;
+    this.soon = undefined;
   }
 
   /** Refreshes now (joins a refresh in flight); never throws. */
@@ -261,6 +264,21 @@ export class Catalog {
         this.running = undefined;
       });
     return this.running;
+  }
+
+  /**
+   * Refreshes soon: at once, or 500 ms after the last forced refresh, once however often it is
+   * called meanwhile (a Cluster object changed: its cluster's resources may have).
+   */
+  refreshSoon(): void {
+    if (this.soon) return;
+    const wait = Math.max(0, 500 - (Date.now() - this.lastForced));
+    this.soon = setTimeout(() => {
+      this.soon = undefined;
+      this.lastForced = Date.now();
+      void this.refresh();
+    }, wait);
+    this.soon.unref?.();
   }
 
   /** Refreshes when something asked for is missing (an unknown cluster or resource), at most every 500 ms. */

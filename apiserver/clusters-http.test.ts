@@ -310,3 +310,23 @@ t.test('clusters.panoptes.io is writable', async (t) => {
     t.notOk(withKey.text.includes(CLIENT_KEY.slice(0, 40)));
   });
 });
+
+t.test('discovery follows a Cluster object change at once (not at the next periodic refresh)', async (t) => {
+  const { store, close } = await openTestStore('sqlite');
+  const api = await createApiserver({ store, catalogOptions: { refreshMs: 600_000 } });
+  const base = await api.listen('127.0.0.1', 0);
+  t.teardown(async () => {
+    await api.close();
+    await close();
+  });
+  const resources = async () => ((await get(`${base}/apis/panoptes.io/v1alpha1/resources/api/v1`)).json.resources as Array<{ name: string }>).map((r) => r.name);
+  t.same(await resources(), [], 'nothing synced yet');
+  // What synchro does when a cluster's initial sync completes: the status row, then the Cluster object.
+  await store.upsertCluster('z', { name: 'z' });
+  await store.setClusterStatus('z', { phase: 'Ready', ready: true, apiResources: [{ group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true, singularName: 'configmap' }] });
+  await store.writeClusterObject('z', () => ({ action: 'put', object: { apiVersion: 'panoptes.io/v1alpha1', kind: 'Cluster', metadata: { name: 'z', uid: 'u-z', generation: 1 }, spec: { source: 'file' }, status: { phase: 'Ready' } } }));
+  const deadline = Date.now() + 5000;
+  let names: string[] = [];
+  while (Date.now() < deadline && !(names = await resources()).includes('configmaps')) await new Promise((r) => setTimeout(r, 50));
+  t.same(names, ['configmaps'], 'served soon after the Cluster object changed');
+});

@@ -18,6 +18,8 @@ import { catalogCheck, pingCheck, serveHealth, storageCheck, type HealthCheck } 
 import { ApiserverMetrics } from './metrics.ts';
 import { OpenAPIService, type OpenAPIServiceOptions } from './openapi/service.ts';
 import { RulesSource } from './external/rules-source.ts';
+import { clusterObjectsCluster } from '../storage/cluster-objects.ts';
+import type { Change } from '../storage/types.ts';
 import { isClusterPath } from './clusters.ts';
 import { route, type MetricLabels } from './routes.ts';
 import { WatchHub, type HubOptions } from './watch/index.ts';
@@ -83,7 +85,11 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
   }
   const metrics = opts.metrics ?? new ApiserverMetrics();
   // One watch engine per server (one server per process): one poller whatever the number of watchers.
-  const hub = new WatchHub(opts.store, { registry: metrics.registry, log: log.child({ part: 'watch' }), ...opts.watch });
+  // A Cluster object changed (synchro wrote its status, it was registered or removed): discovery follows at once.
+  const followClusters = (changes: readonly Change[]) => {
+    if (changes.some((c) => c.cluster === clusterObjectsCluster)) catalog!.refreshSoon();
+  };
+  const hub = new WatchHub(opts.store, { registry: metrics.registry, log: log.child({ part: 'watch' }), onDispatched: followClusters, ...opts.watch });
   try {
     await hub.start();
   } catch (err) {
