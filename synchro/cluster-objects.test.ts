@@ -80,6 +80,9 @@ t.test('API objects: conflict condition, removal releases the finalizer', async 
   await store.writeClusterObject('dup', (cur) => ({ action: 'put', object: { ...cur!.object, metadata: { ...cur!.object.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } } }));
   t.equal(await finishRemoval(store, 'dup', fence), 'released', 'another finalizer holds it');
   t.same((await store.getClusterObject('dup'))!.object.metadata?.finalizers, ['other.io/keep']);
+  const rv = await store.watermark();
+  t.equal(await finishRemoval(store, 'dup', fence), 'kept', 'once released, nothing more to do');
+  t.equal(await store.watermark(), rv, 'and nothing written');
   await store.writeClusterObject('dup', (cur) => ({ action: 'put', object: { ...cur!.object, metadata: { ...cur!.object.metadata, finalizers: ['panoptes.io/synchro'] } } }));
   t.equal(await finishRemoval(store, 'dup', fence), 'deleted');
   t.equal(await store.getClusterObject('dup'), undefined);

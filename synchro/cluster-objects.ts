@@ -156,8 +156,9 @@ export async function finishRemoval(store: Store, name: string, fence: Fence): P
         outcome = 'deleted';
         return { action: 'delete' };
       }
-      if (!md.deletionTimestamp) return { action: 'none' };
-      const finalizers = (Array.isArray(md.finalizers) ? (md.finalizers as string[]) : []).filter((f) => f !== clusterFinalizer);
+      const held = Array.isArray(md.finalizers) ? (md.finalizers as string[]) : [];
+      if (!md.deletionTimestamp || !held.includes(clusterFinalizer)) return { action: 'none' };
+      const finalizers = held.filter((f) => f !== clusterFinalizer);
       if (finalizers.length === 0) {
         outcome = 'deleted';
         return { action: 'delete' };

@@ -47,7 +47,8 @@ t.test('configurations from Cluster objects', async (t) => {
       reg('bad-spec', { server: 'ftp://x' }),
       reg('in-file', { server: 'https://f' }),
       reg('filed', { source: 'file', server: 'https://g' }),
-      reg('going', { server: 'https://g' }, {}, { deletionTimestamp: '2026-01-01T00:00:00Z' }),
+      reg('going', { server: 'https://g' }, {}, { deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['panoptes.io/synchro'] }),
+      reg('released', { server: 'https://g' }, {}, { deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['other.io/keep'] }),
     ],
     new Set(['in-file']),
     secrets,
@@ -67,7 +68,8 @@ t.test('configurations from Cluster objects', async (t) => {
   t.notOk(out.configs.has('in-file') || out.invalid.has('in-file'), 'a name of the file is the file\'s');
   t.notOk(out.configs.has('filed'), 'a clusters.yaml object is not an API registration');
   t.ok(out.deleting.has('going'));
-  t.same([...out.objects.keys()].length, 11);
+  t.ok(out.pending.has('released') && !out.deleting.has('released'), 'deleted, no longer waiting for synchro: left alone');
+  t.same([...out.objects.keys()].length, 12);
   t.not(out.configs.get('a-token')!.fingerprint, apiClusters([reg('a-token', { server: 'https://a', credentials: { secretRef: { name: 'tok' } } })], new Set(), source([secret('tok', 'a-token', { token: b64('rotated') })])).configs.get('a-token')!.fingerprint, 'a rotated Secret changes the fingerprint');
 
   const pending = apiClusters([reg('p', { server: 'https://p', credentials: { secretRef: { name: 's' } } })], new Set(), source('pending'));

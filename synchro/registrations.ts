@@ -7,7 +7,7 @@
 import { parse as parseYaml } from 'yaml';
 import type { ClusterRegistration } from '../storage/cluster-objects.ts';
 import type { KubeObject } from '../storage/types.ts';
-import { secretClusterLabel, secretKeys, validateClusterSpec, type ClusterSpec } from './cluster-spec.ts';
+import { clusterFinalizer, secretClusterLabel, secretKeys, validateClusterSpec, type ClusterSpec } from './cluster-spec.ts';
 import { settingsConfig, type ClusterConfig, type ClusterConnection, type CredentialsSource, type InvalidEntry } from './config.ts';
 import type { SecretSource } from './host-secrets.ts';
 import { defaultResources, PatternError } from './resources.ts';
@@ -19,7 +19,11 @@ export interface ApiClusters {
   invalid: Map<string, InvalidEntry>;
   /** Objects marked for deletion: their cluster is removed, then the finalizer released. */
   deleting: Set<string>;
-  /** Names whose configuration cannot be decided yet (the host's Secrets are not read yet): left as they are. */
+  /**
+   * Names left as they are this pass: the configuration cannot be decided yet (the host's
+   * Secrets are not read yet), or the object is being deleted but no longer waits for synchro
+   * (its finalizer was removed; another one holds it).
+   */
   pending: Set<string>;
   /** Every Cluster object by name (file clusters' too). */
   objects: Map<string, ClusterRegistration>;
@@ -147,8 +151,10 @@ export function apiClusters(registrations: ClusterRegistration[], fileNames: Set
   registrations.forEach((reg, index) => {
     out.objects.set(reg.name, reg);
     if (isFileObject(reg.object) || fileNames.has(reg.name)) return;
-    if (reg.object.metadata?.deletionTimestamp) {
-      out.deleting.add(reg.name);
+    const md = reg.object.metadata ?? {};
+    if (md.deletionTimestamp) {
+      if (Array.isArray(md.finalizers) && md.finalizers.includes(clusterFinalizer)) out.deleting.add(reg.name);
+      else out.pending.add(reg.name);
       return;
     }
     try {
