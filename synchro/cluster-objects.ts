@@ -127,6 +127,9 @@ export class ClusterObjectWriter {
    * lease; `force` writes even when nothing meaningful changed. A lost lease writes nothing.
    */
   async write(status: Obj, source: ObjectSource, fence: Fence, force = false): Promise<boolean> {
+    // Most calls have nothing new to write: decide first on a plain read, without the rv lock
+    // (only this lease's holder writes a status, so the locked decision rarely differs).
+    if (!force && this.decide(await this.opts.store.getClusterObject(this.opts.name), status, source, false).action === 'none') return false;
     try {
       const r = await this.opts.store.writeClusterObject(this.opts.name, (cur) => this.decide(cur, status, source, force), { fence });
       if (r.change) this.lastWrite = Date.now();
