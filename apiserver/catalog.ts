@@ -27,6 +27,10 @@ export interface ResourceInfo {
   clusters: string[];
   /** Verbs when not the usual get, list, watch. */
   verbs?: string[];
+  /** Subresources served (`clusters/status`), with their verbs. */
+  subresources?: Array<{ name: string; verbs: string[] }>;
+  /** PATCH content types accepted, for the OpenAPI operations (writable resources only). */
+  patchTypes?: string[];
 }
 
 /** The verbs served on every synced resource. */
@@ -213,6 +217,7 @@ export class Catalog {
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
   private lastForced = 0;
+  private soon?: NodeJS.Timeout;
   private readonly log: Logger;
   /** When the last refresh succeeded (ms since the epoch); 0 before the first. */
   loadedAt = 0;
@@ -238,7 +243,9 @@ export class Catalog {
 
   stop(): void {
     clearTimeout(this.timer);
+    clearTimeout(this.soon);
     this.timer = undefined;
+    this.soon = undefined;
   }
 
   /** Refreshes now (joins a refresh in flight); never throws. */
@@ -257,6 +264,21 @@ export class Catalog {
         this.running = undefined;
       });
     return this.running;
+  }
+
+  /**
+   * Refreshes soon: at once, or 500 ms after the last forced refresh, once however often it is
+   * called meanwhile (a Cluster object changed: its cluster's resources may have).
+   */
+  refreshSoon(): void {
+    if (this.soon) return;
+    const wait = Math.max(0, 500 - (Date.now() - this.lastForced));
+    this.soon = setTimeout(() => {
+      this.soon = undefined;
+      this.lastForced = Date.now();
+      void this.refresh();
+    }, wait);
+    this.soon.unref?.();
   }
 
   /** Refreshes when something asked for is missing (an unknown cluster or resource), at most every 500 ms. */

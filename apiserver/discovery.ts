@@ -61,11 +61,16 @@ function resourceEntry(r: ResourceInfo): Record<string, unknown> {
   return out;
 }
 
+/** A subresource as kube-apiserver lists it: `clusters/status`, its kind, no singular name. */
+function subresourceEntries(r: ResourceInfo): Array<Record<string, unknown>> {
+  return (r.subresources ?? []).map((s) => ({ name: `${r.resource}/${s.name}`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: s.verbs }));
+}
+
 /** GET /api/v1 or /apis/G/V. The core group answers (possibly empty) even when nothing is synced. */
 export function apiResourceList(groups: GroupEntry[], group: string, version: string): Record<string, unknown> | undefined {
   const v = groups.find((g) => g.name === group)?.versions.find((x) => x.version === version);
   if (!v && !(group === '' && version === 'v1')) return undefined;
-  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: gv(group, version), resources: (v?.resources ?? []).map(resourceEntry) };
+  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: gv(group, version), resources: (v?.resources ?? []).flatMap((r) => [resourceEntry(r), ...subresourceEntries(r)]) };
 }
 
 function discoveryResource(r: ResourceInfo): Record<string, unknown> {
@@ -78,6 +83,7 @@ function discoveryResource(r: ResourceInfo): Record<string, unknown> {
   };
   if (r.shortNames?.length) out.shortNames = r.shortNames;
   if (r.categories?.length) out.categories = r.categories;
+  if (r.subresources?.length) out.subresources = r.subresources.map((s) => ({ subresource: s.name, responseKind: { group: '', version: '', kind: r.kind }, verbs: s.verbs }));
   return out;
 }
 

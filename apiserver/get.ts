@@ -37,7 +37,7 @@ export async function serveGet(deps: Deps, req: ResourceRequest): Promise<Reply>
       throw new StatusError(
         'BadRequest',
         `${qualified(req)} "${name}"${namespace ? ` in namespace "${namespace}"` : ''} exists in ${where.length} clusters (${where.join(', ')}): get it from one cluster at .../resources/clusters/<cluster>/..., or add ?clusters=<cluster>`,
-        { name, ...(req.info.group ? { group: req.info.group } : {}), kind: req.info.resource, causes: where.map((c) => ({ type: 'FieldValueDuplicate', field: 'clusters', message: c })) },
+        { name, ...(req.info.group ? { group: req.info.group } : {}), kind: req.info.resource, causes: where.map((c) => ({ reason: 'FieldValueDuplicate', field: 'clusters', message: c })) },
       );
     }
     item = found.items[0];

@@ -3,7 +3,7 @@
 // rules. The registry may be shared with synchro in all-in-one.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
-export type MetricVerb = 'list' | 'get' | 'watch' | 'discovery' | 'openapi' | 'health' | 'metrics' | 'other';
+export type MetricVerb = 'list' | 'get' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'discovery' | 'openapi' | 'health' | 'metrics' | 'other';
 
 export class ApiserverMetrics {
   readonly registry: Registry;

@@ -41,7 +41,7 @@ export function invalidListOptions(causes: Array<{ field: string; type: string; 
   return new StatusError('Invalid', `ListOptions.meta.k8s.io "" is invalid: ${text.length === 1 ? text[0] : `[${text.join(', ')}]`}`, {
     group: 'meta.k8s.io',
     kind: 'ListOptions',
-    causes: causes.map((c) => ({ type: c.type, message: c.message, field: c.field })),
+    causes: causes.map((c) => ({ reason: c.type, message: c.message, field: c.field })),
   });
 }
 

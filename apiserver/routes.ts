@@ -6,10 +6,12 @@
 import type { Context } from 'koa';
 import { StatusError, badRequest, notFound } from '../kube/status.ts';
 import type { GroupEntry, ResourceInfo, ViewCatalog } from './catalog.ts';
-import { clusterInfo, panoptesGroup, panoptesGroupName, panoptesVersion, serveClusters } from './clusters.ts';
+import { clusterObjectsCluster } from '../storage/cluster-objects.ts';
+import { serveClusterWrite, writeVerbOf } from './cluster-writes.ts';
+import { clusterInfo, panoptesGroup, panoptesGroupName, panoptesVersion } from './clusters.ts';
 import type { Deps, Reply } from './deps.ts';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions, versionInfo, viewGroups } from './discovery.ts';
-import { pathNotFound } from './errors.ts';
+import { pathNotFound, readOnly } from './errors.ts';
 import { externalMetricsGroup, externalMetricsGroupName, externalMetricsVersion } from './external/group.ts';
 import { serveExternalMetric } from './external/serve.ts';
 import { serveGet } from './get.ts';
@@ -106,24 +108,38 @@ function discovery(ctx: Context, deps: Deps, groups: GroupEntry[], segs: string[
   return undefined;
 }
 
-async function clustersRoute(ctx: Context, deps: Deps, rest: string[], viewCluster: string | undefined): Promise<Routed> {
-  if (rest.length > 1) throw pathNotFound();
-  const name = rest[0];
-  const verb = name === undefined ? 'list' : 'get';
-  label(ctx, { verb, group: panoptesGroupName, resource: 'clusters' });
-  const qs = new URLSearchParams(ctx.querystring);
-  const watch = qs.get('watch');
-  if (watch !== null && queryBool(watch)) throw new StatusError('MethodNotAllowed', 'watch is not supported on clusters.panoptes.io: list them again to see changes', {});
-  qs.delete('watch');
-  const params = parseListParams(qs, verb, clusterInfo, deps.limits);
-  const output = negotiateOutput(ctx.get('Accept'), verb, qs.get('includeObject') ?? undefined);
-  let resourceVersion = '0';
-  try {
-    resourceVersion = String(await deps.store.watermark());
-  } catch {
-    // Storage is away: the catalog still knows the clusters.
+/**
+ * .../clusters[/NAME[/status]] (and the legacy .../watch/clusters[/NAME]): reads as every
+ * served resource's, from the Cluster objects (the reserved cluster of storage); writes at the
+ * server root only (apiserver/cluster-writes.ts). A Cluster's name is its member cluster's, so
+ * the clusters search and a one-cluster view select Clusters by name.
+ */
+async function clustersRoute(ctx: Context, deps: Deps, rest: string[], viewCluster: string | undefined, legacyWatch = false): Promise<Routed> {
+  if (rest.length > 2) throw pathNotFound();
+  const [name, sub] = rest;
+  if (sub !== undefined && (sub !== 'status' || legacyWatch)) throw pathNotFound();
+  if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+    if (viewCluster !== undefined || legacyWatch) throw readOnly(ctx.method);
+    label(ctx, { verb: writeVerbOf(ctx.method) ?? 'other', group: panoptesGroupName, resource: 'clusters' });
+    return { reply: await serveClusterWrite(ctx, deps, name, sub) };
   }
-  return { reply: await serveClusters(deps.catalog, { name, viewCluster, params, output, resourceVersion }) };
+  const qs = new URLSearchParams(ctx.querystring);
+  const w = qs.get('watch');
+  const watch = legacyWatch || (w !== null && queryBool(w));
+  const verb = watch ? 'watch' : name === undefined ? 'list' : 'get';
+  label(ctx, { verb, group: panoptesGroupName, resource: 'clusters' });
+  const params = parseListParams(qs, verb, clusterInfo, deps.limits);
+  const s = params.search;
+  const names = [s.names, s.clusters, viewCluster === undefined ? undefined : [viewCluster]].reduce<string[] | undefined>(
+    (acc, x) => (x === undefined ? acc : acc === undefined ? [...x] : acc.filter((n) => x.includes(n))),
+    undefined,
+  );
+  params.search = { ...(names ? { names } : {}), ...(s.namespaces ? { namespaces: s.namespaces } : {}), ...(s.ownerUIDs ? { ownerUIDs: s.ownerUIDs } : {}) };
+  if (verb === 'get' && names && !names.includes(name!)) throw notFound(`clusters.${panoptesGroupName} "${name}" not found`, { name, group: panoptesGroupName, kind: 'clusters' });
+  const output = negotiateOutput(ctx.get('Accept'), verb, qs.get('includeObject') ?? undefined);
+  const req: ResourceRequest = { verb, view: { cluster: clusterObjectsCluster }, info: clusterInfo, name, params, output };
+  if (verb === 'watch') return { watch: () => serveWatch(ctx, req, deps) };
+  return { reply: verb === 'list' ? await serveList(deps, req) : await serveGet(deps, req) };
 }
 
 /** Finds the resource of a kubernetes path below /api/v1 or /apis/G/V: [watch/] [namespaces/NS/] R [/NAME]. */
@@ -165,6 +181,8 @@ async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[
   const version = segs[0] === 'api' ? segs[1] : segs[2];
   const rest = segs.slice(segs[0] === 'api' ? 2 : 3);
   if (group === panoptesGroupName && version === panoptesVersion && rest[0] === 'clusters') return clustersRoute(ctx, deps, rest.slice(1), view.cluster);
+  if (group === panoptesGroupName && version === panoptesVersion && rest[0] === 'watch' && rest[1] === 'clusters') return clustersRoute(ctx, deps, rest.slice(2), view.cluster, true);
+  if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
 
   let found: ReturnType<typeof resolve>;
   const lookup = () => {
@@ -192,7 +210,7 @@ async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[
   return { reply: verb === 'list' ? await serveList(deps, req) : await serveGet(deps, req) };
 }
 
-/** Routes one GET (or HEAD). */
+/** Routes one request: GET or HEAD anywhere, writes of the Cluster resource (anything else: 405). */
 export async function route(ctx: Context, deps: Deps): Promise<Routed> {
   const path = ctx.path;
   if (path === resourcesPrefix || path.startsWith(resourcesPrefix + '/')) {
@@ -217,6 +235,8 @@ export async function route(ctx: Context, deps: Deps): Promise<Routed> {
 
   const segs = decodeSegments(path);
   if (segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion && segs[3] === 'clusters') return clustersRoute(ctx, deps, segs.slice(4), undefined);
+  if (segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion && segs[3] === 'watch' && segs[4] === 'clusters') return clustersRoute(ctx, deps, segs.slice(5), undefined, true);
+  if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
   if (segs[0] === 'apis' && segs[1] === externalMetricsGroupName && segs[2] === externalMetricsVersion && segs.length > 3) return { reply: await serveExternalMetric(ctx, deps, segs.slice(3)) };
   // The server's own groups: panoptes.io, and external.metrics.k8s.io in discovery (not in OpenAPI: its metrics are not objects).
   const own = segs[0] === 'openapi' ? [panoptesGroup] : [panoptesGroup, externalMetricsGroup(deps.externalMetrics.rules.current(), deps.catalog.view())];

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { get, http } from '../hack/sim/testutil.ts';
 import { setLogLevel } from '../lib/log.ts';
-import { openTestStore, podEvent } from '../storage/testing.ts';
+import { openTestStore, podEvent, seedClusterObject } from '../storage/testing.ts';
 import type { UpstreamEvent } from '../storage/types.ts';
 import { createApiserver } from './server.ts';
 
@@ -40,6 +40,8 @@ t.test('apiserver read path', async (t) => {
   await store.upsertCluster('b', { name: 'b' });
   await store.setClusterStatus('a', { phase: 'Ready', ready: true, apiResources });
   await store.setClusterStatus('b', { phase: 'Unreachable', ready: false, message: 'GET /readyz: ECONNREFUSED', lastTransitionTime: '2026-01-01T00:00:00Z', apiResources: apiResources.slice(0, 1) });
+  await seedClusterObject(store, 'a', { phase: 'Ready', ready: true });
+  await seedClusterObject(store, 'b', { phase: 'Unreachable', ready: false });
   const podsA: UpstreamEvent[] = [];
   for (let i = 0; i < 30; i++) podsA.push(podEvent('ADDED', i % 2 ? 'n1' : 'n2', `pa-${String(i).padStart(2, '0')}`, String(100 + i), { labels: { app: i % 3 ? 'web' : 'db' }, nodeName: `node-${i % 3}`, phase: i % 5 ? 'Running' : 'Pending', owner: i < 5 ? 'owner-1' : undefined }));
   podsA.push(podEvent('ADDED', 'n1', 'dup', '200'));
@@ -81,7 +83,13 @@ t.test('apiserver read path', async (t) => {
     t.match(agg.json, { kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2' });
     const aggApi = await GET(`${P}/api`, { Accept: 'application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList' });
     t.match(aggApi.json, { apiVersion: 'apidiscovery.k8s.io/v2beta1', items: [{ versions: [{ version: 'v1', resources: [{ resource: 'configmaps', scope: 'Namespaced' }, {}, {}] }] }] });
-    t.match((await GET('/apis/panoptes.io/v1alpha1')).json, { kind: 'APIResourceList', resources: [{ name: 'clusters', kind: 'Cluster', namespaced: false, verbs: ['get', 'list'] }] });
+    t.match((await GET('/apis/panoptes.io/v1alpha1')).json, {
+      kind: 'APIResourceList',
+      resources: [
+        { name: 'clusters', kind: 'Cluster', namespaced: false, verbs: ['delete', 'get', 'list', 'patch', 'create', 'update', 'watch'] },
+        { name: 'clusters/status', kind: 'Cluster', verbs: ['get'] },
+      ],
+    });
     t.match((await GET('/apis')).json, { groups: [{ name: 'panoptes.io' }] });
     await status(t, `${P}/apis/nope.io`, 404, 'NotFound');
     await status(t, `${P}/clusters/zzz/api/v1`, 404, 'NotFound');
@@ -167,7 +175,7 @@ t.test('apiserver read path', async (t) => {
     await status(t, `${P}/api/v1/pods?resourceVersion=0&resourceVersionMatch=Exact`, 422, 'Invalid');
     const started = Date.now();
     const future = await status(t, `${P}/api/v1/pods?resourceVersion=${wm + 1000}`, 504, 'Timeout');
-    t.match(future.json.details, { causes: [{ type: 'ResourceVersionTooLarge' }] });
+    t.match(future.json.details, { causes: [{ reason: 'ResourceVersionTooLarge' }] });
     t.ok(Date.now() - started >= 250, 'waited before answering 504');
     await status(t, `${P}/api/v1/pods?resourceVersion=${wm + 1000}&resourceVersionMatch=Exact`, 504, 'Timeout');
     // The legacy row of kube's List semantics: resourceVersion=N with limit and no
@@ -238,6 +246,9 @@ t.test('apiserver read path', async (t) => {
     t.match((await GET('/apis/panoptes.io/v1alpha1/clusters/b')).json, { kind: 'Cluster', status: { ready: false } });
     t.match((await GET('/apis/panoptes.io/v1alpha1/clusters', { Accept: TABLE })).json, { kind: 'Table', rows: [{ cells: ['a', 'Ready', 'True'] }, { cells: ['b', 'Unreachable', 'False'] }] });
     t.equal((await GET(`${P}/clusters/a/apis/panoptes.io/v1alpha1/clusters`)).json.items.length, 1, 'one-cluster view lists its cluster');
+    await status(t, `${P}/clusters/a/apis/panoptes.io/v1alpha1/clusters/b`, 404, 'NotFound');
+    t.same((await GET('/apis/panoptes.io/v1alpha1/clusters?clusters=b')).json.items.map((i: { metadata: { name: string } }) => i.metadata.name), ['b'], 'the clusters search selects by name');
+    t.equal(list.json.metadata.resourceVersion, String(await store.watermark()), 'listed at the watermark');
     const nf = await status(t, '/apis/panoptes.io/v1alpha1/clusters/nope', 404, 'NotFound');
     t.equal(nf.json.message, 'clusters.panoptes.io "nope" not found');
   });

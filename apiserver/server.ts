@@ -18,6 +18,9 @@ import { catalogCheck, pingCheck, serveHealth, storageCheck, type HealthCheck } 
 import { ApiserverMetrics } from './metrics.ts';
 import { OpenAPIService, type OpenAPIServiceOptions } from './openapi/service.ts';
 import { RulesSource } from './external/rules-source.ts';
+import { clusterObjectsCluster } from '../storage/cluster-objects.ts';
+import type { Change } from '../storage/types.ts';
+import { isClusterPath } from './clusters.ts';
 import { route, type MetricLabels } from './routes.ts';
 import { WatchHub, type HubOptions } from './watch/index.ts';
 
@@ -82,7 +85,11 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
   }
   const metrics = opts.metrics ?? new ApiserverMetrics();
   // One watch engine per server (one server per process): one poller whatever the number of watchers.
-  const hub = new WatchHub(opts.store, { registry: metrics.registry, log: log.child({ part: 'watch' }), ...opts.watch });
+  // A Cluster object changed (synchro wrote its status, it was registered or removed): discovery follows at once.
+  const followClusters = (changes: readonly Change[]) => {
+    if (changes.some((c) => c.cluster === clusterObjectsCluster)) catalog!.refreshSoon();
+  };
+  const hub = new WatchHub(opts.store, { registry: metrics.registry, log: log.child({ part: 'watch' }), onDispatched: followClusters, ...opts.watch });
   try {
     await hub.start();
   } catch (err) {
@@ -145,7 +152,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     if (Buffer.byteLength(ctx.url) > limits.maxUrlBytes) throw new StatusError('BadRequest', `request URL is too long (${Buffer.byteLength(ctx.url)} bytes; at most ${limits.maxUrlBytes})`);
     const length = Number(ctx.get('Content-Length') || 0);
     if (length > limits.maxBodyBytes) throw new StatusError('RequestEntityTooLarge', `request body is too large (${length} bytes; at most ${limits.maxBodyBytes})`);
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && !isClusterPath(ctx.path)) throw readOnly(ctx.method);
     const first = ctx.path.split('/')[1];
     if (first === 'healthz' || first === 'livez' || first === 'readyz') {
       (ctx.state as { metric?: MetricLabels }).metric = { verb: 'health', group: '', resource: '' };

@@ -2,7 +2,9 @@
 // leading Cluster column in the all-clusters view. The same for list, get and every watch event.
 import type { KubeObject } from '../storage/types.ts';
 import { tableJson as kubeTableJson, tablePrinter, tableRowJson as kubeTableRowJson, type TableColumnDefinition, type TableOutput } from '../kube/table.ts';
+import { clusterGroup, clusterResource } from '../storage/cluster-objects.ts';
 import type { ResourceInfo } from './catalog.ts';
+import { clusterTable } from './cluster-table.ts';
 import type { View } from './request.ts';
 
 export const clusterColumn: TableColumnDefinition = {
@@ -21,8 +23,9 @@ export interface TableRenderer {
   cells(object: KubeObject, cluster: string, now: number): unknown[];
 }
 
-/** The Table renderer of a resource in a view. */
+/** The Table renderer of a resource in a view (Panoptes's own Cluster objects: `kubectl get clusters`). */
 export function tableRenderer(info: ResourceInfo, view: View): TableRenderer {
+  if (info.group === clusterGroup && info.resource === clusterResource) return clusterTable;
   const p = tablePrinter(info);
   if (view.cluster !== undefined) return { columns: p.columns, cells: (o, _c, now) => p.cells(o, now) };
   return { columns: [clusterColumn, ...p.columns], cells: (o, cluster, now) => [cluster, ...p.cells(o, now)] };

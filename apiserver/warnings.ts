@@ -1,5 +1,6 @@
 // Warning headers (RFC 7234 `299 - "text"`) for reads that include clusters that are not
 // Ready: their objects are served from storage as last seen and may be stale.
+import { clusterObjectsCluster } from '../storage/cluster-objects.ts';
 import type { Catalog } from './catalog.ts';
 
 function quote(text: string): string {
@@ -12,6 +13,7 @@ export function staleWarnings(catalog: Catalog, clusters: string[]): string[] {
   const out: string[] = [];
   const notReady: string[] = [];
   for (const name of clusters) {
+    if (name === clusterObjectsCluster) continue; // the Cluster objects themselves: no member behind them
     const rec = catalog.cluster(name);
     const status = rec?.status ?? {};
     if (status.ready === true) continue;

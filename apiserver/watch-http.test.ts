@@ -200,8 +200,8 @@ t.test('watch over HTTP', async (t) => {
     }
     const r = await get(`${base}${P}/api/v1/pods?watch=1&sendInitialEvents=true`);
     t.match(r.json.message, /sendInitialEvents requires setting resourceVersionMatch to NotOlderThan/);
-    const c = await get(`${base}/apis/panoptes.io/v1alpha1/clusters?watch=1`);
-    t.equal(c.status, 405, 'the Cluster resource is not watchable (yet)');
+    const c = await get(`${base}/apis/panoptes.io/v1alpha1/clusters?watch=1&timeoutSeconds=1&sendInitialEvents=true`);
+    t.match(c.json, { kind: 'Status', code: 422, reason: 'Invalid' }, 'the Cluster resource is watched by the same engine, with the same checks');
   });
 
   t.test('protobuf first, JSON as fallback: JSON', async (t) => {

@@ -25,6 +25,8 @@ export interface PathResource {
   /** Schema names of the kind and of its list kind. */
   kindSchema: string;
   listSchema: string;
+  /** The PATCH content types accepted (default: a custom resource's, JSON patch, merge patch and apply). */
+  patchTypes?: string[];
 }
 
 export interface PathOptions {
@@ -90,7 +92,7 @@ interface Op {
   id: string;
   description: string;
   params: ParamSpec[];
-  body?: { schema: string; patch?: boolean };
+  body?: { schema: string; patch?: string[] };
   codes: Array<[string, string, string | undefined]>;
 }
 
@@ -99,7 +101,7 @@ function operation(r: PathResource, op: Op, form: OpenAPIForm, opts: PathOptions
   const out: JsonObject = { description: op.description, operationId: op.id, tags: [tag(r.group, r.version)] };
   const params = [...op.params, ...(opts.commonParams ?? [])].map((p) => param(p, form));
   if (op.body) {
-    const consumes = op.body.patch ? ['application/json-patch+json', 'application/merge-patch+json', 'application/apply-patch+yaml'] : ['*/*'];
+    const consumes = op.body.patch ?? ['*/*'];
     const bodySchema = op.body.patch ? { type: 'object', description: 'Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.' } : ref(op.body.schema, form);
     if (form === 'v2') {
       params.unshift({ name: 'body', in: 'body', required: true, schema: bodySchema });
@@ -142,7 +144,7 @@ export function resourcePaths(r: PathResource, form: OpenAPIForm, opts: PathOpti
   if (has('deletecollection')) add(collection, { method: 'delete', action: 'deletecollection', id: `deletecollection${stem}${ns}${r.kind}`, description: `delete collection of ${r.kind}`, params: [...scope, ...opts.listParams.filter((p) => p.name !== 'watch')], codes: [['200', 'OK', undefined]] });
   if (has('get')) add(item, { method: 'get', action: 'get', id: `read${stem}${ns}${r.kind}`, description: `read the specified ${r.kind}`, params: [nameParam(r.kind), ...scope], codes: one });
   if (has('update')) add(item, { method: 'put', action: 'put', id: `replace${stem}${ns}${r.kind}`, description: `replace the specified ${r.kind}`, params: [nameParam(r.kind), ...scope, ...writeParams], body: { schema: r.kindSchema }, codes: [['200', 'OK', r.kindSchema], ['201', 'Created', r.kindSchema]] });
-  if (has('patch')) add(item, { method: 'patch', action: 'patch', id: `patch${stem}${ns}${r.kind}`, description: `partially update the specified ${r.kind}`, params: [nameParam(r.kind), ...scope, ...writeParams, { name: 'force', in: 'query', type: 'boolean', description: 'Force is going to "force" Apply requests.' }], body: { schema: r.kindSchema, patch: true }, codes: [['200', 'OK', r.kindSchema], ['201', 'Created', r.kindSchema]] });
+  if (has('patch')) add(item, { method: 'patch', action: 'patch', id: `patch${stem}${ns}${r.kind}`, description: `partially update the specified ${r.kind}`, params: [nameParam(r.kind), ...scope, ...writeParams, { name: 'force', in: 'query', type: 'boolean', description: 'Force is going to "force" Apply requests.' }], body: { schema: r.kindSchema, patch: r.patchTypes ?? ['application/json-patch+json', 'application/merge-patch+json', 'application/apply-patch+yaml'] }, codes: [['200', 'OK', r.kindSchema], ['201', 'Created', r.kindSchema]] });
   if (has('delete')) add(item, { method: 'delete', action: 'delete', id: `delete${stem}${ns}${r.kind}`, description: `delete a ${r.kind}`, params: [nameParam(r.kind), ...scope, { name: 'dryRun', in: 'query', type: 'string', description: writeParams[0].description }], codes: [['200', 'OK', r.kindSchema], ['202', 'Accepted', r.kindSchema]] });
   if (has('watch')) {
     const watchBase = r.namespaced ? `${base}/watch/namespaces/{namespace}/${r.resource}` : `${base}/watch/${r.resource}`;

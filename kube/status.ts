@@ -19,8 +19,9 @@ export type StatusReason =
   | 'ServiceUnavailable'
   | 'Timeout';
 
+/** metav1.StatusCause: `reason` is the machine-readable cause (Go's field is named Type, its JSON key is reason). */
 export interface StatusCause {
-  type?: string;
+  reason?: string;
   message?: string;
   field?: string;
 }

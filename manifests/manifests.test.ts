@@ -9,6 +9,7 @@ import { parseAllDocuments } from 'yaml';
 import { parseRules } from '../apiserver/external/rules.ts';
 import { kubectl, simCluster, tempDir } from '../hack/sim/testutil.ts';
 import { invalidLabelKey } from '../kube/labels.ts';
+import { validateClusterSpec } from '../synchro/cluster-spec.ts';
 
 interface Obj {
   apiVersion: string;
@@ -34,19 +35,19 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   const c = await simCluster(t);
   const tmp = tempDir(t);
   // The simulated cluster serves no rbac.authorization.k8s.io: stand-in CRDs give kubectl the kinds' mappings.
-  // The same for cert-manager's Issuer and Certificate (manifests/cert-manager/).
-  const crd = (kind: string, plural: string, scope: string, group = 'rbac.authorization.k8s.io') => ({
+  // The same for cert-manager's Issuer and Certificate (manifests/cert-manager/) and Panoptes' Cluster (the example).
+  const crd = (kind: string, plural: string, scope: string, group = 'rbac.authorization.k8s.io', version = 'v1') => ({
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
     metadata: { name: `${plural}.${group}` },
-    spec: { group, scope, names: { plural, singular: kind.toLowerCase(), kind, listKind: `${kind}List` }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] },
+    spec: { group, scope, names: { plural, singular: kind.toLowerCase(), kind, listKind: `${kind}List` }, versions: [{ name: version, served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] },
   });
   const crds = join(tmp, 'rbac-crds.json');
-  writeFileSync(crds, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [crd('ClusterRole', 'clusterroles', 'Cluster'), crd('ClusterRoleBinding', 'clusterrolebindings', 'Cluster'), crd('Role', 'roles', 'Namespaced'), crd('RoleBinding', 'rolebindings', 'Namespaced'), crd('Issuer', 'issuers', 'Namespaced', 'cert-manager.io'), crd('Certificate', 'certificates', 'Namespaced', 'cert-manager.io')] }));
+  writeFileSync(crds, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [crd('ClusterRole', 'clusterroles', 'Cluster'), crd('ClusterRoleBinding', 'clusterrolebindings', 'Cluster'), crd('Role', 'roles', 'Namespaced'), crd('RoleBinding', 'rolebindings', 'Namespaced'), crd('Issuer', 'issuers', 'Namespaced', 'cert-manager.io'), crd('Certificate', 'certificates', 'Namespaced', 'cert-manager.io'), crd('Cluster', 'clusters', 'Cluster', 'panoptes.io', 'v1alpha1')] }));
   const made = await kubectl(c, join(tmp, 'cache-setup'), ['create', '-f', crds]);
   t.equal(made.code, 0, made.stderr);
   const rendered: Record<string, Obj[]> = {};
-  for (const variant of ['.', 'all-in-one', 'member-cluster', 'cert-manager', 'examples/pending-jobs']) {
+  for (const variant of ['.', 'all-in-one', 'member-cluster', 'cert-manager', 'examples/pending-jobs', 'examples/cluster-registration']) {
     const r = await kustomize(tmp, variant);
     t.equal(r.code, 0, `kubectl kustomize manifests/${variant}: ${r.stderr}`);
     const objs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj);
@@ -113,6 +114,22 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   t.same(rules.problems, [], 'the example rules are valid');
   t.ok(rules.rules.has(hpa.spec.metrics[0].external.metric.name), 'the HPA names a declared metric');
   for (const k of Object.keys(hpa.spec.metrics[0].external.metric.selector.matchLabels)) t.equal(invalidLabelKey(k), undefined, `${k} is a valid label key`);
+
+  // Cluster registration: synchro reads the credentials Secrets of its namespace (in both variants), a role to register clusters, the example.
+  const secretsRole = find(all, 'Role', 'panoptes:cluster-credentials-reader');
+  t.same(secretsRole?.rules, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] }]);
+  t.equal(secretsRole?.metadata.namespace, 'panoptes');
+  t.match(find(all, 'RoleBinding', 'panoptes:synchro:cluster-credentials-reader'), { roleRef: { name: 'panoptes:cluster-credentials-reader' }, subjects: [{ name: 'panoptes-synchro' }] });
+  t.match(JSON.stringify(synchro), /"automountServiceAccountToken":true/, 'synchro talks to the host cluster (in-cluster configuration)');
+  t.match(find(aio, 'RoleBinding', 'panoptes:all-in-one:cluster-credentials-reader'), { subjects: [{ name: 'panoptes-apiserver' }] });
+  t.notOk(all.some((o) => o.kind === 'RoleBinding' && JSON.stringify(o).includes('cluster-credentials-reader') && JSON.stringify(o).includes('"panoptes-apiserver"')), 'the HA apiserver gets no Secret access');
+  t.match(find(all, 'ClusterRole', 'panoptes:cluster-registrar')?.rules, [{ apiGroups: ['panoptes.io'], resources: ['clusters'], verbs: ['create', 'update', 'patch', 'delete', 'get', 'list', 'watch'] }]);
+  const reg = rendered['examples/cluster-registration'];
+  const exCluster = find(reg, 'Cluster', 'east');
+  t.same(validateClusterSpec(exCluster?.spec), [], 'the example Cluster is valid');
+  const exSecret = find(reg, 'Secret', 'east-credentials');
+  t.equal(exSecret?.metadata.labels?.['panoptes.io/cluster'], 'east', 'its Secret is labelled for it');
+  t.equal(exSecret?.metadata.namespace, 'panoptes');
 
   const reader = find(rendered['member-cluster'], 'ClusterRole', 'panoptes:reader');
   t.ok(reader?.rules?.every((r) => r.verbs.every((v) => ['get', 'list', 'watch'].includes(v))), 'member reader is read-only');

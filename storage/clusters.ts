@@ -1,5 +1,6 @@
 // The `clusters` table: registration (spec) and status of each member cluster.
 import type { Knex } from 'knex';
+import { clusterObjectsCluster } from './cluster-objects.ts';
 import type { Fence } from './leases.ts';
 import type { ClusterRecord, StoredKey } from './types.ts';
 
@@ -48,7 +49,8 @@ export async function listClusters(knex: Knex): Promise<ClusterRecord[]> {
 /** The names of the registered clusters and of every cluster that still has objects (cheap: no object is read). */
 export async function knownClusterNames(knex: Knex): Promise<string[]> {
   const registered: Array<{ name: string }> = await knex('clusters').select('name');
-  const stored: Array<{ cluster: string }> = await knex('object_counts').where('n', '>', 0).distinct('cluster');
+  // The Cluster objects themselves are stored under a reserved cluster name: not a member.
+  const stored: Array<{ cluster: string }> = await knex('object_counts').where('n', '>', 0).whereNot({ cluster: clusterObjectsCluster }).distinct('cluster');
   return [...new Set([...registered.map((r) => r.name), ...stored.map((r) => r.cluster)])].sort();
 }
 
@@ -66,10 +68,11 @@ export async function storedKeys(knex: Knex, cluster: string, group: string, res
   return rows.map((r) => ({ namespace: r.namespace, name: r.name, uid: r.uid, upstreamRv: r.upstream_rv, version: r.version }));
 }
 
-/** The (group, resource) pairs stored for a cluster, for removal and discovery. */
+/** The (group, resource) pairs stored for a member cluster, for removal and discovery (Cluster objects are not a member's). */
 export async function storedResources(knex: Knex, cluster?: string): Promise<Array<{ cluster: string; group: string; version: string; resource: string; count: number }>> {
   const qb = knex('objects').groupBy('cluster', 'grp', 'version', 'resource').select('cluster', 'grp', 'version', 'resource').count({ n: '*' });
   if (cluster !== undefined) qb.where({ cluster });
+  else qb.whereNot({ cluster: clusterObjectsCluster });
   const rows = (await qb) as Array<{ cluster: string; grp: string; version: string; resource: string; n: number | string }>;
   return rows.map((r) => ({ cluster: r.cluster, group: r.grp, version: r.version, resource: r.resource, count: Number(r.n) }));
 }

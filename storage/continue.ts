@@ -21,7 +21,7 @@ export function encodeContinue(t: ContinueToken): string {
 }
 
 function invalidToken(why: string): StatusError {
-  return new StatusError('BadRequest', `continue key is not valid: ${why}`, { causes: [{ type: 'FieldValueInvalid', field: 'continue', message: why }] });
+  return new StatusError('BadRequest', `continue key is not valid: ${why}`, { causes: [{ reason: 'FieldValueInvalid', field: 'continue', message: why }] });
 }
 
 export function decodeContinue(token: string): ContinueToken {

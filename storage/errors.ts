@@ -25,7 +25,7 @@ export class RvTooLargeError extends StatusError {
   readonly current: number;
   constructor(requested: number, current: number) {
     super('Timeout', `Too large resource version: ${requested}, current: ${current}`, {
-      causes: [{ type: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+      causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
       retryAfterSeconds: 1,
     });
     this.requested = requested;

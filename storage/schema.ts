@@ -157,6 +157,22 @@ const migrations: Migration[] = [
     },
   },
   {
+    // Clusters registered through the API (storage/cluster-objects.ts): their objects live in
+    // `objects` and `changes` like every served object; their inline credentials here, where
+    // only synchro reads them (never served, never in the change log), with a digest the
+    // apiserver compares instead.
+    version: 6,
+    async up(trx, d) {
+      await trx.schema.createTable('cluster_credentials', (t) => {
+        t.specificType('name', d.keyType).primary();
+        t.string('uid').notNullable();
+        t.text('data').notNullable();
+        t.string('digest').notNullable();
+        t.string('updated_at').notNullable();
+      });
+    },
+  },
+  {
     // Objects per cluster, resource and namespace, kept by every batch: remainingItemCount of
     // a list without selectors is a sum of a few rows instead of a count over every object.
     version: 7,

@@ -3,6 +3,8 @@ import { connect, type Connection, type ConnectOptions } from './connect.ts';
 import { aggregate, type AggregateQuery, type AggregateResult } from './aggregate.ts';
 import { changesAfter } from './changes.ts';
 import * as clusters from './clusters.ts';
+import * as clusterObjects from './cluster-objects.ts';
+import type { ClusterObjectResult, ClusterObjectState, ClusterObjectWrite, ClusterRegistration } from './cluster-objects.ts';
 import { compact } from './compact.ts';
 import { list } from './list.ts';
 import { readMeta, type Meta } from './meta.ts';
@@ -131,6 +133,28 @@ export class Store {
 
   deleteClusterRow(name: string): Promise<void> {
     return clusters.deleteClusterRow(this.conn.knex, name);
+  }
+
+  // --- Cluster objects (storage/cluster-objects.ts)
+
+  /**
+   * Reads the Cluster `name` and writes what `decide` chooses, in one transaction under the rv
+   * lock (with a fence: only while the writer holds its lease). Wakes this process's pollers
+   * after a commit that wrote a change.
+   */
+  async writeClusterObject(name: string, decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite, opts?: { fence?: Fence }): Promise<ClusterObjectResult> {
+    const result = await clusterObjects.writeClusterObject(this.conn.knex, this.conn.dialect, name, decide, opts);
+    if (result.change) for (const l of this.listeners) l(result.watermark);
+    return result;
+  }
+
+  getClusterObject(name: string): Promise<ClusterObjectState | undefined> {
+    return clusterObjects.getClusterObject(this.conn.knex, name);
+  }
+
+  /** Every Cluster object with its inline credentials: synchro's read, never served. */
+  listClusterRegistrations(): Promise<ClusterRegistration[]> {
+    return clusterObjects.listClusterRegistrations(this.conn.knex);
   }
 
   storedKeys(cluster: string, group: string, resource: string): Promise<StoredKey[]> {

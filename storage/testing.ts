@@ -45,6 +45,20 @@ export async function openTestStore(backend: Backend): Promise<{ store: Store; u
   };
 }
 
+/** Stores the Cluster object of a member cluster as synchro writes it for a clusters.yaml entry (spec.source: file). */
+export async function seedClusterObject(store: Store, name: string, status: Record<string, unknown>, spec: Record<string, unknown> = {}): Promise<void> {
+  await store.writeClusterObject(name, (cur) => ({
+    action: 'put',
+    object: {
+      apiVersion: 'panoptes.io/v1alpha1',
+      kind: 'Cluster',
+      metadata: { name, uid: cur?.uid ?? `uid-cluster-${name}`, generation: 1, creationTimestamp: '2026-01-01T00:00:00Z' },
+      spec: { source: 'file', ...spec },
+      status,
+    },
+  }));
+}
+
 /** Stops the throwaway server, if this process started one. */
 export async function stopTestPostgres(): Promise<void> {
   if (server) await (await server).stop();

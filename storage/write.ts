@@ -104,7 +104,7 @@ async function loadStored(
 }
 
 /** Adds the batch's object count deltas (per cluster, resource and namespace) to object_counts. */
-async function addCounts(trx: Knex.Transaction, dialect: Dialect, deltas: Array<{ cluster: string; grp: string; resource: string; namespace: string; n: number }>): Promise<void> {
+export async function addCounts(trx: Knex.Transaction, dialect: Dialect, deltas: Array<{ cluster: string; grp: string; resource: string; namespace: string; n: number }>): Promise<void> {
   if (deltas.length === 0) return;
   await insertRows(trx, dialect, 'object_counts', deltas, { conflict: ['grp', 'resource', 'cluster', 'namespace'], updateSql: 'n = object_counts.n + excluded.n' });
 }

@@ -10,6 +10,8 @@ import { Backoff, Waker, sleep, type BackoffOptions } from './backoff.ts';
 import { Batcher, type BatcherOptions, type CommitHook } from './batcher.ts';
 import type { Committer } from './committer.ts';
 import { connectCluster, describeError, type ClusterClient } from './client.ts';
+import { fileClusterSpec } from './cluster-spec.ts';
+import { ClusterObjectWriter, type ObjectSource } from './cluster-objects.ts';
 import { publicSpec, type ClusterConfig } from './config.ts';
 import { discover, type DiscoveryResult } from './discovery.ts';
 import { probe } from './health.ts';
@@ -35,6 +37,8 @@ export interface ClusterTimings {
   minWatchTimeoutSeconds: number;
   /** Longest time a v2-only member's OpenAPI document is kept without asking again (default 10 min). */
   openapiV2RefreshMs: number;
+  /** Least time between two writes of the Cluster object that change only its object counts (default 10 s). */
+  objectCountsIntervalMs: number;
 }
 
 export const defaultTimings: ClusterTimings = {
@@ -45,6 +49,7 @@ export const defaultTimings: ClusterTimings = {
   backoff: { initialMs: 500, maxMs: 30_000 },
   minWatchTimeoutSeconds: 300,
   openapiV2RefreshMs: 600_000,
+  objectCountsIntervalMs: 10_000,
 };
 
 /** The lease a ClusterSync writes under: every batch and status write carries its fence. */
@@ -119,6 +124,9 @@ export class ClusterSync {
   private lastStatusWrite = 0;
   private initial = { total: 0, startedAt: new Date().toISOString(), startedMs: Date.now(), completedAt: undefined as string | undefined, discovered: false, recorded: false };
   private tasks: Promise<void> = Promise.resolve();
+  private readonly objectWriter: ClusterObjectWriter;
+  /** The generation of the Cluster object this configuration follows (API clusters; it grows without a restart when nothing else changed). */
+  private generation?: number;
 
   constructor(
     readonly config: ClusterConfig,
@@ -127,7 +135,23 @@ export class ClusterSync {
   ) {
     this.name = config.name;
     this.log = deps.log.child({ cluster: config.name });
+    this.generation = config.generation;
+    this.objectWriter = new ClusterObjectWriter({ store: deps.store, name: config.name, log: this.log, countsIntervalMs: deps.timings.objectCountsIntervalMs });
     setMaxListeners(0, this.abort.signal);
+  }
+
+  /** The Cluster object's generation moved on without a change to the configuration: status.observedGeneration follows. */
+  observeGeneration(generation: number | undefined): void {
+    if (generation === this.generation) return;
+    this.generation = generation;
+    this.scheduleStatus(true);
+  }
+
+  /** What the Cluster object says about where this configuration comes from. */
+  private objectSource(): ObjectSource {
+    const c = this.config;
+    if (c.source === 'file') return { source: 'file', fileSpec: fileClusterSpec(publicSpec(c as unknown as Record<string, unknown>)) };
+    return { source: 'api', generation: this.generation, credentials: c.credentials };
   }
 
   /** Registers the cluster and starts syncing it in the background. */
@@ -236,7 +260,11 @@ export class ClusterSync {
   private async writeStatus(): Promise<void> {
     await this.statusWriting;
     this.lastStatusWrite = Date.now();
-    this.statusWriting = this.deps.store.setClusterStatus(this.name, this.status() as unknown as Record<string, unknown>, this.lease.fence).then(() => undefined);
+    const status = this.status() as unknown as Record<string, unknown>;
+    this.statusWriting = this.deps.store
+      .setClusterStatus(this.name, status, this.lease.fence)
+      .then((held) => (held ? this.objectWriter.write(status, this.objectSource(), this.lease.fence) : false))
+      .then(() => undefined);
     try {
       await this.statusWriting;
     } finally {

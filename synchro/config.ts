@@ -31,14 +31,37 @@ export interface ClusterConnection {
   tlsServerName?: string;
 }
 
+/** Where a cluster's credentials come from, for its status (never the values). */
+export interface CredentialsSource {
+  source: 'Secret' | 'Inline' | 'None' | 'File';
+  /** namespace/name of the Secret. */
+  secret?: string;
+  /** Which kinds of credentials are in use: token, clientCertificate, kubeconfig. */
+  kinds?: string[];
+}
+
 export interface ClusterConfig extends ClusterConnection {
   name: string;
   /** Resource patterns (see resources.ts); the default set when none were given. */
   resources: string[];
   patterns: ResourcePattern[];
   namespaces?: NamespaceFilter;
+  /** clusters.yaml (or a kubeconfig context): `file`; a Cluster object of the API: `api`. */
+  source: 'file' | 'api';
   /** Changes when anything that affects the connection or selection changes (restart trigger). */
   fingerprint: string;
+  /** API clusters: the object's metadata.generation this configuration comes from (status.observedGeneration). */
+  generation?: number;
+  /** API clusters: where the credentials come from. */
+  credentials?: CredentialsSource;
+}
+
+/** The settings that decide a cluster's connection and selection, with their patterns and fingerprint. */
+export type ClusterSettings = ClusterConnection & { name: string; resources: string[]; namespaces?: NamespaceFilter; source: 'file' | 'api' };
+
+/** A configuration from its settings: parsed patterns (a PatternError for a bad one) and the fingerprint. */
+export function settingsConfig(s: ClusterSettings): ClusterConfig {
+  return { ...s, patterns: s.resources.map(parsePattern), fingerprint: fingerprint(s) };
 }
 
 /** An entry that cannot be used; reported in its cluster's status (when it has a name) and the log. */
@@ -73,7 +96,7 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export function publicSpec(c: Partial<ClusterConfig> & Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(c)) {
-    if (k === 'patterns' || k === 'fingerprint' || v === undefined) continue;
+    if (k === 'patterns' || k === 'fingerprint' || k === 'source' || k === 'generation' || k === 'credentials' || v === undefined) continue;
     out[k] = secretKeys.has(k) ? '(redacted)' : v;
   }
   return out;
@@ -84,7 +107,7 @@ function stringList(v: unknown, what: string): string[] {
   return v.map((x: string) => x.trim());
 }
 
-function fingerprint(c: Omit<ClusterConfig, 'fingerprint' | 'patterns'>): string {
+function fingerprint(c: ClusterSettings): string {
   const h = createHash('sha256').update(JSON.stringify(c));
   if (c.kubeconfig && existsSync(c.kubeconfig)) h.update(readFileSync(c.kubeconfig));
   return h.digest('hex').slice(0, 16);
@@ -149,7 +172,7 @@ function parseEntry(raw: Record<string, unknown>, baseDir: string, defaults: { r
   if (resources.length === 0) throw new ConfigError('resources is empty: leave it out for the default set, or name some');
   const patterns = parsePatterns(resources);
   const namespaces = parseNamespaces(raw.namespaces) ?? defaults.namespaces;
-  const base = { ...(c as ClusterConnection), name, resources, namespaces };
+  const base: ClusterSettings = { ...(c as ClusterConnection), name, resources, namespaces, source: 'file' };
   return { ...base, patterns, fingerprint: fingerprint(base) };
 }
 

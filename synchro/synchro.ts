@@ -1,6 +1,8 @@
 // synchro: keeps storage a copy of every configured resource of every member cluster.
-// Wiring: the configuration source (clusters.yaml or kubeconfig contexts, reloaded when the
-// files change), the share of the clusters this process writes for (several synchro
+// Wiring: the configuration sources (clusters.yaml or kubeconfig contexts, reloaded when the
+// files change; and the Cluster objects registered through the API, read from storage on
+// every pass, with their credentials inline or from Secrets of the host cluster), the share
+// of the clusters this process writes for (several synchro
 // processes split them by rendezvous hashing over the live members, each cluster under a
 // lease whose epoch fences every write), one ClusterSync per cluster it owns, removal of
 // clusters that left the configuration, the compactor (under its own lease) and the metrics
@@ -11,7 +13,12 @@ import { Batcher, defaultBatcherOptions, type BatcherOptions, type CommitHook } 
 import { Committer } from './committer.ts';
 import { clusterLease, compactorLease, type Fence } from '../storage/leases.ts';
 import { ClusterSync, defaultTimings, dropStored, type ClusterStatus, type ClusterTimings } from './cluster.ts';
-import { ConfigError, FileWatcher, loadClustersFile, loadKubeconfigClusters, publicSpec, type ClusterConfig, type ParsedConfig } from './config.ts';
+import { ConfigError, FileWatcher, loadClustersFile, loadKubeconfigClusters, publicSpec, type ClusterConfig, type ClusterConnection, type InvalidEntry, type ParsedConfig } from './config.ts';
+import { fileClusterSpec } from './cluster-spec.ts';
+import { ClusterObjectWriter, finishRemoval, type ObjectSource } from './cluster-objects.ts';
+import { connectCluster } from './client.ts';
+import { HostSecrets } from './host-secrets.ts';
+import { apiClusters, isFileObject, needsSecrets } from './registrations.ts';
 import { SynchroMetrics, serveMetrics } from './metrics.ts';
 import { defaultCompaction, startCompactor, type CompactionOptions } from './compactor.ts';
 import { defaultShardSettings, LeaseKeeper, type ShardSettings } from './lease-keeper.ts';
@@ -20,10 +27,14 @@ import { ownerOf } from './rendezvous.ts';
 export interface SynchroOptions {
   /** Opened storage; the caller owns it (and closes it after stop()). */
   store: Store;
-  /** clusters.yaml. Either this or kubeconfig. */
+  /** clusters.yaml. At most one of this and kubeconfig; with neither, only Clusters registered through the API are synced. */
   clustersFile?: string;
   /** all-in-one: one cluster per context of this kubeconfig... */
   kubeconfig?: string;
+  /** The host cluster (where Panoptes is installed), to read the Secrets that API-registered Clusters name. */
+  hostCluster?: ClusterConnection;
+  /** The namespace of those Secrets (default `panoptes`). */
+  credentialsNamespace?: string;
   /** ...all of them, or these (default: all). */
   contexts?: 'all' | string[];
   /** Resource patterns for kubeconfig clusters (default: the default set). */
@@ -72,7 +83,7 @@ interface Owned {
 }
 
 export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle> {
-  if (!opts.clustersFile === !opts.kubeconfig) throw new Error('startSynchro: give exactly one of clustersFile and kubeconfig');
+  if (opts.clustersFile && opts.kubeconfig) throw new Error('startSynchro: give at most one of clustersFile and kubeconfig');
   const { store } = opts;
   const log = opts.log ?? logger('synchro');
   const metrics = opts.metrics ?? new SynchroMetrics();
@@ -101,7 +112,23 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   const fenceOf = (name: string): Fence => keeper.fence(clusterLease(name))!;
 
   const load = (): ParsedConfig =>
-    opts.clustersFile ? loadClustersFile(opts.clustersFile) : loadKubeconfigClusters(opts.kubeconfig!, opts.contexts ?? 'all', opts.resources);
+    opts.clustersFile
+      ? loadClustersFile(opts.clustersFile)
+      : opts.kubeconfig
+        ? loadKubeconfigClusters(opts.kubeconfig, opts.contexts ?? 'all', opts.resources)
+        : { clusters: [], invalid: [], files: [] };
+
+  // The host cluster's Secrets, listed and watched once some API cluster names one.
+  let hostSecrets: HostSecrets | undefined;
+  if (opts.hostCluster) {
+    const client = await connectCluster(opts.hostCluster);
+    hostSecrets = new HostSecrets({
+      client,
+      namespace: opts.credentialsNamespace ?? 'panoptes',
+      log: log.child({ part: 'host-secrets' }),
+      onChange: () => void enqueue(reconcile, 'following a change of the host cluster secrets').catch(() => undefined),
+    });
+  }
 
   const startCluster = async (c: ClusterConfig, o: Owned) => {
     const fence = fenceOf(c.name);
@@ -123,10 +150,12 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     await store.deleteClusterOpenAPI(name);
     await store.deleteClusterRow(name);
     await metrics.forget(name);
-    log.info('cluster removed: its objects were deleted', { cluster: name, objects, ms: Date.now() - started });
+    const outcome = await finishRemoval(store, name, fence);
+    log.info('cluster removed: its objects were deleted', { cluster: name, objects, ms: Date.now() - started, clusterObject: outcome });
   };
 
-  const writeInvalid = async (name: string, spec: Record<string, unknown>, message: string) => {
+  const writeInvalid = async (name: string, entry: InvalidEntry, source: ObjectSource) => {
+    const { spec, message } = entry;
     const now = new Date().toISOString();
     await store.upsertCluster(name, spec);
     const status: Partial<ClusterStatus> = {
@@ -139,7 +168,9 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
       resources: [],
       apiResources: [],
     };
-    await store.setClusterStatus(name, status as Record<string, unknown>, fenceOf(name));
+    if (await store.setClusterStatus(name, status as Record<string, unknown>, fenceOf(name))) {
+      await new ClusterObjectWriter({ store, name, log }).write(status as Record<string, unknown>, source, fenceOf(name), true);
+    }
   };
 
   /**
@@ -153,9 +184,15 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   const reconcile = async () => {
     if (stopped || !cfg) return;
     const { live, deadHere } = await keeper.members();
+    const registrations = await store.listClusterRegistrations();
+    if (needsSecrets(registrations)) hostSecrets?.start();
     const configured = new Map(cfg.clusters.map((c) => [c.name, c]));
     const invalid = new Map(cfg.invalid.filter((i) => i.name).map((i) => [i.name!, i]));
-    const universe = new Set([...configured.keys(), ...invalid.keys(), ...(await store.knownClusterNames())]);
+    // The file's names are the file's: an API object of the same name is reported as a conflict, never used.
+    const api = apiClusters(registrations, new Set([...configured.keys(), ...invalid.keys()]), hostSecrets);
+    for (const [name, c] of api.configs) configured.set(name, c);
+    for (const [name, i] of api.invalid) invalid.set(name, i);
+    const universe = new Set([...configured.keys(), ...invalid.keys(), ...api.objects.keys(), ...(await store.knownClusterNames())]);
     const mine = [...universe].filter((name) => ownerOf(name, live) === keeper.identity).sort();
 
     for (const [name, o] of [...owned]) {
@@ -174,10 +211,17 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
         o = { epoch };
         owned.set(name, o);
       }
+      if (api.pending.has(name)) continue; // its Secret is not read yet: leave it as it is
       const want = configured.get(name);
       const bad = invalid.get(name);
+      const obj = api.objects.get(name)?.object;
       if (want) {
-        if (o.sync?.config.fingerprint === want.fingerprint) continue;
+        // An API object marked for deletion while clusters.yaml syncs that name: released, the file's cluster and its data stay.
+        if (obj && !isFileObject(obj) && obj.metadata?.deletionTimestamp && want.source === 'file') await finishRemoval(store, name, fenceOf(name));
+        if (o.sync?.config.fingerprint === want.fingerprint) {
+          o.sync.observeGeneration(want.generation);
+          continue;
+        }
         if (o.sync) {
           log.info('cluster configuration changed; restarting its sync', { cluster: name });
           await o.sync.stop();
@@ -190,8 +234,12 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
           await o.sync.stop();
           o.sync = undefined;
         }
-        if (o.invalid !== bad.message) await writeInvalid(name, bad.spec, bad.message);
-        o.invalid = bad.message;
+        const fromFile = cfg.invalid.includes(bad);
+        const generation = Number(obj?.metadata?.generation ?? 0) || undefined;
+        const source: ObjectSource = fromFile ? { source: 'file', fileSpec: fileClusterSpec(bad.spec) } : { source: 'api', generation };
+        const key = `${bad.message}@${generation ?? ''}`;
+        if (o.invalid !== key) await writeInvalid(name, bad, source);
+        o.invalid = key;
       } else {
         await o.sync?.stop();
         await removeCluster(name);
@@ -239,8 +287,8 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     }, 'applying the cluster configuration');
   let lastKey = '';
   const watcher = new FileWatcher(opts.reloadIntervalMs ?? 1000, () => void reload().catch(() => undefined));
-  const source = opts.clustersFile ?? opts.kubeconfig!;
-  watcher.watch([source]);
+  const file = opts.clustersFile ?? opts.kubeconfig;
+  if (file) watcher.watch([file]);
 
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
   if (opts.metricsListen) {
@@ -253,7 +301,8 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   log.info('synchro starting', {
     identity: keeper.identity,
     leaseTtlMs: shards.leaseTtlMs,
-    source: opts.clustersFile ? { clusters: opts.clustersFile } : { kubeconfig: opts.kubeconfig, contexts: opts.contexts ?? 'all' },
+    source: opts.clustersFile ? { clusters: opts.clustersFile } : opts.kubeconfig ? { kubeconfig: opts.kubeconfig, contexts: opts.contexts ?? 'all' } : 'API-registered clusters only',
+    hostCluster: opts.hostCluster ? (opts.hostCluster.kubeconfig ?? opts.hostCluster.server) : undefined,
     storage: store.conn.display,
   });
   await reload().catch((err: Error) => log.error('initial configuration failed', { err }));
@@ -284,6 +333,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
       clearInterval(assignTimer);
       watcher.close();
       await chain;
+      await hostSecrets?.stop();
       await Promise.all([...owned.values()].map((o) => o.sync?.stop()));
       owned.clear();
       await committer.close();

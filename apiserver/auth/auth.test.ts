@@ -30,9 +30,11 @@ interface Res {
   peerCert?: string;
 }
 
-function call(base: string, path: string, o: { ca: string; client?: KeyPair; headers?: Record<string, string | string[]> }): Promise<Res> {
+function call(base: string, path: string, o: { ca: string; client?: KeyPair; headers?: Record<string, string | string[]>; method?: string; body?: unknown }): Promise<Res> {
   return new Promise((resolve, reject) => {
-    const req = request(base + path, { ca: o.ca, cert: o.client?.cert, key: o.client?.key, headers: o.headers ?? {}, agent: false, timeout: 10_000 }, (res) => {
+    const body = o.body === undefined ? undefined : JSON.stringify(o.body);
+    const headers = { ...(body ? { 'Content-Type': 'application/json' } : {}), ...(o.headers ?? {}) };
+    const req = request(base + path, { method: o.method ?? 'GET', ca: o.ca, cert: o.client?.cert, key: o.client?.key, headers, agent: false, timeout: 10_000 }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       const peerCert = (res.socket as TLSSocket).getPeerCertificate().fingerprint256;
@@ -40,7 +42,7 @@ function call(base: string, path: string, o: { ca: string; client?: KeyPair; hea
     });
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
 }
 
@@ -62,7 +64,13 @@ t.test('aggregated-mode authentication and authorization', async (t) => {
       'requestheader-extra-headers-prefix': '["X-Remote-Extra-"]',
     },
     tokens: { 'tok-carol': { name: 'carol', uid: 'u-carol', groups: ['readers'], extra: {} } },
-    policy: (s) => (s.user === 'bob' ? 'no RBAC rule for bob' : s.user === 'eve' && s.resourceAttributes?.resource === 'clusters' ? 'eve may not read that cluster' : true),
+    policy: (s) => {
+      const a = s.resourceAttributes;
+      // A team that registers clusters without reading them, and auditors who read them without registering any.
+      if (s.user === 'registrar') return a?.resource === 'clusters' && !a.subresource && ['create', 'delete'].includes(a.verb) ? true : 'registrar may only create and delete clusters';
+      if (s.user === 'auditor') return a?.resource === 'clusters' && ['get', 'list', 'watch', 'patch'].includes(a.verb) ? true : 'auditor may only read clusters (and patch their status)';
+      return s.user === 'bob' ? 'no RBAC rule for bob' : s.user === 'eve' && a?.resource === 'clusters' ? 'eve may not read that cluster' : true;
+    },
   });
   const { store, close: closeStore } = await openTestStore('sqlite');
   await store.upsertCluster('a', { name: 'a' });
@@ -134,6 +142,30 @@ t.test('aggregated-mode authentication and authorization', async (t) => {
     const sars = host.sars();
     t.same(sars.find((s) => s.resourceAttributes?.resource === 'pods')?.resourceAttributes, { verb: 'watch', group: '', version: 'v1', resource: 'pods' });
     t.same(sars.find((s) => s.resourceAttributes?.resource === 'clusters')?.resourceAttributes, { verb: 'watch', group: 'panoptes.io', version: 'v1alpha1', resource: 'clusters', subresource: 'resources' }, 'all-clusters view: no cluster name');
+  });
+
+  t.test('registering clusters: SubjectAccessReview with the real verb on clusters.panoptes.io', async (t) => {
+    const as = (user: string, method: string, path: string, body?: unknown) =>
+      call(base, path, { ca, client: certs.frontProxyClient, method, body, headers: { 'X-Remote-User': user, ...(method === 'PATCH' ? { 'Content-Type': 'application/merge-patch+json' } : {}) } });
+    const C = '/apis/panoptes.io/v1alpha1/clusters';
+    host.requests.length = 0;
+    const created = await as('registrar', 'POST', C, { metadata: { name: 'north' }, spec: { server: 'https://north.example' } });
+    t.equal(created.status, 201, created.body);
+    t.same(host.sars().map((s) => s.resourceAttributes), [{ verb: 'create', group: 'panoptes.io', version: 'v1alpha1', resource: 'clusters' }], 'one review: create, no cluster data check');
+    const read = await as('registrar', 'GET', `${C}/north`);
+    t.equal(read.status, 403);
+    t.match(JSON.parse(read.body), { message: 'clusters.panoptes.io "north" is forbidden: User "registrar" cannot get resource "clusters" in API group "panoptes.io" at the cluster scope: registrar may only create and delete clusters' });
+    t.equal((await as('auditor', 'GET', `${C}/north`)).status, 200, 'the auditor reads it');
+    const denied = await as('auditor', 'POST', C, { metadata: { name: 'south' }, spec: { server: 'https://south.example' } });
+    t.match({ status: denied.status, body: JSON.parse(denied.body) }, { status: 403, body: { message: /User "auditor" cannot create resource "clusters" in API group "panoptes.io"/ } });
+    host.requests.length = 0;
+    const status = await as('auditor', 'PATCH', `${C}/north/status`, { status: { phase: 'Ready' } });
+    t.same(host.sars().map((s) => s.resourceAttributes), [{ verb: 'patch', group: 'panoptes.io', version: 'v1alpha1', resource: 'clusters', subresource: 'status', name: 'north' }]);
+    t.equal(status.status, 405, 'allowed by RBAC, still synchro\'s alone');
+    t.equal((await as('registrar', 'PATCH', `${C}/north`, { spec: { resources: ['pods'] } })).status, 403, 'patch is its own verb');
+    const del = await as('registrar', 'DELETE', `${C}/north`);
+    t.equal(del.status, 200, del.body);
+    t.match(JSON.parse(del.body), { metadata: { name: 'north', deletionTimestamp: /Z$/ } });
   });
 
   t.test('the same headers without the front-proxy certificate are not trusted', async (t) => {
@@ -245,4 +277,15 @@ t.test('request attributes (kube RequestInfo inside Panoptes paths)', async (t) 
   t.same(requestAttributes('GET', '/apis/panoptes.io/v1alpha1/clusters/east', ''), { kind: 'resource', attrs: { verb: 'get', group: 'panoptes.io', version: 'v1alpha1', resource: 'clusters', name: 'east' } });
   t.same(requestAttributes('GET', `${P}/clusters/east/apis`, ''), { kind: 'nonResource', path: `${P}/clusters/east/apis`, verb: 'get' });
   t.same(requestAttributes('GET', '/version', ''), { kind: 'nonResource', path: '/version', verb: 'get' });
+  const C = '/apis/panoptes.io/v1alpha1/clusters';
+  const cl = (verb: string, extra: Record<string, string> = {}) => ({ kind: 'resource', attrs: { verb, group: 'panoptes.io', version: 'v1alpha1', resource: 'clusters', ...extra } });
+  t.same(requestAttributes('POST', C, 'fieldManager=kubectl'), cl('create'));
+  t.same(requestAttributes('PUT', `${C}/east`, ''), cl('update', { name: 'east' }));
+  t.same(requestAttributes('PATCH', `${C}/east`, ''), cl('patch', { name: 'east' }));
+  t.same(requestAttributes('DELETE', `${C}/east`, ''), cl('delete', { name: 'east' }));
+  t.same(requestAttributes('DELETE', C, ''), cl('deletecollection'));
+  t.same(requestAttributes('GET', C, 'watch=1'), cl('watch'));
+  t.same(requestAttributes('GET', `${C}/east/status`, ''), cl('get', { name: 'east', subresource: 'status' }));
+  t.same(requestAttributes('PUT', `${C}/east/status`, ''), cl('update', { name: 'east', subresource: 'status' }));
+  t.same(requestAttributes('GET', '/apis/panoptes.io/v1alpha1/watch/clusters/east', ''), cl('watch', { name: 'east' }));
 });

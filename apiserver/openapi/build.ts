@@ -108,7 +108,7 @@ function paths(kinds: ServedKind[], names: Collected['names'], form: OpenAPIForm
     const { info } = k;
     const n = names.get(k)!;
     const items = resourcePaths(
-      { group: info.group, version: info.version, resource: info.resource, kind: info.kind, namespaced: info.namespaced, verbs: info.verbs ?? servedVerbs, kindSchema: n.kind, listSchema: n.list },
+      { group: info.group, version: info.version, resource: info.resource, kind: info.kind, namespaced: info.namespaced, verbs: info.verbs ?? servedVerbs, kindSchema: n.kind, listSchema: n.list, patchTypes: info.patchTypes },
       form,
       pathOptions,
     );

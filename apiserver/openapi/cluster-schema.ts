@@ -1,8 +1,10 @@
 // The OpenAPI schemas (Swagger 2.0 form) of Panoptes's own kinds, Cluster and ClusterList
-// (panoptes.io/v1alpha1), as apiserver/clusters.ts serves them: the spec is the clusters.yaml
-// entry with secrets redacted (synchro/config.ts publicSpec), the status what synchro writes
-// (synchro/cluster.ts ClusterStatus). The object and list metadata definitions come from the
-// captured kube-apiserver 1.28 document (apiserver/reference/openapi-meta.json).
+// (panoptes.io/v1alpha1), as apiserver/clusters.ts serves them: the spec of an API-registered
+// cluster (synchro/cluster-spec.ts; inline credentials write-only), the clusters.yaml keys a
+// file cluster's spec shows (secrets redacted, synchro/config.ts publicSpec), and the status
+// synchro writes (synchro/cluster.ts ClusterStatus, synchro/cluster-objects.ts). The object and
+// list metadata definitions come from the captured kube-apiserver 1.28 document
+// (apiserver/reference/openapi-meta.json).
 import { readFileSync } from 'node:fs';
 import type { JsonObject } from '../../kube/openapi-convert.ts';
 
@@ -28,7 +30,9 @@ const typeMeta = {
   kind: str('Kind is a string value representing the REST resource this object represents.'),
 };
 const gvk = (kind: string) => [{ group: 'panoptes.io', kind, version: 'v1alpha1' }];
-const redacted = 'Served as "(redacted)" when set: credentials are never served back.';
+const redacted = 'clusters.yaml only; served as "(redacted)" when set: credentials are never served back.';
+const writeOnly = 'Write-only: stored where only synchro reads it, never served back (not by get, list, watch, Table, nor the last-applied annotation).';
+const fileOnly = 'clusters.yaml only (the API refuses file references):';
 
 export const clusterDefinitions: Record<string, JsonObject> = {
   [`${p}Cluster`]: {
@@ -36,8 +40,8 @@ export const clusterDefinitions: Record<string, JsonObject> = {
     type: 'object',
     properties: {
       ...typeMeta,
-      metadata: ref(objectMetaName, "Standard object's metadata. The name is the member cluster's name in Panoptes URLs and in the panoptes.io/cluster annotation."),
-      spec: ref(`${p}ClusterSpec`, 'The registration as configured (clusters.yaml entry or kubeconfig context), secrets redacted.'),
+      metadata: ref(objectMetaName, "Standard object's metadata. The name (a DNS label) is the member cluster's name in Panoptes URLs and in the panoptes.io/cluster annotation."),
+      spec: ref(`${p}ClusterSpec`, 'How to reach the member cluster and what to sync: written through the API (source: api), or a clusters.yaml entry (source: file, read-only).'),
       status: ref(`${p}ClusterStatus`, 'What synchro observed: health, initial sync progress, synced resources. Written by synchro alone.'),
     },
     'x-kubernetes-group-version-kind': gvk('Cluster'),
@@ -57,23 +61,41 @@ export const clusterDefinitions: Record<string, JsonObject> = {
     description: 'ClusterSpec says how to reach a member cluster and what to sync from it.',
     type: 'object',
     properties: {
-      name: str('The member cluster name: a DNS label.'),
-      kubeconfig: str('Path of a kubeconfig file to connect with (relative paths are relative to clusters.yaml).'),
-      context: str("The kubeconfig context to use (the kubeconfig's current context otherwise)."),
-      server: str('URL of the member API server, for inline connection settings.'),
-      certificateAuthority: str('Path of the CA bundle that signs the server certificate.'),
+      source: str('api (registered through this API; the default) or file (a clusters.yaml entry or kubeconfig context of synchro: read-only through the API).', { enum: ['api', 'file'] }),
+      server: str('URL of the member API server, e.g. https://10.0.0.1:6443 (required through the API).'),
+      caData: str('The CA bundle that signs the server certificate: base64 PEM, as certificate-authority-data in a kubeconfig. Without it, the system roots (or ca.crt of the credentials Secret).'),
+      insecureSkipTLSVerify: bool('Skip verification of the server certificate (not with caData).'),
+      tlsServerName: str('Server name to verify the server certificate against.'),
+      resources: strings('Resource patterns to sync: *, GROUP/*, GROUP/RESOURCE or RESOURCE.GROUP (secrets only when named). Default: a set of common resources.'),
+      namespaces: ref(`${p}ClusterNamespaceFilter`, 'Which namespaces namespaced objects are synced from.'),
+      credentials: ref(`${p}ClusterCredentials`, 'How synchro authenticates to the member: a Secret of the host cluster, or inline (write-only) values. None: anonymous.'),
+      kubeconfig: str(`${fileOnly} path of a kubeconfig file to connect with.`),
+      context: str(`${fileOnly} the kubeconfig context to use.`),
+      certificateAuthority: str(`${fileOnly} path of the CA bundle.`),
       certificateAuthorityData: str(`The CA bundle, base64. ${redacted}`),
       token: str(`Bearer token. ${redacted}`),
-      tokenFile: str('Path of a file holding the bearer token (re-read every minute).'),
-      clientCertificate: str('Path of a client certificate.'),
+      tokenFile: str(`${fileOnly} path of a file holding the bearer token (re-read every minute).`),
+      clientCertificate: str(`${fileOnly} path of a client certificate.`),
       clientCertificateData: str(`Client certificate, base64. ${redacted}`),
-      clientKey: str('Path of the client certificate key.'),
+      clientKey: str(`${fileOnly} path of the client certificate key.`),
       clientKeyData: str(`Client certificate key, base64. ${redacted}`),
-      insecureSkipTLSVerify: bool('Skip verification of the server certificate.'),
-      tlsServerName: str('Server name to verify the server certificate against.'),
-      resources: strings('Resource patterns to sync: *, GROUP/*, GROUP/RESOURCE or RESOURCE.GROUP (secrets only when named).'),
-      namespaces: ref(`${p}ClusterNamespaceFilter`, 'Which namespaces namespaced objects are synced from.'),
     },
+  },
+  [`${p}ClusterCredentials`]: {
+    description: 'Credentials of a member cluster: secretRef, or inline token and/or clientCertData with clientKeyData.',
+    type: 'object',
+    properties: {
+      secretRef: ref(`${p}ClusterSecretRef`, 'A Secret in the namespace Panoptes runs in, labelled panoptes.io/cluster=<this cluster>, with keys token, tls.crt and tls.key, ca.crt, or kubeconfig. synchro follows its rotation.'),
+      token: str(`Bearer token. ${writeOnly}`),
+      clientCertData: str(`Client certificate, base64 PEM (as client-certificate-data in a kubeconfig). ${writeOnly}`),
+      clientKeyData: str(`Client key, base64 PEM (as client-key-data in a kubeconfig). ${writeOnly}`),
+    },
+  },
+  [`${p}ClusterSecretRef`]: {
+    description: 'A Secret of the host cluster, in the namespace Panoptes runs in.',
+    type: 'object',
+    required: ['name'],
+    properties: { name: str('The name of the Secret.') },
   },
   [`${p}ClusterNamespaceFilter`]: {
     description: 'Namespaces to include or exclude (namespaced objects, and Namespace objects by name).',
@@ -84,9 +106,9 @@ export const clusterDefinitions: Record<string, JsonObject> = {
     description: 'ClusterStatus is the health and sync state synchro records for a member cluster.',
     type: 'object',
     properties: {
-      phase: str('Pending, Ready, Unreachable or Invalid; Unknown for a cluster that only has stored objects.', { enum: ['Pending', 'Ready', 'Unreachable', 'Invalid', 'Unknown'] }),
+      phase: str('Pending, Ready, Unreachable or Invalid (a configuration synchro cannot use, e.g. a missing Secret).', { enum: ['Pending', 'Ready', 'Unreachable', 'Invalid'] }),
       ready: bool('Whether the last readiness probe succeeded.'),
-      reason: str('Why the cluster is in its phase: ProbeSucceeded, ProbeFailed, InvalidConfig, Starting, NotRegistered.'),
+      reason: str('Why the cluster is in its phase: ProbeSucceeded, ProbeFailed, InvalidConfig, Starting.'),
       message: str('Details of the last transition or probe.'),
       lastTransitionTime: time('When the phase or reason last changed.'),
       lastProbeTime: time('When the readiness probe last ran.'),
@@ -100,6 +122,17 @@ export const clusterDefinitions: Record<string, JsonObject> = {
       openapi: ref(`${p}ClusterOpenAPIStatus`, 'The OpenAPI documents of the synced group versions, stored for kubectl explain and validation.'),
       warnings: strings('What is weak about the connection, e.g. a plain-HTTP server.'),
       owner: ref(`${p}ClusterOwner`, 'The synchro process writing for this cluster.'),
+      observedGeneration: int('The metadata.generation of the spec synchro runs the cluster with.'),
+      credentials: ref(`${p}ClusterCredentialsStatus`, 'Where the credentials in use come from (never their values).'),
+    },
+  },
+  [`${p}ClusterCredentialsStatus`]: {
+    description: 'Where the credentials synchro uses come from.',
+    type: 'object',
+    properties: {
+      source: str('Secret, Inline, None or File (clusters.yaml).', { enum: ['Secret', 'Inline', 'None', 'File'] }),
+      secret: str('namespace/name of the Secret.'),
+      kinds: strings('token, clientCertificate and/or kubeconfig.'),
     },
   },
   [`${p}ClusterOwner`]: {
@@ -116,7 +149,7 @@ export const clusterDefinitions: Record<string, JsonObject> = {
     type: 'object',
     required: ['type', 'status'],
     properties: {
-      type: str('Condition type: Ready.'),
+      type: str('Condition type: Ready (the last readiness probe), Accepted (API objects: whether synchro runs the cluster as this object specifies; False with reason DefinedInClustersFile while clusters.yaml has the name).'),
       status: str('True, False or Unknown.', { enum: ['True', 'False', 'Unknown'] }),
       reason: str('Machine-readable reason.'),
       message: str('Human-readable details.'),

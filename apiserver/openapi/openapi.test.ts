@@ -87,7 +87,8 @@ t.test('OpenAPI of the views from stored member documents', async (t) => {
     t.equal(a.paths['/api/v1/namespaces/{namespace}/configmaps'].post, undefined, 'no write operations on read-only resources');
     t.ok(a.paths['/api/v1/watch/namespaces/{namespace}/pods'], 'legacy watch paths');
     t.match(a.paths['/apis/panoptes.io/v1alpha1/clusters/{name}'].get, { 'x-kubernetes-group-version-kind': { group: 'panoptes.io', kind: 'Cluster', version: 'v1alpha1' } });
-    t.equal(a.paths['/apis/panoptes.io/v1alpha1/watch/clusters'], undefined, 'clusters are not watchable');
+    t.ok(a.paths['/apis/panoptes.io/v1alpha1/watch/clusters'], 'clusters are watchable');
+    t.ok(a.paths['/apis/panoptes.io/v1alpha1/clusters/{name}'].patch && a.paths['/apis/panoptes.io/v1alpha1/clusters'].post, 'and writable');
     const c = (await GET(`${P}/clusters/c/openapi/v2`)).json;
     t.ok(c.definitions['io.k8s.api.apps.v1.Deployment'], 'schemas from a member that only has v2');
   });

@@ -144,7 +144,7 @@ t.test('a future rv waits for it; one never reached gets ERROR 504 ResourceVersi
   const waited = Date.now() - start;
   t.ok(waited >= 1400, `waited ${waited} ms`);
   t.match(far.events, [
-    { type: 'ERROR', object: { code: 504, reason: 'Timeout', message: `Too large resource version: 100, current: ${B + 4}`, details: { causes: [{ type: 'ResourceVersionTooLarge' }] } } },
+    { type: 'ERROR', object: { code: 504, reason: 'Timeout', message: `Too large resource version: 100, current: ${B + 4}`, details: { causes: [{ reason: 'ResourceVersionTooLarge' }] } } },
   ]);
 });
 
@@ -188,7 +188,7 @@ t.test('a snapshot ahead of a stuck poller ends with ERROR 504, not silence unti
   const r = new Reader(hub.watch(podWatch({ timeoutSeconds: 30 })));
   await r.end(10_000);
   t.same(r.types, ['ADDED', 'ADDED', 'ERROR'], 'the snapshot, then the error');
-  t.match(r.events[2], { object: { code: 504, details: { causes: [{ type: 'ResourceVersionTooLarge' }] } } });
+  t.match(r.events[2], { object: { code: 504, details: { causes: [{ reason: 'ResourceVersionTooLarge' }] } } });
   t.ok(Date.now() - start < 5000, 'ended after the future-rv wait, long before the 30 s deadline');
 });
 

@@ -40,6 +40,8 @@ export interface HubOptions {
   registry?: Registry;
   /** PostgreSQL LISTEN for commits of other processes (default true; no-op on SQLite). */
   listen?: boolean;
+  /** Told each batch of changes once it was dispatched (e.g. the catalog follows Cluster changes). */
+  onDispatched?: (changes: readonly Change[]) => void;
   log?: Logger;
 }
 
@@ -357,6 +359,13 @@ export class WatchHub implements WatcherHost {
     }
     this.updateWindowMetrics();
     this.releaseWaiters();
+    if (this.opts.onDispatched) {
+      try {
+        this.opts.onDispatched(changes);
+      } catch (err) {
+        this.log.warn('a dispatch listener failed', { err: err as Error });
+      }
+    }
   }
 
   /**

@@ -15,7 +15,7 @@ const invalid = (field: string, detail: string) =>
   new StatusError('Invalid', `ListOptions.meta.k8s.io "" is invalid: ${field}: ${detail}`, {
     kind: 'ListOptions',
     group: 'meta.k8s.io',
-    causes: [{ type: 'FieldValueForbidden', message: detail, field }],
+    causes: [{ reason: 'FieldValueForbidden', message: detail, field }],
   });
 
 /** The watch options of a request's query parameters, or a Status error. */

@@ -17,7 +17,7 @@ const summary = 'synchro and apiserver in one process (SQLite by default): for a
 export const allInOne: Command = {
   name: 'all-in-one',
   summary,
-  usage: `Usage: panoptes all-in-one --clusters clusters.yaml [flags]
+  usage: `Usage: panoptes all-in-one [--clusters clusters.yaml] [flags]
        panoptes all-in-one --kubeconfig FILE [--contexts a,b|all] [flags]
 
 ${summary}. Runs until SIGINT or SIGTERM.

@@ -1,6 +1,8 @@
 // The member-cluster flags that `panoptes synchro` and `panoptes all-in-one` share, parsed
 // into the options of startSynchro.
+import { existsSync, readFileSync } from 'node:fs';
 import { defaultCompaction } from '../../synchro/compactor.ts';
+import type { ClusterConnection } from '../../synchro/config.ts';
 import type { SynchroOptions } from '../../synchro/synchro.ts';
 import { durationFlag, intFlag, UsageError } from '../command.ts';
 
@@ -15,10 +17,17 @@ export const synchroFlagSpec = {
   'retention-count': { type: 'string' },
   identity: { type: 'string' },
   'lease-ttl': { type: 'string' },
+  'host-kubeconfig': { type: 'string' },
+  'credentials-namespace': { type: 'string' },
 } as const;
 
-export const synchroFlagHelp = `  --clusters FILE               clusters.yaml: the member clusters and what to sync (env PANOPTES_CLUSTERS);
-                                reloaded when it changes (format: synchro/README.md)
+export const synchroFlagHelp = `  --clusters FILE               clusters.yaml: member clusters and what to sync (env PANOPTES_CLUSTERS);
+                                reloaded when it changes (format: synchro/README.md). Clusters registered
+                                through the API (kubectl apply -f cluster.yaml) are synced with or without it
+  --host-kubeconfig FILE        the host cluster, to read the Secrets API-registered Clusters name as their
+                                credentials (env PANOPTES_HOST_KUBECONFIG; default: in-cluster configuration)
+  --credentials-namespace NS    the namespace of those Secrets (default: the pod's namespace in a cluster,
+                                else panoptes)
   --kubeconfig FILE             instead of --clusters: one member cluster per kubeconfig context
   --contexts a,b|all            with --kubeconfig: which contexts (default all)
   --resources LIST              with --kubeconfig: resource patterns, comma-separated (default: the default set)
@@ -34,11 +43,37 @@ export const synchroFlagHelp = `  --clusters FILE               clusters.yaml: t
 
 type SynchroFlagValues = { [K in keyof typeof synchroFlagSpec]?: string };
 
+const serviceAccountDir = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/** The host cluster: --host-kubeconfig, else the in-cluster configuration when running in a pod, else none. */
+export function hostClusterConnection(kubeconfig: string | undefined, env: NodeJS.ProcessEnv = process.env, saDir = serviceAccountDir): ClusterConnection | undefined {
+  if (kubeconfig) return { kubeconfig };
+  const host = env.KUBERNETES_SERVICE_HOST;
+  const port = env.KUBERNETES_SERVICE_PORT;
+  if (!host || !port || !existsSync(`${saDir}/token`)) return undefined;
+  return { server: `https://${host.includes(':') ? `[${host}]` : host}:${port}`, certificateAuthority: `${saDir}/ca.crt`, tokenFile: `${saDir}/token` };
+}
+
+/** The namespace of the credentials Secrets: the flag, else the pod's own namespace, else panoptes. */
+export function credentialsNamespace(flag: string | undefined, saDir = serviceAccountDir): string {
+  if (flag) return flag;
+  try {
+    return readFileSync(`${saDir}/namespace`, 'utf8').trim() || 'panoptes';
+  } catch {
+    return 'panoptes';
+  }
+}
+
 /** Where the member clusters come from, timings and retention; bad combinations are UsageErrors. */
-export function parseSynchroFlags(values: SynchroFlagValues): Pick<SynchroOptions, 'clustersFile' | 'kubeconfig' | 'contexts' | 'resources' | 'timings' | 'compaction' | 'shards'> {
+export function parseSynchroFlags(
+  values: SynchroFlagValues,
+): Pick<SynchroOptions, 'clustersFile' | 'kubeconfig' | 'contexts' | 'resources' | 'timings' | 'compaction' | 'shards' | 'hostCluster' | 'credentialsNamespace'> {
   const clustersFile = values.clusters ?? (values.kubeconfig ? undefined : process.env.PANOPTES_CLUSTERS);
   if (clustersFile && values.kubeconfig) throw new UsageError('give --clusters or --kubeconfig, not both');
-  if (!clustersFile && !values.kubeconfig) throw new UsageError('give --clusters FILE (or --kubeconfig FILE)');
+  const ns = values['credentials-namespace'];
+  if (ns !== undefined && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(ns)) throw new UsageError(`--credentials-namespace ${JSON.stringify(ns)} is not a namespace name`);
+  const hostKubeconfig = values['host-kubeconfig'] ?? process.env.PANOPTES_HOST_KUBECONFIG;
+  if (hostKubeconfig && !existsSync(hostKubeconfig)) throw new UsageError(`--host-kubeconfig ${hostKubeconfig}: no such file`);
   if (!values.kubeconfig && (values.contexts || values.resources)) throw new UsageError('--contexts and --resources go with --kubeconfig');
   const contexts = values.contexts === undefined || values.contexts === 'all' ? 'all' : values.contexts.split(',').map((s) => s.trim()).filter(Boolean);
   if (contexts !== 'all' && contexts.length === 0) throw new UsageError('--contexts is empty');
@@ -49,6 +84,8 @@ export function parseSynchroFlags(values: SynchroFlagValues): Pick<SynchroOption
   return {
     clustersFile,
     kubeconfig: values.kubeconfig,
+    hostCluster: hostClusterConnection(hostKubeconfig),
+    credentialsNamespace: credentialsNamespace(ns),
     contexts,
     resources: values.resources?.split(',').map((s) => s.trim()).filter(Boolean),
     timings: {

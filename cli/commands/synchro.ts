@@ -17,12 +17,13 @@ const summary = 'list and watch every member cluster; write current state and th
 export const synchro: Command = {
   name: 'synchro',
   summary,
-  usage: `Usage: panoptes synchro --clusters clusters.yaml [flags]
+  usage: `Usage: panoptes synchro [--clusters clusters.yaml] [flags]
        panoptes synchro --kubeconfig FILE [--contexts a,b|all] [flags]
 
 ${summary}.
-Runs until SIGINT or SIGTERM. The clusters file is reloaded when it changes; see synchro/README.md
-for its format.
+Runs until SIGINT or SIGTERM. Member clusters come from the clusters file (reloaded when it
+changes; see synchro/README.md for its format) and from the Cluster objects registered through
+the API (kubectl apply -f cluster.yaml), followed within a second.
 
 Flags:
   --storage URL                 where state and the change log live (env PANOPTES_STORAGE)

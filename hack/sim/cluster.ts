@@ -7,7 +7,7 @@ import { Churn } from './churn.ts';
 import { Crud } from './crud.ts';
 import { Faults } from './faults.ts';
 import { Registry } from './resources.ts';
-import { handle, type SimContext } from './server.ts';
+import { handle, SimAuth, type SimContext } from './server.ts';
 import { Store } from './store.ts';
 import type { KObject } from './types.ts';
 import { WatchHub } from './watch.ts';
@@ -45,6 +45,8 @@ export interface SimCluster {
   hub: WatchHub;
   faults: Faults;
   churn: Churn;
+  /** Bearer tokens it requires (none by default) and the tokens clients presented. */
+  auth: SimAuth;
   /**
    * Stores many objects without HTTP (benchmarks): `resource` is `pods`, `deployments.apps`
    * or `apps/deployments`. kind/apiVersion are filled in; each object gets its own rv.
@@ -90,9 +92,10 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
       for (const s of sockets) s.destroy();
     });
   const faults = new Faults(store, hub, { stopListening, startListening: listen });
+  const auth = new SimAuth();
 
   const ctx: SimContext = {
-    name: opts.name, store, registry, crud, hub, faults, churn,
+    name: opts.name, store, registry, crud, hub, faults, churn, auth,
     options: { defaultWatchTimeoutSeconds: opts.defaultWatchTimeoutSeconds ?? 1800, tooLargeWaitMs: opts.tooLargeWaitMs ?? 3000, openapiV3: opts.openapiV3 ?? true },
     address: () => `${host}:${port}`,
   };
@@ -119,7 +122,7 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
     get port() {
       return port;
     },
-    store, registry, crud, hub, faults, churn,
+    store, registry, crud, hub, faults, churn, auth,
     bulkCreate(resource, objects) {
       const info = resolve(resource);
       const apiVersion = info.group ? `${info.group}/${info.versions[0]}` : info.versions[0];

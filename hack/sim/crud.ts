@@ -92,7 +92,7 @@ export class Crud {
     return new StatusError('Invalid', `${info.kind} "${name}" is invalid: ${field}: ${message}`, {
       ...this.details(info, name),
       kind: info.kind,
-      causes: [{ type: 'FieldValueInvalid', message, field }],
+      causes: [{ reason: 'FieldValueInvalid', message, field }],
     });
   }
 
@@ -112,6 +112,13 @@ export class Crud {
       throw new StatusError('BadRequest', `the API version in the data (${String(body.apiVersion)}) does not match the expected API version (${apiVersion})`);
     }
     const { apiVersion: _v, kind: _k, metadata, ...rest } = cloneJson(body);
+    // A Secret's stringData is written into data (base64) and never stored, as kube-apiserver's conversion does.
+    if (info.id === '/secrets' && isObject(rest.stringData)) {
+      const data: JsonObject = isObject(rest.data) ? { ...rest.data } : {};
+      for (const [k, v] of Object.entries(rest.stringData)) data[k] = Buffer.from(String(v), 'utf8').toString('base64');
+      rest.data = data;
+      delete rest.stringData;
+    }
     return { apiVersion, kind: info.kind, metadata: isObject(metadata) ? (metadata as ObjectMeta) : {}, ...rest };
   }
 
@@ -407,7 +414,7 @@ export class Crud {
     const replicas = body.spec.replicas;
     if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0) {
       throw new StatusError('Invalid', `Scale.autoscaling "${name}" is invalid: spec.replicas: Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0`, {
-        name, group: 'autoscaling', kind: 'Scale', causes: [{ type: 'FieldValueInvalid', field: 'spec.replicas', message: 'must be greater than or equal to 0' }],
+        name, group: 'autoscaling', kind: 'Scale', causes: [{ reason: 'FieldValueInvalid', field: 'spec.replicas', message: 'must be greater than or equal to 0' }],
       });
     }
     const next = setPath(old, info.scale!.specReplicasPath, replicas) as KObject;

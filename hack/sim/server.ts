@@ -31,6 +31,22 @@ export interface ServerOptions {
   openapiV3: boolean;
 }
 
+/** Bearer-token authentication of a simulated cluster: off (anyone) until tokens are set. */
+export class SimAuth {
+  /** Accepted bearer tokens; empty: no authentication. */
+  tokens: string[] = [];
+  /** Every bearer token presented, in order (tests check which credentials a client used). */
+  readonly seen: string[] = [];
+
+  /** Throws 401 Unauthorized unless the request carries an accepted token (or none are required). */
+  check(req: IncomingMessage): void {
+    const header = req.headers.authorization ?? '';
+    const token = header.startsWith('Bearer ') ? header.slice(7) : '';
+    if (token && this.seen[this.seen.length - 1] !== token) this.seen.push(token);
+    if (this.tokens.length && !this.tokens.includes(token)) throw new StatusError('Unauthorized', 'Unauthorized');
+  }
+}
+
 /** Everything a request handler of one cluster needs. */
 export interface SimContext {
   name: string;
@@ -41,6 +57,7 @@ export interface SimContext {
   faults: Faults;
   churn: Churn;
   options: ServerOptions;
+  auth: SimAuth;
   /** host:port, for /api's serverAddressByClientCIDRs. */
   address(): string;
 }
@@ -53,6 +70,7 @@ export async function handle(ctx: SimContext, req: IncomingMessage, res: ServerR
   try {
     const url = new URL(req.url ?? '/', 'http://sim');
     if (url.pathname.startsWith('/_sim/')) return await handleControl(ctx, req, res, url);
+    ctx.auth.check(req);
     if (ctx.faults.unavailable) {
       throw new StatusError('ServiceUnavailable', 'the server is currently unable to handle the request (simulated outage)');
     }
@@ -235,7 +253,7 @@ async function awaitRv(ctx: SimContext, rv: number): Promise<void> {
   if (rv <= ctx.store.resourceVersion) return;
   if (await ctx.store.waitForRv(rv, ctx.options.tooLargeWaitMs)) return;
   throw new StatusError('Timeout', `Too large resource version: ${rv}, current: ${ctx.store.resourceVersion}`, {
-    causes: [{ type: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+    causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
     retryAfterSeconds: 1,
   });
 }

@@ -120,7 +120,7 @@ t.test('watch from a future rv waits, then 504', async (t) => {
   const c = await simCluster(t, { tooLargeWaitMs: 300 });
   const r = await get(`${c.url}/api/v1/configmaps?watch=1&resourceVersion=${c.store.resourceVersion + 100}`);
   t.equal(r.status, 504);
-  t.match(r.json, { reason: 'Timeout', details: { causes: [{ type: 'ResourceVersionTooLarge' }] } });
+  t.match(r.json, { reason: 'Timeout', details: { causes: [{ reason: 'ResourceVersionTooLarge' }] } });
   const l = await get(`${c.url}/api/v1/configmaps?resourceVersion=${c.store.resourceVersion + 100}`);
   t.equal(l.status, 504);
 });

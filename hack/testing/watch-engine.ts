@@ -11,7 +11,7 @@ export interface StatusObject {
   code?: number;
   reason?: string;
   message?: string;
-  details?: { causes?: Array<{ type?: string }> };
+  details?: { causes?: Array<{ reason?: string }> };
 }
 
 export interface ReadEvent {

@@ -1,0 +1,121 @@
+// The parts of a write request kube-apiserver checks before it touches an object: the query
+// (CreateOptions, UpdateOptions, PatchOptions, DeleteOptions: dryRun, fieldManager,
+// fieldValidation, force), the body (read within the size limit; JSON or YAML objects, a
+// DeleteOptions), the PATCH content type (415 listing the accepted ones) and unknown fields
+// under fieldValidation (Strict: an error; Warn, the default: a Warning header; Ignore).
+import type { Context } from 'koa';
+import { parse as parseYaml } from 'yaml';
+import { fieldInvalid, fieldNotSupported, invalidObject, type FieldError } from '../kube/field-errors.ts';
+import { jsonPatchType, mergePatchType, type PatchType } from '../kube/patch.ts';
+import { StatusError } from '../kube/status.ts';
+
+export type WriteVerb = 'create' | 'update' | 'patch' | 'delete';
+export type FieldValidation = 'Ignore' | 'Warn' | 'Strict';
+
+export interface WriteOptions {
+  dryRun: boolean;
+  /** kube's default is Warn. */
+  fieldValidation: FieldValidation;
+  fieldManager?: string;
+}
+
+const common = ['dryRun', 'pretty', 'timeout'];
+const allowed: Record<WriteVerb, string[]> = {
+  create: [...common, 'fieldManager', 'fieldValidation'],
+  update: [...common, 'fieldManager', 'fieldValidation'],
+  patch: [...common, 'fieldManager', 'fieldValidation', 'force'],
+  delete: [...common, 'gracePeriodSeconds', 'propagationPolicy', 'orphanDependents'],
+};
+const optionsKind: Record<WriteVerb, string> = { create: 'CreateOptions', update: 'UpdateOptions', patch: 'PatchOptions', delete: 'DeleteOptions' };
+
+/** The query of a write, validated as kube-apiserver validates its options (422 `CreateOptions.meta.k8s.io "" is invalid`). */
+export function parseWriteOptions(qs: URLSearchParams, verb: WriteVerb): WriteOptions {
+  for (const k of qs.keys()) if (!allowed[verb].includes(k)) throw new StatusError('BadRequest', `unknown query parameter ${JSON.stringify(k)} for ${verb}`);
+  const errs: FieldError[] = [];
+  const dryRun = qs.getAll('dryRun');
+  if (dryRun.some((v) => v !== 'All')) errs.push(fieldNotSupported('dryRun', dryRun, ['All']));
+  const fv = qs.get('fieldValidation') ?? '';
+  if (verb !== 'delete' && !['', 'Ignore', 'Warn', 'Strict'].includes(fv)) errs.push(fieldNotSupported('fieldValidation', fv, ['', 'Ignore', 'Strict', 'Warn']));
+  const fm = qs.get('fieldManager') ?? undefined;
+  if (fm !== undefined && (fm.length > 128 || !/^[\x20-\x7e]*$/.test(fm))) errs.push(fieldInvalid('fieldManager', fm, 'must be no more than 128 printable characters'));
+  if (verb === 'patch' && qs.has('force')) errs.push({ type: 'Forbidden', field: 'force', detail: 'may not be specified for non-apply patch' });
+  const pp = qs.get('propagationPolicy');
+  if (pp !== null && !['Orphan', 'Background', 'Foreground'].includes(pp)) errs.push(fieldNotSupported('propagationPolicy', pp, ['Background', 'Foreground', 'Orphan']));
+  if (errs.length) throw invalidObject({ group: 'meta.k8s.io', kind: optionsKind[verb] }, '', errs);
+  return { dryRun: dryRun.length > 0, fieldValidation: (fv || 'Warn') as FieldValidation, ...(fm !== undefined ? { fieldManager: fm } : {}) };
+}
+
+/** The request body, at most `limit` bytes (413 beyond, also without a Content-Length). */
+export async function readBody(ctx: Context, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req) {
+    size += (chunk as Buffer).length;
+    if (size > limit) throw new StatusError('RequestEntityTooLarge', `request body is too large (more than ${limit} bytes)`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+const mediaType = (contentType: string | undefined) => (contentType ?? '').split(';')[0].trim().toLowerCase();
+
+/** The object of a POST or PUT body: JSON or YAML (a 415 for anything else, a 400 when it does not parse). */
+export function decodeObject(body: Buffer, contentType: string | undefined, kind: string): Record<string, unknown> {
+  const type = mediaType(contentType);
+  let doc: unknown;
+  if (type === 'application/json' || type === '') {
+    try {
+      doc = JSON.parse(body.toString('utf8'));
+    } catch (err) {
+      throw new StatusError('BadRequest', `the object provided is unrecognized (must be of type ${kind}): couldn't get version/kind; json parse error: ${(err as Error).message}`);
+    }
+  } else if (type === 'application/yaml') {
+    try {
+      doc = parseYaml(body.toString('utf8'));
+    } catch (err) {
+      throw new StatusError('BadRequest', `the object provided is unrecognized (must be of type ${kind}): error converting YAML to JSON: ${(err as Error).message.split('\n')[0]}`);
+    }
+  } else {
+    throw new StatusError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`);
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+    throw new StatusError('BadRequest', `the object provided is unrecognized (must be of type ${kind}): couldn't get version/kind; json parse error: the body is not a JSON object`);
+  }
+  return doc as Record<string, unknown>;
+}
+
+/** The patch type of a PATCH's Content-Type: 415 with the accepted types for anything else (strategic merge patch, server-side apply). */
+export function patchTypeOf(contentType: string | undefined, accepted: string[]): PatchType {
+  const type = mediaType(contentType);
+  if (accepted.includes(type) && type === mergePatchType) return 'merge';
+  if (accepted.includes(type) && type === jsonPatchType) return 'json';
+  throw new StatusError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${accepted.join(', ')}`);
+}
+
+/** A DELETE body (DeleteOptions), if any. */
+export function decodeDeleteOptions(body: Buffer): { preconditions?: { uid?: string; resourceVersion?: string }; dryRun?: boolean } {
+  if (body.length === 0) return {};
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw new StatusError('BadRequest', `the body of the request could not be decoded as DeleteOptions: ${(err as Error).message}`);
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new StatusError('BadRequest', 'the body of the request must be a DeleteOptions object');
+  const o = doc as { preconditions?: { uid?: unknown; resourceVersion?: unknown }; dryRun?: unknown; propagationPolicy?: unknown };
+  const errs: FieldError[] = [];
+  if (o.dryRun !== undefined && !(Array.isArray(o.dryRun) && o.dryRun.every((v) => v === 'All'))) errs.push(fieldNotSupported('dryRun', o.dryRun, ['All']));
+  if (o.propagationPolicy !== undefined && !['Orphan', 'Background', 'Foreground'].includes(String(o.propagationPolicy))) errs.push(fieldNotSupported('propagationPolicy', o.propagationPolicy, ['Background', 'Foreground', 'Orphan']));
+  if (errs.length) throw invalidObject({ group: 'meta.k8s.io', kind: 'DeleteOptions' }, '', errs);
+  const p = o.preconditions;
+  const preconditions = p ? { ...(typeof p.uid === 'string' ? { uid: p.uid } : {}), ...(typeof p.resourceVersion === 'string' ? { resourceVersion: p.resourceVersion } : {}) } : undefined;
+  return { ...(preconditions ? { preconditions } : {}), ...(Array.isArray(o.dryRun) && o.dryRun.length ? { dryRun: true } : {}) };
+}
+
+/** kube's strict decoding error text: `strict decoding error: unknown field "spec.foo", ...`. */
+export const strictDecodingError = (unknown: string[]): string => `strict decoding error: ${unknown.map((f) => `unknown field ${JSON.stringify(f)}`).join(', ')}`;
+
+/** Warning header values (`299 - "unknown field \"spec.foo\""`) for the unknown fields dropped under Warn. */
+export function unknownFieldWarnings(unknown: string[]): string[] {
+  return unknown.map((f) => `299 - ${JSON.stringify(`unknown field ${JSON.stringify(f)}`)}`);
+}

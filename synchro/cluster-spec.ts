@@ -1,0 +1,275 @@
+// The spec of a `Cluster` object (clusters.panoptes.io): what an API-registered cluster says
+// about its connection and selection, validated field by field (the apiserver answers 422
+// with one cause per field), and the form clusters.yaml entries are served in
+// (`source: file`). Pure: no I/O, shared by the apiserver (validation) and synchro
+// (turning objects into cluster configurations).
+import { fieldDuplicate, fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired, type FieldError } from '../kube/field-errors.ts';
+import { parsePattern, PatternError } from './resources.ts';
+
+/** spec.credentials: a Secret of the host cluster, or inline values (write-only: never served). */
+export interface ClusterSpecCredentials {
+  secretRef?: { name: string };
+  token?: string;
+  clientCertData?: string;
+  clientKeyData?: string;
+}
+
+export interface ClusterSpec {
+  /** `api` (registered through the API; the default) or `file` (clusters.yaml, read-only). */
+  source?: 'api' | 'file';
+  server?: string;
+  /** Base64 PEM CA bundle, as certificate-authority-data in a kubeconfig. */
+  caData?: string;
+  insecureSkipTLSVerify?: boolean;
+  tlsServerName?: string;
+  resources?: string[];
+  namespaces?: { include?: string[]; exclude?: string[] };
+  credentials?: ClusterSpecCredentials;
+}
+
+/** Set on every API-created Cluster by the apiserver; synchro releases it once the cluster's objects are deleted. */
+export const clusterFinalizer = 'panoptes.io/synchro';
+
+/** The inline credential fields: accepted on writes, kept apart by storage, never served. */
+export const inlineCredentialFields = ['token', 'clientCertData', 'clientKeyData'] as const;
+
+/** The Secret keys synchro reads (a kubernetes.io/service-account-token or kubernetes.io/tls Secret works as is). */
+export const secretKeys = { token: 'token', ca: 'ca.crt', cert: 'tls.crt', key: 'tls.key', kubeconfig: 'kubeconfig' } as const;
+
+/** The label a Secret must carry, naming the cluster it is for, before synchro uses it. */
+export const secretClusterLabel = 'panoptes.io/cluster';
+
+/** clusters.yaml keys that only a file entry may use, and what an API object says instead. */
+const fileOnly: Record<string, string> = {
+  kubeconfig: 'file references are not accepted through the API (Panoptes does not read its own files for API-registered clusters): give spec.server, spec.caData and spec.credentials',
+  context: 'kubeconfig contexts are for clusters.yaml: give spec.server, spec.caData and spec.credentials',
+  certificateAuthority: 'file references are not accepted through the API: give the CA bundle as spec.caData (base64 PEM)',
+  tokenFile: 'file references are not accepted through the API: give spec.credentials.token, or spec.credentials.secretRef',
+  clientCertificate: 'file references are not accepted through the API: give spec.credentials.clientCertData, or spec.credentials.secretRef',
+  clientKey: 'file references are not accepted through the API: give spec.credentials.clientKeyData, or spec.credentials.secretRef',
+  certificateAuthorityData: 'use spec.caData',
+  token: 'use spec.credentials.token (write-only), or spec.credentials.secretRef',
+  clientCertificateData: 'use spec.credentials.clientCertData (write-only), or spec.credentials.secretRef',
+  clientKeyData: 'use spec.credentials.clientKeyData (write-only), or spec.credentials.secretRef',
+};
+
+/**
+ * The fields of a Cluster object, for the strict decoding of writes (`unknown field
+ * "spec.foo"`). `true`: any value; a map: an object with those fields. File-only spec keys are
+ * known (they get a 422 that says what to use instead).
+ */
+type Shape = true | { [field: string]: Shape };
+const objectMetaShape: Shape = {
+  name: true, generateName: true, namespace: true, selfLink: true, uid: true, resourceVersion: true, generation: true,
+  creationTimestamp: true, deletionTimestamp: true, deletionGracePeriodSeconds: true, labels: true, annotations: true,
+  ownerReferences: true, finalizers: true, managedFields: true,
+};
+export const clusterShape: Shape = {
+  apiVersion: true,
+  kind: true,
+  metadata: objectMetaShape,
+  spec: {
+    source: true, server: true, caData: true, insecureSkipTLSVerify: true, tlsServerName: true, resources: true,
+    namespaces: { include: true, exclude: true },
+    credentials: { secretRef: { name: true }, token: true, clientCertData: true, clientKeyData: true },
+    ...Object.fromEntries(Object.keys(fileOnly).map((k) => [k, true])),
+  },
+  status: true,
+};
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Fields of `obj` the shape does not know, as `spec.foo` paths, and `obj` without them (what
+ * kube-apiserver keeps under fieldValidation Ignore or Warn).
+ */
+export function pruneUnknownFields(obj: unknown, shape: Shape = clusterShape, path = ''): { pruned: unknown; unknown: string[] } {
+  if (shape === true || !isRecord(obj)) return { pruned: obj, unknown: [] };
+  const out: Record<string, unknown> = {};
+  const unknown: string[] = [];
+  for (const [k, v] of Object.entries(obj)) {
+    const p = path ? `${path}.${k}` : k;
+    const sub = shape[k];
+    if (sub === undefined) {
+      unknown.push(p);
+      continue;
+    }
+    const r = pruneUnknownFields(v, sub, p);
+    out[k] = r.pruned;
+    unknown.push(...r.unknown);
+  }
+  return { pruned: out, unknown };
+}
+
+const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const dnsLabelDetail =
+  "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const dnsSubdomainDetail =
+  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+/** Why `name` is not a DNS label (what a cluster name must be: it goes into URLs and annotations), or undefined. */
+export function dnsLabelProblem(name: string): string | undefined {
+  if (name.length > 63) return 'must be no more than 63 characters';
+  if (!dnsLabel.test(name)) return dnsLabelDetail;
+  return undefined;
+}
+
+/** Why `name` is not a DNS subdomain (a Secret's name), or undefined. */
+export function dnsSubdomainProblem(name: string): string | undefined {
+  if (name.length > 253) return 'must be no more than 253 characters';
+  if (!dnsSubdomain.test(name)) return dnsSubdomainDetail;
+  return undefined;
+}
+
+/** Whether `text` is base64 of PEM blocks of the given type. */
+function isBase64Pem(text: string, what: RegExp): boolean {
+  if (!/^[A-Za-z0-9+/=\s]+$/.test(text)) return false;
+  const pem = Buffer.from(text, 'base64').toString('utf8');
+  return what.test(pem);
+}
+const certificatePem = /-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----/;
+const keyPem = /-----BEGIN ([A-Z]+ )?PRIVATE KEY-----[\s\S]+-----END ([A-Z]+ )?PRIVATE KEY-----/;
+
+function stringList(errs: FieldError[], path: string, v: unknown, each: (s: string, p: string) => void): void {
+  if (!Array.isArray(v)) {
+    errs.push(fieldInvalid(path, v, 'must be a list of strings'));
+    return;
+  }
+  const seen = new Set<string>();
+  v.forEach((s, i) => {
+    const p = `${path}[${i}]`;
+    if (typeof s !== 'string') return void errs.push(fieldInvalid(p, s, 'must be a string'));
+    if (seen.has(s)) return void errs.push(fieldDuplicate(p, s));
+    seen.add(s);
+    each(s, p);
+  });
+}
+
+function optionalString(errs: FieldError[], path: string, v: unknown): v is string | undefined {
+  if (v === undefined) return true;
+  if (typeof v !== 'string') {
+    errs.push(fieldInvalid(path, v, 'must be a string'));
+    return false;
+  }
+  return true;
+}
+
+function validateCredentials(errs: FieldError[], c: unknown): void {
+  const p = 'spec.credentials';
+  if (c === undefined) return;
+  if (!isRecord(c)) return void errs.push(fieldInvalid(p, c, 'must be an object with secretRef, or token and/or clientCertData and clientKeyData'));
+  const inline = inlineCredentialFields.filter((k) => c[k] !== undefined);
+  if (c.secretRef !== undefined) {
+    if (inline.length) errs.push(fieldForbidden(`${p}.${inline[0]}`, 'give either secretRef or inline credentials, not both'));
+    if (!isRecord(c.secretRef)) errs.push(fieldInvalid(`${p}.secretRef`, c.secretRef, 'must be an object with the name of a Secret in the namespace Panoptes runs in'));
+    else if (c.secretRef.name === undefined || c.secretRef.name === '') errs.push(fieldRequired(`${p}.secretRef.name`, 'the name of a Secret in the namespace Panoptes runs in'));
+    else if (typeof c.secretRef.name !== 'string') errs.push(fieldInvalid(`${p}.secretRef.name`, c.secretRef.name, 'must be a string'));
+    else {
+      const why = dnsSubdomainProblem(c.secretRef.name);
+      if (why) errs.push(fieldInvalid(`${p}.secretRef.name`, c.secretRef.name, why));
+    }
+  }
+  if (optionalString(errs, `${p}.token`, c.token) && c.token !== undefined && (c.token === '' || /\s/.test(c.token))) {
+    errs.push(fieldInvalid(`${p}.token`, '(hidden)', 'must be a bearer token: not empty, no whitespace'));
+  }
+  const cert = c.clientCertData;
+  const key = c.clientKeyData;
+  if (optionalString(errs, `${p}.clientCertData`, cert) && cert !== undefined && !isBase64Pem(cert, certificatePem)) {
+    errs.push(fieldInvalid(`${p}.clientCertData`, '(hidden)', 'must be base64 of a PEM certificate, as client-certificate-data in a kubeconfig'));
+  }
+  if (optionalString(errs, `${p}.clientKeyData`, key) && key !== undefined && !isBase64Pem(key, keyPem)) {
+    errs.push(fieldInvalid(`${p}.clientKeyData`, '(hidden)', 'must be base64 of a PEM private key, as client-key-data in a kubeconfig'));
+  }
+  if (cert !== undefined && key === undefined) errs.push(fieldRequired(`${p}.clientKeyData`, 'a client certificate needs its key'));
+  if (key !== undefined && cert === undefined) errs.push(fieldRequired(`${p}.clientCertData`, 'a client key needs its certificate'));
+}
+
+/** Every problem with the spec of an API-registered Cluster, one error per field. */
+export function validateClusterSpec(spec: unknown): FieldError[] {
+  const errs: FieldError[] = [];
+  if (spec === undefined || spec === null) return [fieldRequired('spec', 'the member cluster to register: at least spec.server')];
+  if (!isRecord(spec)) return [fieldInvalid('spec', spec, 'must be an object')];
+  if (spec.source !== undefined && spec.source !== 'api') {
+    errs.push(fieldNotSupported('spec.source', spec.source, ['api']));
+  }
+  for (const [k, why] of Object.entries(fileOnly)) if (spec[k] !== undefined) errs.push(fieldForbidden(`spec.${k}`, why));
+
+  if (spec.server === undefined || spec.server === '') errs.push(fieldRequired('spec.server', 'the URL of the member API server, e.g. https://10.0.0.1:6443'));
+  else if (typeof spec.server !== 'string') errs.push(fieldInvalid('spec.server', spec.server, 'must be a string'));
+  else {
+    let u: URL | undefined;
+    try {
+      u = new URL(spec.server);
+    } catch {
+      errs.push(fieldInvalid('spec.server', spec.server, 'must be a URL, e.g. https://10.0.0.1:6443'));
+    }
+    if (u) {
+      if (u.protocol !== 'https:' && u.protocol !== 'http:') errs.push(fieldInvalid('spec.server', spec.server, 'must be an https:// (or, for a local test cluster, http://) URL'));
+      else if (u.username || u.password) errs.push(fieldInvalid('spec.server', spec.server, 'must not carry credentials: give them in spec.credentials'));
+      else if (u.search || u.hash) errs.push(fieldInvalid('spec.server', spec.server, 'must not have a query or a fragment'));
+    }
+  }
+  if (optionalString(errs, 'spec.caData', spec.caData) && spec.caData !== undefined && !isBase64Pem(spec.caData, certificatePem)) {
+    errs.push(fieldInvalid('spec.caData', spec.caData.length > 40 ? `${spec.caData.slice(0, 40)}...` : spec.caData, 'must be base64 of PEM certificates, as certificate-authority-data in a kubeconfig'));
+  }
+  if (spec.insecureSkipTLSVerify !== undefined && typeof spec.insecureSkipTLSVerify !== 'boolean') {
+    errs.push(fieldInvalid('spec.insecureSkipTLSVerify', spec.insecureSkipTLSVerify, 'must be true or false'));
+  } else if (spec.insecureSkipTLSVerify === true && spec.caData !== undefined) {
+    errs.push(fieldForbidden('spec.insecureSkipTLSVerify', 'a CA bundle (spec.caData) and skipping verification exclude each other, as in a kubeconfig'));
+  }
+  if (optionalString(errs, 'spec.tlsServerName', spec.tlsServerName) && spec.tlsServerName !== undefined) {
+    const why = dnsSubdomainProblem(spec.tlsServerName);
+    if (why) errs.push(fieldInvalid('spec.tlsServerName', spec.tlsServerName, why));
+  }
+  if (spec.resources !== undefined) {
+    if (Array.isArray(spec.resources) && spec.resources.length === 0) {
+      errs.push(fieldInvalid('spec.resources', spec.resources, 'must name at least one resource pattern; leave it out for the default set'));
+    }
+    stringList(errs, 'spec.resources', spec.resources, (s, p) => {
+      try {
+        parsePattern(s);
+      } catch (err) {
+        if (!(err instanceof PatternError)) throw err;
+        errs.push(fieldInvalid(p, s, err.message));
+      }
+    });
+  }
+  if (spec.namespaces !== undefined) {
+    if (!isRecord(spec.namespaces)) errs.push(fieldInvalid('spec.namespaces', spec.namespaces, 'must be an object with include and/or exclude lists'));
+    else {
+      for (const k of ['include', 'exclude'] as const) {
+        if (spec.namespaces[k] === undefined) continue;
+        stringList(errs, `spec.namespaces.${k}`, spec.namespaces[k], (s, p) => {
+          const why = dnsLabelProblem(s);
+          if (why) errs.push(fieldInvalid(p, s, why));
+        });
+      }
+    }
+  }
+  validateCredentials(errs, spec.credentials);
+  return errs;
+}
+
+/** The inline credentials given in a spec (undefined when none are), and the spec without them (what is served). */
+export function splitCredentials(spec: Record<string, unknown>): { served: Record<string, unknown>; inline?: { token?: string; clientCertData?: string; clientKeyData?: string }; secretRef: boolean } {
+  const c = spec.credentials;
+  if (!isRecord(c)) return { served: spec, secretRef: false };
+  const inline: Record<string, string> = {};
+  const rest: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(c)) {
+    if ((inlineCredentialFields as readonly string[]).includes(k)) {
+      if (typeof v === 'string') inline[k] = v;
+    } else rest[k] = v;
+  }
+  const served = { ...spec };
+  if (Object.keys(rest).length) served.credentials = rest;
+  else delete served.credentials;
+  return { served, ...(Object.keys(inline).length ? { inline } : {}), secretRef: rest.secretRef !== undefined };
+}
+
+/** The served spec of a clusters.yaml (or kubeconfig context) entry: its public settings, `source: file`. */
+export function fileClusterSpec(publicEntry: Record<string, unknown>): Record<string, unknown> {
+  const { name: _name, ...rest } = publicEntry;
+  return { source: 'file', ...rest };
+}
