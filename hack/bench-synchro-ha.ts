@@ -142,8 +142,8 @@ async function throughput(pg: PostgresServer, members: number, rate: number): Pr
     return {
       rate: upstream.size / (duration / 1000),
       committed: lags.length / (duration / 1000),
-      p50: percentile(lags, 0.5),
-      p99: percentile(lags, 0.99),
+      p50: percentile(lags, 50),
+      p99: percentile(lags, 99),
       matched: lags.length / Math.max(1, upstream.size),
       lockWaitMs: (waitSum / Math.max(1, batches)) * 1000,
       batches,
