@@ -113,7 +113,7 @@ export function targetMarks(targets: Target[], axis: 'xAxis' | 'yAxis' = 'yAxis'
       [axis]: t.value,
       name: t.label,
       lineStyle: { color: targetColor, type: 'dashed', width: 1.5 },
-      label: { formatter: t.label, position: 'insideEndTop', color: targetColor, fontSize: 11, backgroundColor: 'rgba(255,255,255,0.85)', padding: [1, 3] },
+      label: { formatter: t.label, position: 'insideEndTop', color: targetColor, fontSize: 11, textBorderColor: '#ffffff', textBorderWidth: 3 },
     })),
   };
 }
