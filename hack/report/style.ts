@@ -6,7 +6,7 @@ export const width = 760;
 export const height = 440;
 
 const font = 'Helvetica, Arial, sans-serif';
-const ink = '#1f2328';
+export const ink = '#1f2328';
 const muted = '#59636e';
 const grid = '#d8dee4';
 /** The target: one colour everywhere, dashed. */

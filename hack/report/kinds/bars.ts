@@ -2,7 +2,7 @@
 // categories on x, one bar per series in each, value labels on the bars, targets as dashed
 // lines (the same for every category) or as a dash over each category (one per category).
 import type { BarSeriesOption, EChartsOption, ScatterSeriesOption } from 'echarts';
-import { axisLabel, axisLine, base, colorsFor, maxWithTargets, num, plotArea, splitLine, targetColor, targetMarks, yAxisName, type Heading, type Target } from '../style.ts';
+import { axisLabel, axisLine, base, colorsFor, ink, maxWithTargets, num, plotArea, splitLine, targetColor, targetMarks, width, yAxisName, type Heading, type Target } from '../style.ts';
 
 export interface BarPanel {
   /** What the panel shows, e.g. "ingest": with the unit, the y axis' name ("ingest (events/s)"). */
@@ -29,7 +29,7 @@ export function barChart(c: BarChart): EChartsOption {
   const n = c.panels.length;
   const area = plotArea();
   const gap = 9; // % between panels
-  const left = (area.left / 760) * 100;
+  const left = (area.left / width) * 100;
   const right = 3;
   const w = (100 - left - right - gap * (n - 1)) / n;
   const grids = c.panels.map((_p, i) => ({ top: area.top, bottom: area.bottom, left: `${round(left + i * (w + gap))}%`, right: `${round(100 - (left + i * (w + gap) + w))}%` }));
@@ -46,7 +46,7 @@ export function barChart(c: BarChart): EChartsOption {
         itemStyle: { color: colors.get(s.name) },
         barMaxWidth: 56,
         ...(p.stacked ? { stack: `panel-${i}` } : {}),
-        label: { show: true, position: p.stacked ? 'inside' : 'top', fontSize: 10, color: p.stacked ? '#ffffff' : '#1f2328', formatter: (v: { value: unknown }) => (typeof v.value === 'number' ? num(v.value) : '') },
+        label: { show: true, position: p.stacked ? 'inside' : 'top', fontSize: 10, color: p.stacked ? '#ffffff' : ink, formatter: (v: { value: unknown }) => (typeof v.value === 'number' ? num(v.value) : '') },
         ...(k === 0 && p.targets?.length ? { markLine: targetMarks(p.targets) } : {}),
       });
     });
@@ -69,7 +69,7 @@ export function barChart(c: BarChart): EChartsOption {
   return {
     ...base(c, [...colors.keys(), ...new Set(targetNames)]),
     grid: grids,
-    xAxis: c.panels.map((p, i) => ({ type: 'category', gridIndex: i, data: p.categories, axisLine, axisTick: { alignWithLabel: true }, axisLabel: { color: '#1f2328', fontSize: 11, interval: 0, verticalAlign: 'top', lineHeight: 14, width: Math.max(60, 560 / (n * p.categories.length)), overflow: 'break' } })),
+    xAxis: c.panels.map((p, i) => ({ type: 'category', gridIndex: i, data: p.categories, axisLine, axisTick: { alignWithLabel: true }, axisLabel: { color: ink, fontSize: 11, interval: 0, verticalAlign: 'top', lineHeight: 14, width: Math.max(60, 560 / (n * p.categories.length)), overflow: 'break' } })),
     yAxis: c.panels.map((p, i) => ({ type: 'value', gridIndex: i, min: 0, max: maxWithTargets([...(p.targets ?? []).map((t) => t.value), ...(p.categoryTargets?.values ?? []).filter((v): v is number => v !== null)]), ...yAxisName(p.title ? `${p.title} (${p.unit})` : p.unit), axisLine, splitLine, axisLabel })),
     series,
   };
