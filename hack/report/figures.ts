@@ -58,8 +58,8 @@ export interface ListBackendFigures {
   /** Every sequential request of the first page (limit=500), in ms, as JSON and as Table. */
   firstPageMs: { json: number[]; table: number[] };
   firstPageBytes: { json: number; table: number };
-  /** Each page of the whole collection, in ms, as JSON and as Table. */
-  pagesMs: { json: number[]; table: number[] };
+  /** The whole collection page by page (limit=500), as JSON and as Table: pages and wall time. */
+  allPages: { json: { pages: number; seconds: number }; table: { pages: number; seconds: number } };
 }
 
 export interface ListKubectlFigures {

@@ -9,7 +9,6 @@ import { num } from '../style.ts';
 import type { ChartSpec, Context } from './types.ts';
 
 const label = (b: string) => (b === 'postgres' ? 'PostgreSQL' : 'SQLite');
-const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 export function listCharts(f: ListFigures, ctx: Context): ChartSpec[] {
   const workload = `${num(f.pods)} pods in ${f.clusters} simulated clusters, read over HTTP`;
@@ -32,13 +31,13 @@ export function listCharts(f: ListFigures, ctx: Context): ChartSpec[] {
       name: 'all-pages',
       option: barChart({
         title: 'Apiserver list: every page of the collection (limit=500)',
-        subtitle: `${workload}; pages requested one after the other`,
+        subtitle: `${workload}; ${f.backends[0]?.allPages.json.pages ?? 0} pages requested one after the other`,
         footer: ctx.footer,
         panels: [
           {
             unit: 'all pages (s)',
             categories: ['JSON', 'Table'],
-            series: f.backends.map((b) => ({ name: label(b.backend), values: [sum(b.pagesMs.json) / 1000, sum(b.pagesMs.table) / 1000] })),
+            series: f.backends.map((b) => ({ name: label(b.backend), values: [b.allPages.json.seconds, b.allPages.table.seconds] })),
           },
         ],
       }),
@@ -61,7 +60,7 @@ export function listCharts(f: ListFigures, ctx: Context): ChartSpec[] {
             series: [
               {
                 name: 'PostgreSQL / SQLite',
-                values: [ratio(pg.firstPageMs.json, sq.firstPageMs.json), ratio(pg.firstPageMs.table, sq.firstPageMs.table), sum(pg.pagesMs.json) / sum(sq.pagesMs.json), sum(pg.pagesMs.table) / sum(sq.pagesMs.table)],
+                values: [ratio(pg.firstPageMs.json, sq.firstPageMs.json), ratio(pg.firstPageMs.table, sq.firstPageMs.table), pg.allPages.json.seconds / sq.allPages.json.seconds, pg.allPages.table.seconds / sq.allPages.table.seconds],
               },
             ],
             targets: [{ value: f.targets.postgresOverSqlite, label: `target ≤ ${num(f.targets.postgresOverSqlite)}x` }],
