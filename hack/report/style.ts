@@ -8,6 +8,8 @@ export const height = 440;
 const font = 'Helvetica, Arial, sans-serif';
 export const ink = '#1f2328';
 const muted = '#59636e';
+/** Reference lines that are not measurements (y = x). */
+export const reference = '#8c959f';
 const grid = '#d8dee4';
 /** The target: one colour everywhere, dashed. */
 export const targetColor = '#cf222e';

@@ -1,7 +1,7 @@
 // Series of (x, y) points as lines with markers: a quantity over time, or one against another
 // (committed events/s against the rate asked, lag against the rate). Targets are dashed lines.
 import type { EChartsOption, LineSeriesOption } from 'echarts';
-import { axisLabel, axisLine, base, colorsFor, maxWithTargets, plotArea, splitLine, targetMarks, xAxisName, yAxisName, type Heading, type Target } from '../style.ts';
+import { axisLabel, axisLine, base, colorsFor, maxWithTargets, plotArea, reference, splitLine, targetMarks, xAxisName, yAxisName, type Heading, type Target } from '../style.ts';
 
 export interface LineChart extends Heading {
   /** The x axis: what and in what unit, e.g. "time (s)". */
@@ -11,21 +11,22 @@ export interface LineChart extends Heading {
   yLog?: boolean;
   /** Start the y axis at 0 (default: true unless log). */
   yFromZero?: boolean;
-  series: Array<{ name: string; points: Array<[number, number | null]>; dashed?: boolean; markers?: boolean }>;
+  series: Array<{ name: string; points: Array<[number, number | null]>; dashed?: boolean; markers?: boolean; /** A reference, not a measurement: grey, dashed, no markers. */ reference?: boolean }>;
   targets?: Target[];
 }
 
 export function lineChart(c: LineChart): EChartsOption {
-  const colors = colorsFor(c.series.map((s) => s.name));
+  const colors = colorsFor(c.series.filter((s) => !s.reference).map((s) => s.name));
+  const color = (s: LineChart['series'][number]) => (s.reference ? reference : colors.get(s.name));
   const series: LineSeriesOption[] = c.series.map((s, i) => ({
     type: 'line',
     name: s.name,
     data: s.points,
-    color: colors.get(s.name),
-    showSymbol: s.markers ?? true,
+    color: color(s),
+    showSymbol: s.reference ? false : (s.markers ?? true),
     symbolSize: 6,
-    lineStyle: { width: 2, type: s.dashed ? 'dashed' : 'solid', color: colors.get(s.name) },
-    itemStyle: { color: colors.get(s.name) },
+    lineStyle: { width: s.reference ? 1.5 : 2, type: s.dashed || s.reference ? 'dashed' : 'solid', color: color(s) },
+    itemStyle: { color: color(s) },
     ...(i === 0 && c.targets?.length ? { markLine: targetMarks(c.targets) } : {}),
   }));
   return {
