@@ -34,11 +34,14 @@ export function num(v: number): string {
   return v < 0 ? `-${s}` : s;
 }
 
-/** The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 times a power of ten that is >= v (log: the power of ten). */
+/** The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 times a power of ten that is >= v (log scale: 1, 2, 5). */
 export function niceCeil(v: number, log = false): number {
   if (!(v > 0)) return 1;
   const p = 10 ** Math.floor(Math.log10(v));
-  if (log) return v <= p ? p : p * 10;
+  if (log) {
+    for (const m of [1, 2, 5, 10]) if (m * p >= v * (1 - 1e-9)) return m * p;
+    return 10 * p;
+  }
   for (const m of [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (m * p >= v * (1 - 1e-9)) return m * p;
   return 10 * p;
 }
