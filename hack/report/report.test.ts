@@ -1,14 +1,14 @@
 // The benchmark charts: every chart of every benchmark renders from small figures to a
 // well-formed SVG with its title and its series, the same bytes each time; the committed
 // docs/bench/*.svg are exactly what `npm run bench:report` makes of the committed JSON.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { benchNames, parseRun } from './figures.ts';
+import { benchDir, benchNames, parseRun } from './figures.ts';
 import { formatFigures, recordRun, roundFigure } from './record.ts';
 import { renderSvg, stableIds } from './render.ts';
-import { chartsOf, report } from './report.ts';
+import { chartsOf, renderAll, report } from './report.ts';
 import { fromHistogram, fromSamples, histogramOf } from './stats.ts';
 import { sampleRuns } from './testdata.ts';
 
@@ -159,4 +159,13 @@ t.test('a figures file that is not one is refused, naming the file', async (t) =
   t.throws(() => parseRun('{"bench":"nope","schema":1}', 'b.json'), /b\.json: unknown bench "nope"/);
   t.throws(() => parseRun('{"bench":"list","schema":2}', 'c.json'), /c\.json: schema 2/);
   t.throws(() => parseRun('{"bench":"list","schema":1}', 'd.json'), /d\.json: needs at, machine, args and figures/);
+});
+t.test('the committed charts are what npm run bench:report makes of the committed figures', async (t) => {
+  t.ok(existsSync(benchDir), 'docs/bench/ exists');
+  const jsons = readdirSync(benchDir).filter((f) => f.endsWith('.json'));
+  t.ok(jsons.length >= 1, 'figures are committed');
+  const made = renderAll(benchDir);
+  const committed = readdirSync(benchDir).filter((f) => f.endsWith('.svg'));
+  t.same(committed.sort(), [...made.keys()].sort(), 'one SVG per chart, none without figures');
+  for (const [name, svg] of made) t.ok(readFileSync(join(benchDir, name), 'utf8') === svg, `${name} is up to date (npm run bench:report)`);
 });
