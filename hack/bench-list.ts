@@ -22,6 +22,8 @@ import { emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/test
 import { startSynchro } from '../synchro/synchro.ts';
 import { startSimClusters } from './sim/cluster.ts';
 import type { KObject } from './sim/types.ts';
+import type { ListBackendFigures, ListKubectlFigures } from './report/figures.ts';
+import { recordRun } from './report/record.ts';
 
 const { values } = parseArgs({ options: { pods: { type: 'string' }, clusters: { type: 'string' }, samples: { type: 'string' }, storage: { type: 'string' }, 'skip-kubectl': { type: 'boolean' } } });
 const total = Number(values.pods ?? 100_000);
@@ -96,11 +98,13 @@ async function measure(backend: Backend, sims: Awaited<ReturnType<typeof startSi
   if (!(await synchro.waitForInitialSync(600_000))) throw new Error('initial sync did not finish');
   await synchro.stop();
   await store.analyze();
-  console.log(`setup: ${total} pods in ${nClusters} simulated clusters synced to ${backend} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  const setupSeconds = (performance.now() - t0) / 1000;
+  console.log(`setup: ${total} pods in ${nClusters} simulated clusters synced to ${backend} in ${setupSeconds.toFixed(1)} s`);
 
   const api = await createApiserver({ store });
   const base = await api.listen('127.0.0.1', 0);
   const figures = { json: 0, table: 0, pagesJson: 0 };
+  const recorded: ListBackendFigures = { backend, setupSeconds, firstPageMs: { json: [], table: [] }, firstPageBytes: { json: 0, table: 0 }, allPages: { json: { pages: 0, seconds: 0 }, table: { pages: 0, seconds: 0 } } };
   const first = `${base}${P}/api/v1/pods?limit=500`;
   for (let i = 0; i < 10; i++) await httpGet(first); // warm-up
   for (const [what, accept] of [['JSON (PodList)', undefined], ['Table (kubectl)', TABLE]] as const) {
@@ -114,6 +118,9 @@ async function measure(backend: Backend, sims: Awaited<ReturnType<typeof startSi
     }
     if (what.startsWith('JSON')) figures.json = pct(ms, 50);
     else figures.table = pct(ms, 50);
+    const format = what.startsWith('JSON') ? 'json' : 'table';
+    recorded.firstPageMs[format] = ms;
+    recorded.firstPageBytes[format] = bytes;
     console.log(`${backend}: first page, limit=500, ${what}: ${samples} sequential requests over HTTP: p50 ${pct(ms, 50).toFixed(1)} ms, p90 ${pct(ms, 90).toFixed(1)} ms, p99 ${pct(ms, 99).toFixed(1)} ms (${(bytes / 1024).toFixed(0)} KiB)${what.startsWith('JSON') ? `; target p50 <= 25 ms: ${pct(ms, 50) <= 25 ? 'MET' : 'MISSED'}` : ''}`);
   }
 
@@ -141,11 +148,13 @@ async function measure(backend: Backend, sims: Awaited<ReturnType<typeof startSi
       pages++;
     } while (cont && pages < 10_000);
     if (what === 'JSON') figures.pagesJson = performance.now() - started;
+    recorded.allPages[what === 'JSON' ? 'json' : 'table'] = { pages, seconds: (performance.now() - started) / 1000 };
     console.log(`${backend}: all pages, limit=500, ${what}: ${pages} pages in ${((performance.now() - started) / 1000).toFixed(2)} s over HTTP (slowest: page ${slowestPage}, ${slowest.toFixed(0)} ms)`);
   }
 
   return {
     figures,
+    recorded,
     api: {
       base,
       close: async () => {
@@ -166,10 +175,12 @@ async function main(): Promise<void> {
     c.bulkCreate('pods', Array.from({ length: Math.min(per, total - ci * per) }, (_, i) => pod(ci, i)));
   }
   const figures = new Map<Backend, { json: number; table: number; pagesJson: number }>();
+  const recorded: ListBackendFigures[] = [];
   let held: { base: string; close: () => Promise<void> } | undefined;
   for (const backend of backendsToRun) {
     const run = await measure(backend, sims, dir);
     figures.set(backend, run.figures);
+    recorded.push(run.recorded);
     if (!held) held = run.api;
     else await run.api.close();
   }
@@ -185,8 +196,17 @@ async function main(): Promise<void> {
     console.log(`holding: ${base}${P} and ${sims.map((s) => s.url).join(' ')}`);
     await new Promise((r) => setTimeout(r, Number(process.env.BENCH_LIST_HOLD) * 1000));
   }
+  const record = (kubectl?: ListKubectlFigures) =>
+    recordRun('list', 'list', { pods: total, clusters: nClusters, samples, storage: values.storage ?? 'both', 'skip-kubectl': values['skip-kubectl'] ?? false }, {
+      pods: total,
+      clusters: nClusters,
+      backends: recorded,
+      kubectl,
+      targets: { firstPageJsonP50Ms: 25, postgresOverSqlite: 1.5 },
+    });
   if (values['skip-kubectl']) {
     await finish();
+    await record();
     return;
   }
   const cache = join(dir, 'kubectl-cache');
@@ -216,6 +236,7 @@ async function main(): Promise<void> {
   console.log(`with --chunk-size=5000 on both sides: Panoptes ${(big.ms / 1000).toFixed(2)} s, ${nClusters} direct runs ${(bigDirect / 1000).toFixed(2)} s, ratio ${(big.ms / bigDirect).toFixed(2)}x (${(bigDirect / big.ms).toFixed(2)}x faster)`);
 
   await finish();
+  await record({ pods: p.lines - 1, clusters: nClusters, panoptesSeconds: panoptesMs / 1000, directSeconds: directMs / 1000, chunked: { chunkSize: 5000, panoptesSeconds: big.ms / 1000, directSeconds: bigDirect / 1000 } });
 
   async function finish(): Promise<void> {
     await held!.close();

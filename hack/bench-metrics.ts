@@ -18,6 +18,8 @@ import { Store } from '../storage/store.ts';
 import { emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/testing.ts';
 import type { UpstreamEvent } from '../storage/types.ts';
 import { percentile, realisticPod } from './fixtures.ts';
+import type { MetricsBackendFigures } from './report/figures.ts';
+import { recordRun } from './report/record.ts';
 
 const { values } = parseArgs({
   options: {
@@ -79,7 +81,7 @@ async function measure(url: string, want: string): Promise<number[]> {
 
 const fmt = (ms: number[]) => `p50 ${percentile(ms, 50).toFixed(1)} ms, p90 ${percentile(ms, 90).toFixed(1)} ms, p99 ${percentile(ms, 99).toFixed(1)} ms`;
 
-async function run(backend: Backend): Promise<void> {
+async function run(backend: Backend): Promise<MetricsBackendFigures> {
   const { url, cleanup } = await emptyStorageUrl(backend);
   const store = await Store.open(url);
   const dir = mkdtempSync(join(tmpdir(), 'panoptes-bench-metrics-'));
@@ -107,7 +109,8 @@ async function run(backend: Backend): Promise<void> {
       }
     }
     await store.analyze();
-    console.log(`${backend}: ${loaded} pods in ${nClusters} clusters loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    const loadSeconds = (performance.now() - t0) / 1000;
+    console.log(`${backend}: ${loaded} pods in ${nClusters} clusters loaded in ${loadSeconds.toFixed(1)} s`);
 
     writeFileSync(join(dir, 'metrics.yaml'), 'metrics:\n  - { name: priority-sum, resource: pods, namespaces: all, aggregate: sum, path: .spec.priority }\n');
     const api = await createApiserver({ store, externalMetrics: { file: join(dir, 'metrics.yaml') } });
@@ -120,6 +123,7 @@ async function run(backend: Backend): Promise<void> {
       const sum = await measure(`${EM}/priority-sum?labelSelector=shard%3Ds-3`, formatQuantity(expectedSum));
       const t2 = targets[backend].sum;
       console.log(`${backend}: sum of .spec.priority over ${loaded / 10} matching pods (10%), ${samples} sequential requests over HTTP: ${fmt(sum)}; target p50 <= ${t2} ms: ${percentile(sum, 50) <= t2 ? 'MET' : 'MISSED'}`);
+      return { backend, loaded, loadSeconds, count: { matching: expectedCount, samplesMs: count }, sum: { matching: loaded / 10, samplesMs: sum }, targets: { countP50Ms: t1, sumP50Ms: t2 } };
     } finally {
       await api.close();
     }
@@ -131,8 +135,10 @@ async function run(backend: Backend): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  for (const b of values.backends!.split(',')) await run(b.trim() as Backend);
+  const backends: MetricsBackendFigures[] = [];
+  for (const b of values.backends!.split(',')) backends.push(await run(b.trim() as Backend));
   await stopTestPostgres();
+  await recordRun('metrics', 'metrics', { ...values }, { objects: total, clusters: nClusters, backends });
 }
 
 main().catch(async (err) => {

@@ -11,6 +11,7 @@ import { Store } from '../storage/store.ts';
 import type { UpstreamEvent } from '../storage/types.ts';
 import { percentile, realisticPod } from './fixtures.ts';
 import { createDatabase, startPostgres } from './postgres.ts';
+import { recordRun } from './report/record.ts';
 
 const { values } = parseArgs({
   options: {
@@ -56,6 +57,8 @@ interface Figures {
   firstP50: number;
   firstP99: number;
   pageRate: number;
+  /** Every run of the filtered first page (ms), for the charts. */
+  firstPageMs: number[];
 }
 
 async function bench(backend: string, url: string): Promise<Figures> {
@@ -106,7 +109,7 @@ async function bench(backend: string, url: string): Promise<Figures> {
   if (seen !== written) throw new Error(`paged ${seen} of ${written}`);
   const pageRate = seen / ((performance.now() - g0) / 1000);
   await store.close();
-  return { backend, ingest, poll, firstP50: pct(times, 50), firstP99: pct(times, 99), pageRate };
+  return { backend, ingest, poll, firstP50: pct(times, 50), firstP99: pct(times, 99), pageRate, firstPageMs: times };
 }
 
 const results: Figures[] = [];
@@ -127,7 +130,22 @@ const f = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigit
 console.log(`\n${total.toLocaleString('en-US')} pods of ~1 KB across ${clusters} clusters, batches of ${batchSize}; label selector matching 1%\n`);
 console.log('| backend | ingest events/s | poll rows/s | first filtered page p50 | p99 | paging all objects/s |');
 console.log('|---|---:|---:|---:|---:|---:|');
+const label = (backend: string) => (backend === 'sqlite' ? 'SQLite (better-sqlite3)' : backend === 'sqlite3' ? 'SQLite (sqlite3)' : 'PostgreSQL 15');
 for (const r of results) {
-  const name = r.backend === 'sqlite' ? 'SQLite (better-sqlite3)' : r.backend === 'sqlite3' ? 'SQLite (sqlite3)' : 'PostgreSQL 15';
+  const name = label(r.backend);
   console.log(`| ${name} | ${f(r.ingest)} | ${f(r.poll)} | ${f(r.firstP50, 1)} ms | ${f(r.firstP99, 1)} ms | ${f(r.pageRate)} |`);
 }
+
+await recordRun('storage', 'storage', { ...values }, {
+  objects: total,
+  clusters,
+  backends: results.map((r) => ({
+    backend: r.backend as 'sqlite' | 'sqlite3' | 'postgres',
+    label: label(r.backend),
+    ingestEventsPerSec: r.ingest,
+    pollRowsPerSec: r.poll,
+    firstPageMs: r.firstPageMs,
+    pagingObjectsPerSec: r.pageRate,
+  })),
+  targets: { ingestEventsPerSec: { sqlite: 15_000, postgres: 10_000 }, pollRowsPerSec: 100_000, firstPageP50MsSqlite: 20, pagingObjectsPerSec: 50_000 },
+});

@@ -23,6 +23,8 @@ import { Store } from '../storage/store.ts';
 import type { Change, KubeObject } from '../storage/types.ts';
 import { tempDir, writeClusters } from '../synchro/testutil.ts';
 import { SimProcess } from './bench-sim-process.ts';
+import type { SynchroHaFailoverFigures, SynchroHaFigures, SynchroHaThroughputFigures } from './report/figures.ts';
+import { recordRun } from './report/record.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -142,8 +144,8 @@ async function throughput(pg: PostgresServer, members: number, rate: number): Pr
     return {
       rate: upstream.size / (duration / 1000),
       committed: lags.length / (duration / 1000),
-      p50: percentile(lags, 0.5),
-      p99: percentile(lags, 0.99),
+      p50: percentile(lags, 50),
+      p99: percentile(lags, 99),
       matched: lags.length / Math.max(1, upstream.size),
       lockWaitMs: (waitSum / Math.max(1, batches)) * 1000,
       batches,
@@ -156,11 +158,12 @@ async function throughput(pg: PostgresServer, members: number, rate: number): Pr
   }
 }
 
-async function failover(pg: PostgresServer): Promise<void> {
+async function failover(pg: PostgresServer): Promise<NonNullable<SynchroHaFigures['failover']>> {
   const sims = await SimProcess.start(nClusters);
   const { store, url, file, cleanup } = await setup(pg, sims, 'f');
   const procs = ['m1', 'm2', 'm3'].map((n) => startMember(n, url, file));
   const ttl = 15_000;
+  const scenarios: SynchroHaFailoverFigures[] = [];
   try {
     await waitFor('every cluster owned and synced', () => allOwned(store), 120_000);
     await sims.call({ cmd: 'churn', ratePerCluster: 600 / nClusters });
@@ -186,6 +189,7 @@ async function failover(pg: PostgresServer): Promise<void> {
       }
       const times = mine.map((l) => firstWrite.get(l.name.slice('cluster/'.length)));
       const worst = Math.max(...times.map((t) => t ?? Infinity));
+      scenarios.push({ how, member: victim.name, firstWriteSeconds: times.map((t) => (t === undefined ? null : t / 1000)) });
       console.log(
         `failover, ${how} of ${victim.name} holding ${mine.length} of ${nClusters} clusters under churn: first write of the new owner after ${times.map((t) => (t === undefined ? 'never' : `${(t / 1000).toFixed(1)} s`)).join(', ')}; ` +
           `target <= TTL + 5 s = ${(ttl + 5000) / 1000} s: ${worst <= ttl + 5000 ? 'met' : 'MISSED'}`,
@@ -207,6 +211,7 @@ async function failover(pg: PostgresServer): Promise<void> {
       for (const k of stored.keys()) if (!upstream.has(k)) differences++;
     }
     console.log(`failover: storage equals every member cluster's own list afterwards: ${differences === 0 ? 'yes' : `NO (${differences} differences)`}`);
+    return { leaseTtlSeconds: ttl / 1000, scenarios, differences };
   } finally {
     await stopMembers(procs);
     await sims.exit();
@@ -216,14 +221,17 @@ async function failover(pg: PostgresServer): Promise<void> {
 }
 
 const pg = await startPostgres();
+const recorded: SynchroHaFigures = { clusters: nClusters, targets: { lagP99Ms: 100, threeOverOne: 2, failoverSeconds: 20 } };
 try {
   if (!args['skip-throughput']) {
+    const runs: SynchroHaThroughputFigures[] = [];
     const sustained: Record<number, number> = {};
     for (const members of [1, 3]) {
       for (const rate of String(args[members === 1 ? 'rates-1' : 'rates-3']).split(',').map(Number)) {
         const r = await throughput(pg, members, rate);
         const ok = r.p99 <= 100 && r.matched >= 0.95;
         if (ok) sustained[members] = Math.max(sustained[members] ?? 0, r.committed);
+        runs.push({ members, askedPerSec: rate, upstreamPerSec: r.rate, committedPerSec: r.committed, matched: r.matched, p50Ms: r.p50, p99Ms: r.p99, lockWaitMsPerBatch: r.lockWaitMs, batches: r.batches, sustained: ok });
         console.log(
           `throughput, ${members} member${members > 1 ? 's' : ''}, ${nClusters} clusters, asked ${rate}/s: upstream ${r.rate.toFixed(0)}/s, committed ${r.committed.toFixed(0)}/s (${(r.matched * 100).toFixed(1)}%), ` +
             `lag p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms; rv lock wait ${r.lockWaitMs.toFixed(2)} ms per batch over ${r.batches} batches${ok ? '' : '  (not sustained)'}`,
@@ -231,9 +239,12 @@ try {
       }
     }
     const ratio = (sustained[3] ?? 0) / Math.max(1, sustained[1] ?? 0);
+    recorded.throughput = runs;
+    recorded.sustainedPerSec = { one: sustained[1] ?? 0, three: sustained[3] ?? 0 };
     console.log(`sustained at lag p99 <= 100 ms: 1 member ${(sustained[1] ?? 0).toFixed(0)}/s, 3 members ${(sustained[3] ?? 0).toFixed(0)}/s: ${ratio.toFixed(2)}x; target >= 2x: ${ratio >= 2 ? 'met' : 'MISSED'}`);
   }
-  if (!args['skip-failover']) await failover(pg);
+  if (!args['skip-failover']) recorded.failover = await failover(pg);
 } finally {
   await pg.stop();
 }
+await recordRun('synchro-ha', 'synchro-ha', { ...args }, recorded);

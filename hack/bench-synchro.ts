@@ -16,6 +16,8 @@ import { emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/test
 import { Store } from '../storage/store.ts';
 import { startSynchro } from '../synchro/synchro.ts';
 import { tempDir, writeClusters } from '../synchro/testutil.ts';
+import type { SynchroChurnFigures, SynchroInitialFigures } from './report/figures.ts';
+import { recordRun } from './report/record.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -33,7 +35,7 @@ const backend = args.storage as Backend;
 const now = () => performance.timeOrigin + performance.now();
 const mb = (n: number) => `${(n / 1048576).toFixed(0)} MiB`;
 
-async function initialSync(): Promise<void> {
+async function initialSync(): Promise<SynchroInitialFigures> {
   const objects = Number(args.objects);
   const sim = await SimProcess.start();
   const { urls } = await sim.call({ cmd: 'start', clusters: 1 });
@@ -51,15 +53,17 @@ async function initialSync(): Promise<void> {
   const batches = await synchro.metrics.batchSize.get();
   const count = batches.values.find((v) => v.metricName === 'panoptes_synchro_batch_size_count')?.value ?? 0;
   const commitSeconds = (await synchro.metrics.batchDuration.get()).values.find((v) => v.metricName === 'panoptes_synchro_batch_duration_seconds_sum')?.value ?? 0;
-  console.log(`initial sync (${backend}): ${stored} of ${objects} objects in ${seconds.toFixed(2)} s = ${Math.round(stored / seconds)} objects/s${ok ? '' : ' (NOT COMPLETE)'}; ${count} batches taking ${commitSeconds.toFixed(2)} s in storage.applyBatch; RSS ${mb(rss0)} -> ${mb(process.memoryUsage().rss)}; target <= 10 s: ${ok && seconds <= 10 && stored === objects ? 'met' : 'MISSED'}`);
+  const rss1 = process.memoryUsage().rss;
+  console.log(`initial sync (${backend}): ${stored} of ${objects} objects in ${seconds.toFixed(2)} s = ${Math.round(stored / seconds)} objects/s${ok ? '' : ' (NOT COMPLETE)'}; ${count} batches taking ${commitSeconds.toFixed(2)} s in storage.applyBatch; RSS ${mb(rss0)} -> ${mb(rss1)}; target <= 10 s: ${ok && seconds <= 10 && stored === objects ? 'met' : 'MISSED'}`);
   await synchro.stop();
   await store.close();
   await cleanup();
   rmDir();
   await sim.exit();
+  return { objects, stored, seconds, complete: ok, batches: count, storageSeconds: commitSeconds, rssBeforeMiB: rss0 / 1048576, rssAfterMiB: rss1 / 1048576 };
 }
 
-async function churn(): Promise<void> {
+async function churn(): Promise<SynchroChurnFigures> {
   const n = Number(args.clusters);
   const rate = Number(args.rate);
   const duration = Number(args.duration) * 1000;
@@ -147,11 +151,15 @@ async function churn(): Promise<void> {
   await cleanup();
   rmDir();
   await sim.exit();
+  const lag: Array<[number, number]> = [];
+  for (let i = 0; i < bins.length; i++) if (bins[i]) lag.push([i, bins[i]]);
+  return { clusters: n, upstreamWrites: ops, seconds: elapsed, matched, lag, batches: nBatches, eventsPerBatch: nEvents / Math.max(1, nBatches), storageMsPerBatch: (tBatches / Math.max(1, nBatches)) * 1000, rssMiB: rss.map((r) => r / 1048576), rssEverySeconds: 5 };
 }
 
 try {
-  if (!args['skip-initial']) await initialSync();
-  if (!args['skip-churn']) await churn();
+  const initial = args['skip-initial'] ? undefined : await initialSync();
+  const churned = args['skip-churn'] ? undefined : await churn();
+  await recordRun(`synchro-${backend}`, 'synchro', { ...args }, { backend, initial, churn: churned, targets: { initialSyncSeconds: 10, lagP99Ms: 100, rssFlatWithin: 1.15 } });
 } finally {
   await stopTestPostgres();
 }

@@ -25,6 +25,7 @@ import { jsonEncoder } from '../apiserver/watch/encode.ts';
 import { WatchHub } from '../apiserver/watch/hub.ts';
 import type { Watcher } from '../apiserver/watch/watcher.ts';
 import { realisticPod } from './fixtures.ts';
+import { recordRun } from './report/record.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -271,3 +272,25 @@ for (const h of hubs) await h.stop();
 if (backend !== 'sqlite') for (const s of hubStores) await s.close();
 await close();
 await stopTestPostgres();
+await recordRun(`watch-fanout-${backend}${nReplicas > 1 ? `-${nReplicas}-replicas` : ''}`, 'watch-fanout', { ...args }, {
+  backend,
+  replicas: hubs.length,
+  pods: nNamespaces * podsPerNs,
+  namespaces: nNamespaces,
+  rssBeforeMiB: rssBefore / 1048576,
+  phases: [one, many].map((r) => ({
+    watchers: r.watchers,
+    seconds: r.seconds,
+    writtenPerSec: r.written / r.seconds,
+    deliveredPerSec: r.deliveredPerSec,
+    p50Ms: r.p50,
+    p99Ms: r.p99,
+    maxMs: r.max,
+    pollQueriesPerSec: r.pollQueriesPerSec,
+    sqlPerSec: r.sqlPerSec,
+    rssMaxMiB: r.rssMax / 1048576,
+    heapMaxMiB: r.heapMax / 1048576,
+  })),
+  visitsPerChange: perChange,
+  targets: { p99Ms: 500, rssMB: 600 },
+});

@@ -28,6 +28,8 @@ import { get } from './sim/testutil.ts';
 import { setLogLevel } from '../lib/log.ts';
 import { Store } from '../storage/store.ts';
 import { emptyStorageUrl, stopTestPostgres } from '../storage/testing.ts';
+import type { WatchFigures, WatchLatencyFigures, WatchScaleFigures } from './report/figures.ts';
+import { recordRun } from './report/record.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -174,6 +176,8 @@ interface Latency {
   p50: number;
   p99: number;
   max: number;
+  /** Every latency, sorted (ms). */
+  ms: number[];
 }
 
 function latencies(client: Client, seqs: number[]): Latency {
@@ -185,14 +189,14 @@ function latencies(client: Client, seqs: number[]): Latency {
     else ms.push(at - sent.get(s)!);
   }
   ms.sort((a, b) => a - b);
-  return { n: ms.length, missing, p50: quantile(ms, 0.5), p99: quantile(ms, 0.99), max: ms[ms.length - 1] ?? NaN };
+  return { n: ms.length, missing, p50: quantile(ms, 0.5), p99: quantile(ms, 0.99), max: ms[ms.length - 1] ?? NaN, ms };
 }
 
 const f = (n: number) => n.toFixed(1);
 const show = (what: string, l: Latency) => `${what}: p50 ${f(l.p50)} ms, p99 ${f(l.p99)} ms, max ${f(l.max)} ms (${l.n} events${l.missing ? `, ${l.missing} MISSING` : ''})`;
 
 /** Where the time goes: write → commit in storage (the change row's time) and commit → the client. */
-async function breakdown(storage: string, client: Client, seqs: number[], fromRv: number): Promise<string> {
+async function breakdown(storage: string, client: Client, seqs: number[], fromRv: number): Promise<{ text: string; toCommit: number[]; toClient: number[] }> {
   const store = await Store.open(storage);
   try {
     const commitAt = new Map<number, number>();
@@ -216,13 +220,17 @@ async function breakdown(storage: string, client: Client, seqs: number[], fromRv
     }
     toCommit.sort((a, b) => a - b);
     toClient.sort((a, b) => a - b);
-    return `write -> committed in storage p50 ${f(quantile(toCommit, 0.5))} / p99 ${f(quantile(toCommit, 0.99))} ms; committed -> at the client p50 ${f(quantile(toClient, 0.5))} / p99 ${f(quantile(toClient, 0.99))} ms`;
+    return {
+      text: `write -> committed in storage p50 ${f(quantile(toCommit, 0.5))} / p99 ${f(quantile(toCommit, 0.99))} ms; committed -> at the client p50 ${f(quantile(toClient, 0.5))} / p99 ${f(quantile(toClient, 0.99))} ms`,
+      toCommit,
+      toClient,
+    };
   } finally {
     await store.close();
   }
 }
 
-async function latencyRun(title: string, sim: SimCluster, names: string[], panoptesBase: string, storage: string): Promise<void> {
+async function latencyRun(setup: 'sqlite' | 'postgres', title: string, sim: SimCluster, names: string[], panoptesBase: string, storage: string): Promise<WatchLatencyFigures> {
   const start = await get(`${panoptesBase}${P}/api/v1/namespaces/bench/pods?limit=1`);
   const direct = await watchClient(`${sim.url}/api/v1/namespaces/bench/pods?watch=1&resourceVersion=${sim.store.resourceVersion}`);
   const viaPanoptes = await watchClient(`${panoptesBase}${P}/api/v1/namespaces/bench/pods?watch=1&resourceVersion=${start.json.metadata.resourceVersion}`);
@@ -239,8 +247,10 @@ async function latencyRun(title: string, sim: SimCluster, names: string[], panop
   console.log(`\n${title}: ${nWrites} pod updates at ${rate}/s in one simulated cluster`);
   console.log(`  ${show('watch on the simulated cluster', d)}`);
   console.log(`  ${show('watch through Panoptes (HTTP)  ', p)}`);
-  console.log(`  ${await breakdown(storage, viaPanoptes, seqs, Number(start.json.metadata.resourceVersion))}`);
+  const parts = await breakdown(storage, viaPanoptes, seqs, Number(start.json.metadata.resourceVersion));
+  console.log(`  ${parts.text}`);
   console.log(`  ratio Panoptes/direct: p50 ${f(p.p50 / d.p50)}x, p99 ${f(p.p99 / d.p99)}x; target p99 <= 150 ms: ${p.p99 <= 150 && p.missing === 0 ? 'MET' : 'MISSED'}`);
+  return { setup, title, writes: nWrites, ratePerSec: rate, directMs: d.ms, panoptesMs: p.ms, missing: { direct: d.missing, panoptes: p.missing }, toCommitMs: parts.toCommit, toClientMs: parts.toClient };
 }
 
 // ---- metrics
@@ -251,9 +261,10 @@ async function pollQueries(base: string): Promise<number> {
   return m ? Number(m[1]) : NaN;
 }
 
-async function scaleRun(storage: string, sim: SimCluster, names: string[]): Promise<void> {
+async function scaleRun(storage: string, sim: SimCluster, names: string[]): Promise<WatchScaleFigures[]> {
   console.log(`\nScale-out on PostgreSQL: poll queries per replica process (panoptes_watch_poll_queries_total on each /metrics), synchro writing ${rate} pod updates/s`);
   console.log('  replicas | watchers | poll queries/s per replica        | total/s | events delivered | latency p50 / p99');
+  const out: WatchScaleFigures[] = [];
   for (const nReplicas of [1, 3]) {
     const replicas: Array<{ base: string; stop: () => Promise<void> }> = [];
     for (let i = 0; i < nReplicas; i++) {
@@ -280,15 +291,18 @@ async function scaleRun(storage: string, sim: SimCluster, names: string[]): Prom
       console.log(
         `  ${String(nReplicas).padStart(8)} | ${String(watchers).padStart(8)} | ${perReplica.map((r) => r.toFixed(1).padStart(6)).join(' ').padEnd(33)} | ${perReplica.reduce((a, b) => a + b, 0).toFixed(1).padStart(7)} | ${`${delivered}/${seqs.length * watchers}`.padStart(16)} | ${f(quantile(ms, 0.5))} / ${f(quantile(ms, 0.99))} ms`,
       );
+      out.push({ replicas: nReplicas, watchers, pollQueriesPerSecPerReplica: perReplica, delivered, expected: seqs.length * watchers, p50Ms: quantile(ms, 0.5), p99Ms: quantile(ms, 0.99) });
       for (const c of clients) c.close();
       await sleep(300);
     }
     for (const r of replicas) await r.stop();
   }
+  return out;
 }
 
 // ---- main
 
+const recorded: WatchFigures = { latency: [], targets: { p99Ms: 150 } };
 try {
   const only = args.only;
   if (!only || only === 'sqlite') {
@@ -301,7 +315,7 @@ try {
     const aio = panoptes(['all-in-one', '--storage', storage, '--clusters', clusters, '--insecure-listen', `127.0.0.1:${port}`]);
     const base = `http://127.0.0.1:${port}`;
     await synced(base, sim.name);
-    await latencyRun('SQLite, panoptes all-in-one (one process)', sim, names, base, storage);
+    recorded.latency.push(await latencyRun('sqlite', 'SQLite, panoptes all-in-one (one process)', sim, names, base, storage));
     await aio.stop();
     await sim.close();
     await cleanup();
@@ -318,13 +332,14 @@ try {
       const api = panoptes(['apiserver', '--storage', storage, '--insecure-listen', `127.0.0.1:${port}`]);
       const base = `http://127.0.0.1:${port}`;
       await synced(base, sim.name);
-      await latencyRun('PostgreSQL, panoptes synchro + panoptes apiserver (separate processes)', sim, names, base, storage);
+      recorded.latency.push(await latencyRun('postgres', 'PostgreSQL, panoptes synchro + panoptes apiserver (separate processes)', sim, names, base, storage));
       await api.stop();
     }
-    if (!only || only === 'scale') await scaleRun(storage, sim, names);
+    if (!only || only === 'scale') recorded.scale = await scaleRun(storage, sim, names);
     await synchro.stop();
     await sim.close();
   }
+  await recordRun(args.only ? `watch-${args.only}` : 'watch', 'watch', { ...args }, recorded);
 } finally {
   for (const c of children) c.kill('SIGKILL');
   await stopTestPostgres();

@@ -1,0 +1,264 @@
+// The figures a benchmark records in docs/bench/<name>.json: one small schema per benchmark,
+// with the raw numbers its charts need, the arguments it ran with, when, and on what machine.
+// hack/report/ turns each file into SVG charts (docs/bench/<name>-<chart>.svg).
+
+import { fileURLToPath } from 'node:url';
+
+/** docs/bench/ of this repository, where the figures and charts live. */
+export const benchDir = fileURLToPath(new URL('../../docs/bench/', import.meta.url));
+
+/** The machine a benchmark ran on: no host names or paths. */
+export interface Machine {
+  cores: number;
+  cpu: string;
+  memoryGiB: number;
+  node: string;
+  platform: string;
+}
+
+/** A latency histogram: [milliseconds, count] pairs, in increasing milliseconds, empty bins left out. */
+export type Histogram = Array<[number, number]>;
+
+interface Run<B extends string, F> {
+  bench: B;
+  /** Bumped when the layout of `figures` changes. */
+  schema: 1;
+  /** When the run ended (ISO 8601, UTC, to the second). */
+  at: string;
+  machine: Machine;
+  /** The benchmark's arguments, defaults included. */
+  args: Record<string, string | number | boolean>;
+  figures: F;
+}
+
+// ---- hack/bench-storage.ts
+
+export interface StorageBackendFigures {
+  backend: 'sqlite' | 'sqlite3' | 'postgres';
+  label: string;
+  ingestEventsPerSec: number;
+  pollRowsPerSec: number;
+  /** Every request of the filtered first page, in ms. */
+  firstPageMs: number[];
+  pagingObjectsPerSec: number;
+}
+
+export interface StorageFigures {
+  objects: number;
+  clusters: number;
+  backends: StorageBackendFigures[];
+  targets: { ingestEventsPerSec: { sqlite: number; postgres: number }; pollRowsPerSec: number; firstPageP50MsSqlite: number; pagingObjectsPerSec: number };
+}
+
+// ---- hack/bench-list.ts
+
+export interface ListBackendFigures {
+  backend: 'sqlite' | 'postgres';
+  setupSeconds: number;
+  /** Every sequential request of the first page (limit=500), in ms, as JSON and as Table. */
+  firstPageMs: { json: number[]; table: number[] };
+  firstPageBytes: { json: number; table: number };
+  /** The whole collection page by page (limit=500), as JSON and as Table: pages and wall time. */
+  allPages: { json: { pages: number; seconds: number }; table: { pages: number; seconds: number } };
+}
+
+export interface ListKubectlFigures {
+  pods: number;
+  clusters: number;
+  /** `kubectl get pods -A` through Panoptes, and against each cluster one after the other (s). */
+  panoptesSeconds: number;
+  directSeconds: number;
+  chunked: { chunkSize: number; panoptesSeconds: number; directSeconds: number };
+}
+
+export interface ListFigures {
+  pods: number;
+  clusters: number;
+  backends: ListBackendFigures[];
+  kubectl?: ListKubectlFigures;
+  targets: { firstPageJsonP50Ms: number; postgresOverSqlite: number };
+}
+
+// ---- hack/bench-synchro.ts
+
+export interface SynchroInitialFigures {
+  objects: number;
+  stored: number;
+  seconds: number;
+  complete: boolean;
+  batches: number;
+  storageSeconds: number;
+  rssBeforeMiB: number;
+  rssAfterMiB: number;
+}
+
+export interface SynchroChurnFigures {
+  clusters: number;
+  upstreamWrites: number;
+  seconds: number;
+  matched: number;
+  /** Upstream-event-to-commit lag, 1 ms bins. */
+  lag: Histogram;
+  batches: number;
+  eventsPerBatch: number;
+  storageMsPerBatch: number;
+  /** synchro's RSS sampled every `rssEverySeconds`. */
+  rssMiB: number[];
+  rssEverySeconds: number;
+}
+
+export interface SynchroFigures {
+  backend: 'sqlite' | 'postgres';
+  initial?: SynchroInitialFigures;
+  churn?: SynchroChurnFigures;
+  targets: { initialSyncSeconds: number; lagP99Ms: number; rssFlatWithin: number };
+}
+
+// ---- hack/bench-synchro-ha.ts
+
+export interface SynchroHaThroughputFigures {
+  members: number;
+  askedPerSec: number;
+  upstreamPerSec: number;
+  committedPerSec: number;
+  /** Share of the upstream events matched to their commit (0-1). */
+  matched: number;
+  p50Ms: number;
+  p99Ms: number;
+  lockWaitMsPerBatch: number;
+  batches: number;
+  sustained: boolean;
+}
+
+export interface SynchroHaFailoverFigures {
+  how: string;
+  member: string;
+  /** Per cluster the member held: seconds to the new owner's first write, null if none came. */
+  firstWriteSeconds: Array<number | null>;
+}
+
+export interface SynchroHaFigures {
+  clusters: number;
+  throughput?: SynchroHaThroughputFigures[];
+  sustainedPerSec?: { one: number; three: number };
+  failover?: { leaseTtlSeconds: number; scenarios: SynchroHaFailoverFigures[]; differences: number };
+  targets: { lagP99Ms: number; threeOverOne: number; failoverSeconds: number };
+}
+
+// ---- hack/bench-watch.ts
+
+export interface WatchLatencyFigures {
+  setup: 'sqlite' | 'postgres';
+  title: string;
+  writes: number;
+  ratePerSec: number;
+  /** Write in the member cluster to the event at the client, per write (ms): a watch on the
+   * simulated cluster itself and one through Panoptes. Writes that never arrived are counted. */
+  directMs: number[];
+  panoptesMs: number[];
+  missing: { direct: number; panoptes: number };
+  /** Through Panoptes: write to commit in storage, and commit to the client (ms). */
+  toCommitMs: number[];
+  toClientMs: number[];
+}
+
+export interface WatchScaleFigures {
+  replicas: number;
+  watchers: number;
+  pollQueriesPerSecPerReplica: number[];
+  delivered: number;
+  expected: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+export interface WatchFigures {
+  latency: WatchLatencyFigures[];
+  scale?: WatchScaleFigures[];
+  targets: { p99Ms: number };
+}
+
+// ---- hack/bench-watch-fanout.ts
+
+export interface WatchFanoutPhaseFigures {
+  watchers: number;
+  seconds: number;
+  writtenPerSec: number;
+  deliveredPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  pollQueriesPerSec: number;
+  sqlPerSec: number;
+  rssMaxMiB: number;
+  heapMaxMiB: number;
+}
+
+export interface WatchFanoutFigures {
+  backend: 'sqlite' | 'postgres';
+  replicas: number;
+  pods: number;
+  namespaces: number;
+  rssBeforeMiB: number;
+  phases: WatchFanoutPhaseFigures[];
+  visitsPerChange: number;
+  targets: { p99Ms: number; rssMB: number };
+}
+
+// ---- hack/bench-metrics.ts
+
+export interface MetricsQueryFigures {
+  matching: number;
+  /** Every sequential request, in ms. */
+  samplesMs: number[];
+}
+
+export interface MetricsBackendFigures {
+  backend: 'sqlite' | 'postgres';
+  loaded: number;
+  loadSeconds: number;
+  count: MetricsQueryFigures;
+  sum: MetricsQueryFigures;
+  targets: { countP50Ms: number; sumP50Ms: number };
+}
+
+export interface MetricsFigures {
+  objects: number;
+  clusters: number;
+  backends: MetricsBackendFigures[];
+}
+
+// ---- every benchmark
+
+export type BenchRun =
+  | Run<'storage', StorageFigures>
+  | Run<'list', ListFigures>
+  | Run<'synchro', SynchroFigures>
+  | Run<'synchro-ha', SynchroHaFigures>
+  | Run<'watch', WatchFigures>
+  | Run<'watch-fanout', WatchFanoutFigures>
+  | Run<'metrics', MetricsFigures>;
+
+export type BenchName = BenchRun['bench'];
+export const benchNames: readonly BenchName[] = ['storage', 'list', 'synchro', 'synchro-ha', 'watch', 'watch-fanout', 'metrics'];
+
+/** The figures of benchmark `B`. */
+export type FiguresOf<B extends BenchName> = Extract<BenchRun, { bench: B }>['figures'];
+
+/** A parsed docs/bench/*.json, checked for what every file has; throws naming the file otherwise. */
+export function parseRun(text: string, file: string): BenchRun {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`${file}: not JSON: ${(err as Error).message}`);
+  }
+  const o = v as Partial<Record<keyof Run<string, unknown>, unknown>>;
+  if (typeof o !== 'object' || o === null) throw new Error(`${file}: not an object`);
+  if (!benchNames.includes(o.bench as BenchName)) throw new Error(`${file}: unknown bench ${JSON.stringify(o.bench)} (one of ${benchNames.join(', ')})`);
+  if (o.schema !== 1) throw new Error(`${file}: schema ${JSON.stringify(o.schema)}, this version reads 1`);
+  if (typeof o.at !== 'string' || typeof o.machine !== 'object' || typeof o.args !== 'object' || typeof o.figures !== 'object' || o.figures === null) {
+    throw new Error(`${file}: needs at, machine, args and figures`);
+  }
+  return v as BenchRun;
+}

@@ -1,0 +1,150 @@
+// Small figures of every benchmark, for the report's tests: made up, shaped as the benchmarks record them.
+import type { BenchRun, Machine } from './figures.ts';
+
+const machine: Machine = { cores: 2, cpu: 'Test CPU', memoryGiB: 8, node: 'v20.0.0', platform: 'linux/x64' };
+const at = '2026-01-02T03:04:05Z';
+/** n samples spread around `center` ms, deterministic. */
+const spread = (n: number, center: number) => Array.from({ length: n }, (_, i) => Math.round((center * (0.6 + ((i * 37) % 100) / 100) + (i % 17 === 0 ? center : 0)) * 100) / 100);
+
+export const sampleRuns: Array<{ file: string; run: BenchRun }> = [
+  {
+    file: 'storage',
+    run: {
+      bench: 'storage',
+      schema: 1,
+      at,
+      machine,
+      args: { objects: 1000, clusters: 2 },
+      figures: {
+        objects: 1000,
+        clusters: 2,
+        backends: [
+          { backend: 'sqlite', label: 'SQLite (better-sqlite3)', ingestEventsPerSec: 10500, pollRowsPerSec: 175000, firstPageMs: spread(50, 7), pagingObjectsPerSec: 138000 },
+          { backend: 'postgres', label: 'PostgreSQL 15', ingestEventsPerSec: 6400, pollRowsPerSec: 141000, firstPageMs: spread(50, 13), pagingObjectsPerSec: 107000 },
+        ],
+        targets: { ingestEventsPerSec: { sqlite: 15000, postgres: 10000 }, pollRowsPerSec: 100000, firstPageP50MsSqlite: 20, pagingObjectsPerSec: 50000 },
+      },
+    },
+  },
+  {
+    file: 'list',
+    run: {
+      bench: 'list',
+      schema: 1,
+      at,
+      machine,
+      args: { pods: 1000, clusters: 2 },
+      figures: {
+        pods: 1000,
+        clusters: 2,
+        backends: [
+          { backend: 'sqlite', setupSeconds: 3, firstPageMs: { json: spread(20, 11), table: spread(20, 22) }, firstPageBytes: { json: 500000, table: 300000 }, allPages: { json: { pages: 2, seconds: 0.03 }, table: { pages: 2, seconds: 0.05 } } },
+          { backend: 'postgres', setupSeconds: 5, firstPageMs: { json: spread(20, 14), table: spread(20, 27) }, firstPageBytes: { json: 500000, table: 300000 }, allPages: { json: { pages: 2, seconds: 0.035 }, table: { pages: 2, seconds: 0.06 } } },
+        ],
+        kubectl: { pods: 1000, clusters: 2, panoptesSeconds: 4.3, directSeconds: 2.4, chunked: { chunkSize: 5000, panoptesSeconds: 1.1, directSeconds: 2 } },
+        targets: { firstPageJsonP50Ms: 25, postgresOverSqlite: 1.5 },
+      },
+    },
+  },
+  {
+    file: 'synchro-sqlite',
+    run: {
+      bench: 'synchro',
+      schema: 1,
+      at,
+      machine,
+      args: { objects: 1000, duration: 20, storage: 'sqlite' },
+      figures: {
+        backend: 'sqlite',
+        initial: { objects: 1000, stored: 1000, seconds: 0.9, complete: true, batches: 2, storageSeconds: 0.6, rssBeforeMiB: 200, rssAfterMiB: 230 },
+        churn: { clusters: 3, upstreamWrites: 4000, seconds: 20, matched: 3900, lag: [[0, 10], [5, 2000], [18, 1500], [60, 380], [230, 10]], batches: 300, eventsPerBatch: 13, storageMsPerBatch: 5.3, rssMiB: [400, 420, 410, 415], rssEverySeconds: 5 },
+        targets: { initialSyncSeconds: 10, lagP99Ms: 100, rssFlatWithin: 1.15 },
+      },
+    },
+  },
+  {
+    file: 'synchro-ha',
+    run: {
+      bench: 'synchro-ha',
+      schema: 1,
+      at,
+      machine,
+      args: { clusters: 6, duration: 5 },
+      figures: {
+        clusters: 6,
+        throughput: [
+          { members: 1, askedPerSec: 1000, upstreamPerSec: 1000, committedPerSec: 990, matched: 0.99, p50Ms: 12, p99Ms: 60, lockWaitMsPerBatch: 0, batches: 400, sustained: true },
+          { members: 1, askedPerSec: 2000, upstreamPerSec: 2000, committedPerSec: 1500, matched: 0.75, p50Ms: 900, p99Ms: 3000, lockWaitMsPerBatch: 0, batches: 400, sustained: false },
+          { members: 3, askedPerSec: 2000, upstreamPerSec: 2000, committedPerSec: 1990, matched: 0.99, p50Ms: 15, p99Ms: 80, lockWaitMsPerBatch: 1.2, batches: 900, sustained: true },
+        ],
+        sustainedPerSec: { one: 990, three: 1990 },
+        failover: { leaseTtlSeconds: 15, scenarios: [{ how: 'kill -9', member: 'm1', firstWriteSeconds: [1.2, 1.4] }, { how: 'SIGSTOP', member: 'm2', firstWriteSeconds: [16.1, null] }], differences: 0 },
+        targets: { lagP99Ms: 100, threeOverOne: 2, failoverSeconds: 20 },
+      },
+    },
+  },
+  {
+    file: 'watch',
+    run: {
+      bench: 'watch',
+      schema: 1,
+      at,
+      machine,
+      args: { writes: 30, rate: 20 },
+      figures: {
+        latency: [
+          { setup: 'sqlite', title: 'SQLite, panoptes all-in-one', writes: 30, ratePerSec: 20, directMs: spread(30, 1), panoptesMs: spread(30, 9), missing: { direct: 0, panoptes: 0 }, toCommitMs: spread(30, 5), toClientMs: spread(30, 4) },
+          { setup: 'postgres', title: 'PostgreSQL, synchro + apiserver', writes: 30, ratePerSec: 20, directMs: spread(30, 0.7), panoptesMs: spread(30, 13), missing: { direct: 0, panoptes: 1 }, toCommitMs: spread(30, 7), toClientMs: spread(30, 6) },
+        ],
+        scale: [
+          { replicas: 1, watchers: 1, pollQueriesPerSecPerReplica: [20], delivered: 160, expected: 160, p50Ms: 10, p99Ms: 20 },
+          { replicas: 1, watchers: 20, pollQueriesPerSecPerReplica: [20], delivered: 3200, expected: 3200, p50Ms: 11, p99Ms: 25 },
+          { replicas: 3, watchers: 1, pollQueriesPerSecPerReplica: [20, 20, 19.9], delivered: 160, expected: 160, p50Ms: 10, p99Ms: 20 },
+          { replicas: 3, watchers: 20, pollQueriesPerSecPerReplica: [20, 20, 20], delivered: 3200, expected: 3200, p50Ms: 12, p99Ms: 30 },
+        ],
+        targets: { p99Ms: 150 },
+      },
+    },
+  },
+  {
+    file: 'watch-fanout-sqlite',
+    run: {
+      bench: 'watch-fanout',
+      schema: 1,
+      at,
+      machine,
+      args: { watchers: 100, namespaces: 10 },
+      figures: {
+        backend: 'sqlite',
+        replicas: 1,
+        pods: 50,
+        namespaces: 10,
+        rssBeforeMiB: 150,
+        phases: [
+          { watchers: 1, seconds: 10, writtenPerSec: 500, deliveredPerSec: 500, p50Ms: 5.1, p99Ms: 25, maxMs: 40, pollQueriesPerSec: 38.6, sqlPerSec: 40, rssMaxMiB: 190, heapMaxMiB: 60 },
+          { watchers: 100, seconds: 30, writtenPerSec: 500, deliveredPerSec: 55000, p50Ms: 4.9, p99Ms: 26, maxMs: 60, pollQueriesPerSec: 39.9, sqlPerSec: 41, rssMaxMiB: 418, heapMaxMiB: 200 },
+        ],
+        visitsPerChange: 11,
+        targets: { p99Ms: 500, rssMB: 600 },
+      },
+    },
+  },
+  {
+    file: 'metrics',
+    run: {
+      bench: 'metrics',
+      schema: 1,
+      at,
+      machine,
+      args: { objects: 1000, clusters: 2 },
+      figures: {
+        objects: 1000,
+        clusters: 2,
+        backends: [
+          { backend: 'sqlite', loaded: 1000, loadSeconds: 1, count: { matching: 10, samplesMs: spread(40, 1.7) }, sum: { matching: 100, samplesMs: spread(40, 32) }, targets: { countP50Ms: 5, sumP50Ms: 50 } },
+          { backend: 'postgres', loaded: 1000, loadSeconds: 2, count: { matching: 10, samplesMs: spread(40, 5.6) }, sum: { matching: 100, samplesMs: spread(40, 196) }, targets: { countP50Ms: 10, sumP50Ms: 50 } },
+        ],
+      },
+    },
+  },
+];
