@@ -45,3 +45,16 @@ export function durationFlag(name: string, value: string | undefined, fallbackMs
   const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
   return Number(m[1]) * unit;
 }
+
+/** Resolves on SIGINT or SIGTERM. */
+export function waitForSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const on = (sig: string) => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+      resolve(sig);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+}

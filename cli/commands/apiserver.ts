@@ -5,9 +5,9 @@ import { secureFlagHelp, secureFlagSpec, secureServingFromFlags, type SecureFlag
 import { ApiserverMetrics } from '../../apiserver/metrics.ts';
 import { logger, type Logger } from '../../lib/log.ts';
 import type { Store } from '../../storage/store.ts';
-import { durationFlag, intFlag, parseFlags, UsageError, type Command } from '../command.ts';
+import { durationFlag, intFlag, parseFlags, UsageError, waitForSignal, type Command } from '../command.ts';
 import { commonFlags, openStorage } from './serve.ts';
-import { waitForSignal } from './sim.ts';
+import { summaries } from './summaries.ts';
 
 export const serveFlagSpec = {
   'insecure-listen': { type: 'string' },
@@ -104,7 +104,7 @@ async function startSecureServing(
   };
 }
 
-const summary = 'serve discovery, list, get and watch from storage (stateless; run any number of replicas)';
+const summary = summaries.apiserver;
 
 export const apiserver: Command = {
   name: 'apiserver',
