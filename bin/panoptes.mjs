@@ -1,30 +1,31 @@
 #!/usr/bin/env node
 // Entry point of the `panoptes` command. Runs the JavaScript `npm run build` compiles into
-// dist/ (what the image runs) when it is there and no TypeScript source is newer than it;
-// otherwise the sources themselves through tsx's loader (a checkout: tests, the demo), which
-// costs start-up time and tens of MB of memory per process.
-import { existsSync, readdirSync, statSync } from 'node:fs';
+// dist/ (what the image runs) when it is there and none of the TypeScript sources it was
+// built from is newer; otherwise the sources themselves through tsx's loader (a checkout:
+// tests, the demo), which costs start-up time and tens of MB of memory per process.
+import { existsSync, readFileSync, statSync } from 'node:fs';
 
 const root = new URL('../', import.meta.url);
 const stamp = new URL('dist/.built', root);
 
-/** Whether any .ts file under these folders changed after `since` (ms). */
-function newerSource(dirs, since) {
-  const pending = dirs.map((d) => new URL(`${d}/`, root));
-  while (pending.length > 0) {
-    const dir = pending.pop();
-    if (!existsSync(dir)) continue;
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      if (e.isDirectory()) pending.push(new URL(`${e.name}/`, dir));
-      else if (e.name.endsWith('.ts') && statSync(new URL(e.name, dir)).mtimeMs > since) return true;
-    }
+function builtIsCurrent() {
+  if (!existsSync(stamp)) return false;
+  let sources;
+  try {
+    ({ sources } = JSON.parse(readFileSync(stamp, 'utf8')));
+  } catch {
+    return false;
   }
-  return false;
+  const built = statSync(stamp).mtimeMs;
+  // A source that is gone (the image ships dist/ alone) does not make the build stale.
+  return sources.every((f) => {
+    const source = new URL(f, root);
+    return !existsSync(source) || statSync(source).mtimeMs <= built;
+  });
 }
 
-const compiled = existsSync(stamp) && !newerSource(['cli', 'apiserver', 'storage', 'synchro', 'kube', 'lib', 'hack'], statSync(stamp).mtimeMs);
 let main;
-if (compiled) {
+if (builtIsCurrent()) {
   ({ main } = await import(new URL('dist/cli/main.js', root).href));
 } else {
   const { register } = await import('tsx/esm/api');
