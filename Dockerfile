@@ -21,6 +21,9 @@ RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
 WORKDIR /app
+# V8's young generation: semi-spaces of 8 MiB instead of 16 (16 MiB committed instead of 32, which
+# an idle process keeps); same CPU time in bench:memory. Override with the Pod's NODE_OPTIONS.
+ENV NODE_OPTIONS=--max-semi-space-size=8
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/bin ./bin
