@@ -26,14 +26,14 @@
 // --openapi: the reads also fetch what kubectl explain and apply do: /openapi/v2 (JSON and
 // protobuf) and every /openapi/v3 group version of the all-clusters view, which fills the
 // apiserver's OpenAPI caches.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { SimProcess } from './bench-sim-process.ts';
+import { imageNodeOptions, procMemory as procStatus, repoRoot, spawnPanoptes, type PanoptesProcess } from './panoptes-process.ts';
 import { freePort } from './postgres.ts';
 import { get } from './sim/testutil.ts';
 import { emptyStorageUrl, stopTestPostgres } from '../storage/testing.ts';
@@ -71,56 +71,6 @@ async function until(what: string, fn: () => Promise<boolean>, timeoutMs = 120_0
 
 // ---- processes
 
-interface Proc {
-  name: string;
-  proc: ChildProcess;
-  stderr: () => string;
-  stop: () => Promise<void>;
-}
-const children = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const c of children) c.kill('SIGKILL');
-});
-
-interface Setup {
-  label: string;
-  /** A checkout: bin/panoptes.mjs and node_modules. */
-  root: string;
-  nodeOptions: string;
-}
-
-/** The NODE_OPTIONS the image sets (`ENV NODE_OPTIONS=...` in the checkout's Dockerfile), or ''. */
-function imageNodeOptions(root: string): string {
-  const file = join(root, 'Dockerfile');
-  if (!existsSync(file)) return '';
-  const m = /^ENV\s+NODE_OPTIONS=("([^"]*)"|(\S+))/m.exec(readFileSync(file, 'utf8'));
-  return m ? (m[2] ?? m[3]) : '';
-}
-
-function panoptes(setup: Setup, name: string, argv: string[]): Proc {
-  const execArgv = args.snapshots ? ['--heapsnapshot-signal=SIGUSR2'] : [];
-  const env = { ...process.env, NODE_OPTIONS: setup.nodeOptions };
-  const proc = spawn(process.execPath, [...execArgv, join(setup.root, 'bin/panoptes.mjs'), ...argv, '--log-level', 'warn'], { cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'] });
-  children.add(proc);
-  let stderr = '';
-  proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-5000)));
-  const exited = new Promise<void>((r) => proc.on('exit', () => r()));
-  return {
-    name,
-    proc,
-    stderr: () => stderr,
-    async stop() {
-      if (proc.exitCode === null && proc.signalCode === null) {
-        proc.kill('SIGTERM');
-        const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-        await exited;
-        clearTimeout(timer);
-      }
-      children.delete(proc);
-    },
-  };
-}
-
 interface Memory {
   /** CPU seconds (user + system) since the process started. */
   cpu: number;
@@ -132,15 +82,15 @@ interface Memory {
   external?: number;
 }
 
-function procStatus(pid: number): { rss: number; anon: number; file: number; cpu: number } {
-  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024;
-  // /proc/<pid>/stat: utime and stime are fields 14 and 15, in clock ticks (100 per second on Linux).
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const cpu = (Number(fields[11]) + Number(fields[12])) / 100;
-  return { rss: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile'), cpu };
+interface Setup {
+  label: string;
+  /** A checkout: bin/panoptes.mjs and node_modules. */
+  root: string;
+  nodeOptions: string;
 }
+
+const panoptes = (setup: Setup, name: string, argv: string[]): PanoptesProcess =>
+  spawnPanoptes(name, argv, { root: setup.root, nodeOptions: setup.nodeOptions, cwd: dir, execArgv: args.snapshots ? ['--heapsnapshot-signal=SIGUSR2'] : [] });
 
 /** The process's own view, from the standard metrics on /metrics when it serves them. */
 async function heapMetrics(metricsUrl: string): Promise<Partial<Memory>> {
@@ -210,7 +160,7 @@ async function measure(setup: Setup, backend: 'postgres' | 'sqlite', clustersFil
   const { url: storage, cleanup } = await emptyStorageUrl(backend);
   const apiPort = await freePort();
   const base = `http://127.0.0.1:${apiPort}`;
-  const procs: Array<{ p: Proc; metrics: string }> = [];
+  const procs: Array<{ p: PanoptesProcess; metrics: string }> = [];
   try {
     if (backend === 'postgres') {
       const metricsPort = await freePort();
@@ -262,7 +212,7 @@ async function measure(setup: Setup, backend: 'postgres' | 'sqlite', clustersFil
 }
 
 /** SIGUSR2 to each process (started with --heapsnapshot-signal); the file moved to --snapshots. */
-async function snapshots(procs: Proc[], prefix: string): Promise<void> {
+async function snapshots(procs: PanoptesProcess[], prefix: string): Promise<void> {
   const out = resolve(args.snapshots!);
   mkdirSync(out, { recursive: true });
   for (const p of procs) {
@@ -283,7 +233,7 @@ async function snapshots(procs: Proc[], prefix: string): Promise<void> {
 
 // ---- main
 
-const here = resolve(new URL('..', import.meta.url).pathname);
+const here = repoRoot;
 if (!existsSync(join(here, 'dist/.built'))) console.log('NOTE: no build (npm run build): the processes compile their TypeScript through tsx, as in a checkout');
 const setups: Setup[] = [];
 if (args.baseline) {
@@ -336,7 +286,6 @@ try {
   }
 } finally {
   await sim.exit();
-  for (const c of children) c.kill('SIGKILL');
   await stopTestPostgres();
   rmSync(dir, { recursive: true, force: true });
 }
