@@ -2,6 +2,7 @@
 // and code; external metric queries (apiserver/external/) by metric, and the metrics file's
 // rules. The registry may be shared with synchro in all-in-one.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { registerProcessMetrics } from '../lib/process-metrics.ts';
 
 export type MetricVerb = 'list' | 'get' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'discovery' | 'openapi' | 'health' | 'metrics' | 'other';
 
@@ -22,6 +23,7 @@ export class ApiserverMetrics {
 
   constructor(registry = new Registry()) {
     this.registry = registry;
+    registerProcessMetrics(registry);
     const registers = [registry];
     const labelNames = ['verb', 'group', 'resource', 'code'] as const;
     this.requests = new Counter({ name: 'panoptes_apiserver_requests_total', help: 'Requests served, by verb, API group, resource and HTTP code', labelNames, registers });

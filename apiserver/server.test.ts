@@ -284,6 +284,10 @@ t.test('apiserver read path', async (t) => {
     const m = await GET('/metrics');
     t.match(m.text, /panoptes_apiserver_requests_total\{verb="list",group="",resource="pods",code="200"\} \d+/);
     t.match(m.text, /panoptes_apiserver_request_duration_seconds_bucket\{le="0.005",verb="get",group="",resource="pods",code="404"\}/);
+    // The process's memory, as prom-client's default metrics name it.
+    const rss = Number(/^process_resident_memory_bytes (\d+)$/m.exec(m.text)?.[1]);
+    t.ok(rss > 10e6 && rss < 10e9, `process_resident_memory_bytes ${rss}`);
+    for (const name of ['nodejs_heap_size_total_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_external_memory_bytes']) t.match(m.text, new RegExp(`^${name} \\d+$`, 'm'));
     const v2 = await GET(`${P}/openapi/v2`);
     t.match(v2.json, { swagger: '2.0', paths: { '/api/v1/namespaces/{namespace}/pods': { get: { operationId: 'listCoreV1NamespacedPod' } } } });
     t.ok(v2.headers.etag);

@@ -2,8 +2,14 @@
 // timeout), Status errors, metrics, health, authentication and authorization (when
 // `secure` is given: HTTPS, apiserver/auth/), then routing. Without `secure`: plain HTTP,
 // no authentication (the loopback-only development mode).
+//
+// HTTPS serves HTTP/2 (ALPN h2) and HTTP/1.1: kube-apiserver's aggregator proxies every
+// request to an APIService through one HTTP/2 connection (more when the streams of one reach
+// the server's limit), so thousands of watches arrive as streams of a few TLS connections
+// instead of a TLS connection each (tens of KB of OpenSSL buffers per connection). Up to 1000
+// concurrent streams per connection, as k8s.io/sample-apiserver allows its aggregator.
 import { createServer, type Server } from 'node:http';
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import { createSecureServer, type Http2SecureServer } from 'node:http2';
 import { authMiddleware } from './auth/middleware.ts';
 import type { SecureServing } from './auth/config.ts';
 import type { AddressInfo, Socket } from 'node:net';
@@ -51,8 +57,8 @@ export interface Apiserver {
   metrics: ApiserverMetrics;
   /** Starts listening; resolves with the base URL (http://host:port). */
   listen(host: string, port: number): Promise<string>;
-  /** The listening server, once listen() resolved. */
-  server?: Server;
+  /** The listening server, once listen() resolved (HTTP/2 and HTTP/1.1 with TLS, HTTP/1.1 without). */
+  server?: Server | Http2SecureServer;
   /** Stops listening, ends open connections and the catalog's refresh (not the store). */
   close(): Promise<void>;
 }
@@ -72,6 +78,9 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   p.catch(() => undefined); // a late failure after the timeout is not unhandled
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
+
+/** HTTP/2 streams a client may open at once on one connection (k8s.io/sample-apiserver's value for its aggregator). */
+export const maxStreamsPerConnection = 1000;
 
 export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver> {
   const log = opts.log ?? logger('apiserver');
@@ -183,13 +192,32 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     deps,
     metrics,
     async listen(host, port) {
-      const httpOpts = { maxHeaderSize: Math.max(16 * 1024, limits.maxUrlBytes + 8 * 1024) };
+      const maxHeaderSize = Math.max(16 * 1024, limits.maxUrlBytes + 8 * 1024);
       const tls = opts.secure?.tls;
-      const server: Server = tls ? createHttpsServer({ ...httpOpts, ...tls.serverOptions() }, app.callback()) : createServer(httpOpts, app.callback());
-      if (tls) tls.attach(server as HttpsServer);
-      server.keepAliveTimeout = 65_000;
-      server.headersTimeout = 66_000;
-      server.requestTimeout = 0; // watches are long; other requests are bounded above
+      let server: Server | Http2SecureServer;
+      if (tls) {
+        const secure = createSecureServer(
+          {
+            ...tls.serverOptions(),
+            allowHTTP1: true,
+            settings: { maxConcurrentStreams: maxStreamsPerConnection, maxHeaderListSize: maxHeaderSize },
+            // Data queued for a connection's streams counts against this; beyond it new streams
+            // are refused. Each watcher's own queue is bounded (apiserver/watch/watcher.ts).
+            maxSessionMemory: 256,
+          },
+          app.callback(),
+        );
+        tls.attach(secure);
+        server = secure;
+      } else {
+        server = createServer(app.callback());
+      }
+      // HTTP/1.1 connections (the HTTP/2 server's HTTP/1.1 fallback reads them from it too).
+      const http1 = server as Partial<Pick<Server, 'keepAliveTimeout' | 'headersTimeout' | 'requestTimeout'>> & { maxHeaderSize?: number };
+      http1.maxHeaderSize = maxHeaderSize;
+      http1.keepAliveTimeout = 65_000;
+      http1.headersTimeout = 66_000;
+      http1.requestTimeout = 0; // watches are long; other requests are bounded above
       server.on('connection', (s: Socket) => {
         sockets.add(s);
         s.on('close', () => sockets.delete(s));

@@ -37,6 +37,14 @@ export function intFlag(name: string, value: string | undefined, fallback: numbe
   return Number(value);
 }
 
+/** Parses a size in bytes: `N`, or with a binary suffix `NKi`, `NMi`, `NGi` (as Kubernetes quantities). */
+export function sizeFlag(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(value);
+  if (!m) throw new UsageError(`--${name} must be a size in bytes like 1048576, 512Ki, 64Mi or 1Gi, got ${JSON.stringify(value)}`);
+  return Number(m[1]) * { '': 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 }[(m[2] ?? '') as '' | 'Ki' | 'Mi' | 'Gi'];
+}
+
 /** Parses a duration such as `500ms`, `30s`, `10m`, `24h` into milliseconds. */
 export function durationFlag(name: string, value: string | undefined, fallbackMs: number): number {
   if (value === undefined) return fallbackMs;
@@ -44,4 +52,17 @@ export function durationFlag(name: string, value: string | undefined, fallbackMs
   if (!m) throw new UsageError(`--${name} must be a duration like 500ms, 30s, 10m or 24h, got ${JSON.stringify(value)}`);
   const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
   return Number(m[1]) * unit;
+}
+
+/** Resolves on SIGINT or SIGTERM. */
+export function waitForSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const on = (sig: string) => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+      resolve(sig);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
 }

@@ -1,6 +1,6 @@
 // The `panoptes` command: dispatches to one subcommand.
-import { UsageError, type Command } from './command.ts';
-import { commands } from './commands/index.ts';
+import { UsageError } from './command.ts';
+import { commands, type CommandEntry } from './commands/index.ts';
 
 function overview(): string {
   const width = Math.max(...commands.map((c) => c.name.length));
@@ -23,11 +23,12 @@ export async function main(argv: string[]): Promise<number> {
     console.log(overview());
     return name === undefined ? 2 : 0;
   }
-  const command: Command | undefined = commands.find((c) => c.name === name);
-  if (!command) {
+  const found: CommandEntry | undefined = commands.find((c) => c.name === name);
+  if (!found) {
     console.error(`panoptes: unknown command ${JSON.stringify(name)}\n\n${overview()}`);
     return 2;
   }
+  const command = await found.load();
   if (rest.includes('--help') || rest.includes('-h')) {
     console.log(command.usage);
     return 0;

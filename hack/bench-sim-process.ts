@@ -21,12 +21,12 @@ export class SimProcess {
     });
   }
 
-  /** Starts the process and, with `clusters`, that many simulated clusters in it. */
-  static async start(clusters?: number): Promise<SimProcess> {
+  /** Starts the process and, with `clusters`, that many simulated clusters in it (with the demo workload if asked). */
+  static async start(clusters?: number, opts: { workload?: boolean } = {}): Promise<SimProcess> {
     const child = fork(new URL('./bench-synchro-sim.ts', import.meta.url), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const sim = new SimProcess(child);
     await sim.wait('ready');
-    if (clusters !== undefined) sim.urls = (await sim.call({ cmd: 'start', clusters })).urls;
+    if (clusters !== undefined) sim.urls = (await sim.call({ cmd: 'start', clusters, ...opts })).urls;
     return sim;
   }
 

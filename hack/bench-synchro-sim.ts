@@ -6,8 +6,8 @@ import { startSimClusters, type SimCluster } from './sim/cluster.ts';
 import type { KObject } from './sim/types.ts';
 
 type Msg =
-  | { cmd: 'start'; clusters: number }
-  | { cmd: 'bulk'; cluster: number; count: number; namespaces: number }
+  | { cmd: 'start'; clusters: number; workload?: boolean }
+  | { cmd: 'bulk'; cluster: number; count: number; namespaces: number; bytes?: number }
   | { cmd: 'churn'; ratePerCluster: number }
   | { cmd: 'stop-churn' }
   | { cmd: 'lists' }
@@ -22,13 +22,15 @@ const send = (m: unknown) => process.send!(m);
 process.on('message', async (m: Msg) => {
   switch (m.cmd) {
     case 'start':
-      clusters = await startSimClusters(Array.from({ length: m.clusters }, (_, i) => `bench-${i}`), { historySize: 50_000 });
+      clusters = await startSimClusters(Array.from({ length: m.clusters }, (_, i) => `bench-${i}`), { historySize: 50_000, workload: m.workload });
       send({ ok: 'start', urls: clusters.map((c) => c.url) });
       break;
     case 'bulk': {
       const c = clusters[m.cluster];
       for (let i = 0; i < m.namespaces; i++) c.crud.create(c.registry.lookup('', 'v1', 'namespaces')!, 'v1', undefined, { metadata: { name: `bench-${i}` } });
       const objects: KObject[] = [];
+      // Padding to about m.bytes of JSON per object (without it, about 500 bytes).
+      const pad = m.bytes ? 'x'.repeat(Math.max(0, m.bytes - 500)) : undefined;
       for (let i = 0; i < m.count; i++) {
         objects.push({
           metadata: {
@@ -38,7 +40,7 @@ process.on('message', async (m: Msg) => {
             annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"apiVersion":"v1","kind":"ConfigMap"}' },
             managedFields: [{ manager: 'kubectl', operation: 'Update', apiVersion: 'v1', time: '2024-01-01T00:00:00Z', fieldsType: 'FieldsV1', fieldsV1: { 'f:data': {} } }],
           },
-          data: { 'config.yaml': `replicas: ${i % 7}\nimage: registry.example.com/app:${i % 13}\nfeature: on\n`, index: String(i) },
+          data: { 'config.yaml': `replicas: ${i % 7}\nimage: registry.example.com/app:${i % 13}\nfeature: on\n`, index: String(i), ...(pad ? { padding: pad } : {}) },
         });
       }
       c.bulkCreate('configmaps', objects);

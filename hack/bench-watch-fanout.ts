@@ -24,7 +24,7 @@ import type { UpstreamEvent } from '../storage/types.ts';
 import { jsonEncoder } from '../apiserver/watch/encode.ts';
 import { WatchHub } from '../apiserver/watch/hub.ts';
 import type { Watcher } from '../apiserver/watch/watcher.ts';
-import { realisticPod } from './fixtures.ts';
+import { now, PodWorkload } from './fanout-workload.ts';
 import { recordRun } from './report/record.ts';
 
 const { values: args } = parseArgs({
@@ -47,7 +47,6 @@ const rate = Number(args.rate);
 const seconds = Number(args.seconds);
 const baselineSeconds = Number(args['baseline-seconds']);
 const mb = (n: number) => `${(n / 1048576).toFixed(0)} MiB`;
-const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const backend = args.storage as Backend;
@@ -60,56 +59,9 @@ const pollQueries = () => hubs.reduce((n, h) => n + h.stats().pollQueries, 0);
 
 // ---- the workload: pods over namespaces, ~1.5 KB each
 const podsPerNs = 5;
-const upstream = new Map<string, number>();
-let seq = 0;
-function pod(type: UpstreamEvent['type'], ns: string, name: string): UpstreamEvent {
-  const key = `${ns}/${name}`;
-  const urv = (upstream.get(key) ?? 0) + 1;
-  upstream.set(key, urv);
-  return {
-    type,
-    group: '',
-    version: 'v1',
-    resource: 'pods',
-    object: realisticPod({
-      namespace: ns,
-      name,
-      uid: `uid-${ns}-${name}`,
-      upstreamRv: String(urv),
-      labels: { app: name.replace(/-\d+$/, ''), 'pod-template-hash': '7d9f8c6b5', tier: 'web' },
-      annotations: { 'bench/sent': String(now()), 'bench/seq': String(++seq) },
-      ownerName: `${name}-rs`,
-      ownerUid: `rs-${ns}`,
-      nodeName: `node-${seq % 50}`,
-      podIP: `10.1.${seq % 250}.${seq % 200}`,
-      restartCount: seq % 3,
-    }),
-  };
-}
-
-// Initial objects, in big batches.
-for (let ns = 0; ns < nNamespaces; ns += 100) {
-  const events: UpstreamEvent[] = [];
-  for (let n = ns; n < Math.min(nNamespaces, ns + 100); n++) for (let p = 0; p < podsPerNs; p++) events.push(pod('ADDED', `ns${n}`, `app-${p}`));
-  await store.applyBatch('c1', events);
-}
-const extra = new Map<number, number>(); // namespace → extra pods created
-function nextEvent(i: number): UpstreamEvent {
-  const n = (i * 7919) % nNamespaces;
-  const ns = `ns${n}`;
-  const r = i % 10;
-  if (r === 8) {
-    const k = (extra.get(n) ?? 0) + 1;
-    extra.set(n, k);
-    return pod('ADDED', ns, `job-${k}`);
-  }
-  if (r === 9 && (extra.get(n) ?? 0) > 0) {
-    const k = extra.get(n)!;
-    extra.set(n, k - 1);
-    return pod('DELETED', ns, `job-${k}`);
-  }
-  return pod('MODIFIED', ns, `app-${i % podsPerNs}`);
-}
+const workload = new PodWorkload(nNamespaces, podsPerNs);
+for (const events of workload.initial()) await store.applyBatch('c1', events);
+const nextEvent = (i: number) => workload.next(i);
 
 for (const h of hubs) await h.start();
 

@@ -4,8 +4,9 @@
 import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import { KubeConfig } from '@kubernetes/client-node';
+import { dirname } from 'node:path';
 import type { ClusterConnection } from './config.ts';
+import { kubeconfigContext, rawContext, readKubeconfig } from './kubeconfig.ts';
 
 /** A non-2xx answer, with the Kubernetes Status reason when the body had one. */
 export class HttpError extends Error {
@@ -56,23 +57,16 @@ function readMaybe(file?: string, data?: string): Buffer | undefined {
 }
 
 async function fromKubeconfig(c: ClusterConnection): Promise<Settings> {
-  const kc = new KubeConfig();
-  kc.loadFromFile(c.kubeconfig!);
-  if (c.context) {
-    if (!kc.getContextObject(c.context)) throw new Error(`kubeconfig ${c.kubeconfig} has no context ${JSON.stringify(c.context)}`);
-    kc.setCurrentContext(c.context);
-  }
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error(`kubeconfig ${c.kubeconfig}: context ${JSON.stringify(kc.getCurrentContext())} names no cluster`);
+  const kc = readKubeconfig(c.kubeconfig!);
+  const { context, cluster, user } = kubeconfigContext(kc, c.context);
   const server = new URL(cluster.server);
-  const user = kc.getCurrentUser();
   if (server.protocol === 'http:') {
     // As kubectl: client-go's clientcmd reads a context's credentials and TLS settings only for
     // an https server ("only try to read the auth information if we are secure"); impersonation
     // applies either way. (@kubernetes/client-node's KubeConfig refuses http:// unless
     // insecure-skip-tls-verify is set, which is not a kubeconfig rule.)
     const headers: Record<string, string> = user?.impersonateUser ? { 'Impersonate-User': user.impersonateUser } : {};
-    const hasCredentials = Boolean(user && (user.token || user.username || user.exec || user.authProvider || user.certData || user.certFile));
+    const hasCredentials = Boolean(user && (user.token || user.tokenFile || user.username || user.plugin || user.certData || user.certFile));
     return {
       server,
       tls: {},
@@ -80,30 +74,62 @@ async function fromKubeconfig(c: ClusterConnection): Promise<Settings> {
       warnings: [plainHttp(server, hasCredentials ? `the credentials of user ${JSON.stringify(user!.name)} are not sent, as kubectl does not send them either` : 'no credentials')],
     };
   }
-  const opts: https.RequestOptions = {};
-  await kc.applyToHTTPSOptions(opts);
-  const tls: https.AgentOptions = { ca: opts.ca, cert: opts.cert, key: opts.key, pfx: opts.pfx, passphrase: opts.passphrase };
+  const tls: https.AgentOptions = {
+    ca: readMaybe(cluster.caFile, cluster.caData),
+    ...(user ? { cert: readMaybe(user.certFile, user.certData), key: readMaybe(user.keyFile, user.keyData) } : {}),
+  };
   if (cluster.skipTLSVerify) tls.rejectUnauthorized = false;
   if (cluster.tlsServerName) tls.servername = cluster.tlsServerName;
-  const dynamic = Boolean(user && (user.exec || user.authProvider));
+  if (user?.plugin) return { server, warnings: [], ...(await pluginSettings(c.kubeconfig!, context, tls)) };
+  const fixed: Record<string, string> = {};
+  if (user?.impersonateUser) fixed['Impersonate-User'] = user.impersonateUser;
+  if (user?.username) fixed.Authorization = `Basic ${Buffer.from(`${user.username}:${user.password ?? ''}`).toString('base64')}`;
+  if (user?.token) fixed.Authorization = `Bearer ${user.token}`;
+  // A token file is read again once a minute, as client-go does (projected tokens rotate).
+  const tokenFile = user?.token ? undefined : user?.tokenFile;
+  let token = tokenFile ? readFileSync(tokenFile, 'utf8').trim() : undefined;
+  let readAt = Date.now();
+  return {
+    server,
+    tls,
+    warnings: [],
+    headers: async () => {
+      if (!tokenFile) return fixed;
+      if (Date.now() - readAt > 60_000) {
+        token = readFileSync(tokenFile, 'utf8').trim();
+        readAt = Date.now();
+      }
+      return { ...fixed, ...(token ? { Authorization: `Bearer ${token}` } : {}) };
+    },
+  };
+}
+
+/**
+ * Credentials from an exec plugin or auth provider, through @kubernetes/client-node (loaded
+ * only here): a client certificate the plugin gives at start, headers fresh for each request.
+ */
+async function pluginSettings(file: string, context: string, tls: https.AgentOptions): Promise<Pick<Settings, 'tls' | 'headers'>> {
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const kc = new KubeConfig();
+  // Only this context, its cluster and its user: KubeConfig reads every user's token file
+  // at load, relative to the working directory.
+  kc.loadFromString(JSON.stringify(rawContext(file, context)));
+  kc.makePathsAbsolute(dirname(file));
   const toHeaders = (o: https.RequestOptions): Record<string, string> => {
     const h: Record<string, string> = {};
     for (const [k, v] of Object.entries(o.headers ?? {})) if (v !== undefined) h[k] = String(v);
     if (o.auth) h.Authorization = `Basic ${Buffer.from(o.auth).toString('base64')}`;
     return h;
   };
-  const fixed = toHeaders(opts);
+  const first: https.RequestOptions = {};
+  await kc.applyToHTTPSOptions(first);
   return {
-    server,
-    tls,
-    warnings: [],
-    headers: dynamic
-      ? async () => {
-          const o: https.RequestOptions = {};
-          await kc.applyToHTTPSOptions(o);
-          return toHeaders(o);
-        }
-      : async () => fixed,
+    tls: { ...tls, ...(first.cert ? { cert: first.cert } : {}), ...(first.key ? { key: first.key } : {}) },
+    headers: async () => {
+      const o: https.RequestOptions = {};
+      await kc.applyToHTTPSOptions(o);
+      return toHeaders(o);
+    },
   };
 }
 

@@ -3,8 +3,8 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
+import { readKubeconfig } from './kubeconfig.ts';
 import { defaultResources, parsePattern, PatternError, type ResourcePattern } from './resources.ts';
 
 export interface NamespaceFilter {
@@ -263,13 +263,12 @@ export function contextClusterName(context: string): string {
 
 /** all-in-one's source: one cluster per context of a kubeconfig (`all`, or the named ones). */
 export function loadKubeconfigClusters(path: string, contexts: 'all' | string[], resources?: string[]): ParsedConfig {
-  const kc = new KubeConfig();
+  let available: string[];
   try {
-    kc.loadFromFile(path);
+    available = readKubeconfig(path).contexts.map((c) => c.name);
   } catch (err) {
     throw new ConfigError(`cannot load kubeconfig ${path}: ${(err as Error).message}`);
   }
-  const available = kc.getContexts().map((c) => c.name);
   const wanted = contexts === 'all' ? available : contexts;
   const out: ParsedConfig = { clusters: [], invalid: [], files: [resolve(path)] };
   const names = new Set<string>();

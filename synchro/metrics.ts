@@ -2,6 +2,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { registerProcessMetrics } from '../lib/process-metrics.ts';
 
 export class SynchroMetrics {
   readonly registry: Registry;
@@ -27,6 +28,7 @@ export class SynchroMetrics {
 
   constructor(registry = new Registry()) {
     this.registry = registry;
+    registerProcessMetrics(registry);
     const r = [registry];
     this.eventsReceived = new Counter({ name: 'panoptes_synchro_events_received_total', help: 'Objects received from member clusters (list items and watch events)', labelNames: ['cluster', 'resource'], registers: r });
     this.eventsApplied = new Counter({ name: 'panoptes_synchro_events_applied_total', help: 'Changes committed to storage (replays that wrote nothing are not counted)', labelNames: ['cluster', 'resource', 'type'], registers: r });

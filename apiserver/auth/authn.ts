@@ -107,8 +107,19 @@ function orgs(c: X509Certificate): string[] {
   return [...c.subject.matchAll(/(?:^|\n)O=([^\n]*)/g)].map((m) => m[1]);
 }
 
-function headerValues(req: IncomingMessage, name: string): string[] {
-  return (req.headersDistinct[name.toLowerCase()] ?? []).map((v) => v.trim()).filter((v) => v !== '');
+/**
+ * Every value of every header, by lowercase name, as sent (repeated headers stay separate).
+ * From rawHeaders, which HTTP/1.1 and HTTP/2 requests both have (HTTP/2's compatibility
+ * request has no headersDistinct).
+ */
+function distinctHeaders(req: Pick<IncomingMessage, 'rawHeaders'>): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) (out[req.rawHeaders[i].toLowerCase()] ??= []).push(req.rawHeaders[i + 1]);
+  return out;
+}
+
+function headerValues(headers: Record<string, string[]>, name: string): string[] {
+  return (headers[name.toLowerCase()] ?? []).map((v) => v.trim()).filter((v) => v !== '');
 }
 
 /** Removes every request-header authentication header (whoever sent them). */
@@ -154,12 +165,13 @@ export class Authenticator {
         const leaf = verifyClientChain(chain, rh.ca);
         const name = cn(leaf);
         if (rh.allowedNames.length && !rh.allowedNames.includes(name)) throw new Error(`x509: subject with cn=${name} is not in the allowed list`);
-        const user = rh.usernameHeaders.map((h) => headerValues(req, h)[0]).find((v) => v !== undefined);
+        const headers = distinctHeaders(req);
+        const user = rh.usernameHeaders.map((h) => headerValues(headers, h)[0]).find((v) => v !== undefined);
         if (user) {
-          const u: UserInfo = { name: user, groups: rh.groupHeaders.flatMap((h) => headerValues(req, h)), extra: {} };
-          const uid = rh.uidHeaders.map((h) => headerValues(req, h)[0]).find((v) => v !== undefined);
+          const u: UserInfo = { name: user, groups: rh.groupHeaders.flatMap((h) => headerValues(headers, h)), extra: {} };
+          const uid = rh.uidHeaders.map((h) => headerValues(headers, h)[0]).find((v) => v !== undefined);
           if (uid) u.uid = uid;
-          for (const [h, vals] of Object.entries(req.headersDistinct)) {
+          for (const [h, vals] of Object.entries(headers)) {
             const p = rh.extraHeaderPrefixes.find((x) => h.startsWith(x.toLowerCase()));
             if (!p || !vals) continue;
             let key = h.slice(p.length);

@@ -4,7 +4,8 @@
 // front proxy and client-CA users present one, bearer-token users do not) and verified by
 // authn.ts against the right CA, so the handshake accepts any.
 import { readFileSync, statSync } from 'node:fs';
-import type { Server as HttpsServer, ServerOptions } from 'node:https';
+import type { ServerOptions } from 'node:https';
+import type { Server as TlsServer } from 'node:tls';
 import { createSecureContext } from 'node:tls';
 import type { Logger } from '../../lib/log.ts';
 import { selfSignedServing, type KeyPair } from './certs.ts';
@@ -29,7 +30,7 @@ export class ServingTls {
   private pair: KeyPair;
   private stamps = '';
   private timer?: NodeJS.Timeout;
-  private server?: HttpsServer;
+  private server?: TlsServer;
   readonly selfSigned: boolean;
 
   constructor(
@@ -61,13 +62,13 @@ export class ServingTls {
     return { key: this.pair.key, cert: this.pair.cert, ...(ca.length ? { ca } : {}) };
   }
 
-  /** Options for https.createServer. */
+  /** Options for the TLS server (http2.createSecureServer, https.createServer). */
   serverOptions(): ServerOptions {
     return { ...this.contextOptions(), requestCert: true, rejectUnauthorized: false, minVersion: 'TLSv1.2' };
   }
 
   /** Starts watching the files (no-op for a self-signed certificate). */
-  attach(server: HttpsServer): void {
+  attach(server: TlsServer): void {
     this.server = server;
     if (this.selfSigned) return;
     const every = this.opts.reloadIntervalMs ?? 10_000;

@@ -6,13 +6,13 @@ import { ApiserverMetrics } from '../../apiserver/metrics.ts';
 import { logger } from '../../lib/log.ts';
 import { SynchroMetrics } from '../../synchro/metrics.ts';
 import { startSynchro } from '../../synchro/synchro.ts';
-import { parseFlags, type Command } from '../command.ts';
+import { parseFlags, waitForSignal, type Command } from '../command.ts';
 import { parseInsecureListen, serveFlagHelp, serveFlagSpec, startServing } from './apiserver.ts';
 import { commonFlags, openStorage } from './serve.ts';
 import { parseSynchroFlags, synchroFlagHelp, synchroFlagSpec } from './synchro-flags.ts';
-import { waitForSignal } from './sim.ts';
+import { summaries } from './summaries.ts';
 
-const summary = 'synchro and apiserver in one process (SQLite by default): for a laptop, CI and the demo';
+const summary = summaries['all-in-one'];
 
 export const allInOne: Command = {
   name: 'all-in-one',

@@ -5,15 +5,17 @@ import { secureFlagHelp, secureFlagSpec, secureServingFromFlags, type SecureFlag
 import { ApiserverMetrics } from '../../apiserver/metrics.ts';
 import { logger, type Logger } from '../../lib/log.ts';
 import type { Store } from '../../storage/store.ts';
-import { durationFlag, intFlag, parseFlags, UsageError, type Command } from '../command.ts';
+import { durationFlag, intFlag, parseFlags, UsageError, waitForSignal, type Command } from '../command.ts';
+import { memoryFlagHelp, memoryFlags, memoryFlagSpec, type MemoryFlagValues } from './memory-flags.ts';
 import { commonFlags, openStorage } from './serve.ts';
-import { waitForSignal } from './sim.ts';
+import { summaries } from './summaries.ts';
 
 export const serveFlagSpec = {
   'insecure-listen': { type: 'string' },
   'max-limit': { type: 'string' },
   'request-timeout': { type: 'string' },
   'external-metrics-file': { type: 'string' },
+  ...memoryFlagSpec,
   ...secureFlagSpec,
 } as const;
 
@@ -23,9 +25,10 @@ export const serveFlagHelp = `  --insecure-listen HOST:PORT   plain HTTP, NO TLS
   --request-timeout DURATION    list and get end with 504 after this long (default 60s)
   --external-metrics-file FILE  declared metrics of external.metrics.k8s.io (env PANOPTES_EXTERNAL_METRICS_FILE);
                                 reloaded when it changes. Counts of synced resources need no file
+${memoryFlagHelp}
 ${secureFlagHelp}`;
 
-type ServeFlagValues = { 'insecure-listen'?: string; 'max-limit'?: string; 'request-timeout'?: string; 'external-metrics-file'?: string } & SecureFlagValues;
+type ServeFlagValues = { 'insecure-listen'?: string; 'max-limit'?: string; 'request-timeout'?: string; 'external-metrics-file'?: string } & MemoryFlagValues & SecureFlagValues;
 
 /** --external-metrics-file, or PANOPTES_EXTERNAL_METRICS_FILE. */
 export function externalMetricsFlag(values: { 'external-metrics-file'?: string }): { file?: string } {
@@ -58,7 +61,7 @@ export async function startServing(
   const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
   if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
-  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values) });
+  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values), ...memoryFlags(values) });
   let url: string;
   try {
     url = await api.listen(host, port);
@@ -83,8 +86,9 @@ async function startSecureServing(
   const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
   if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
+  const memory = memoryFlags(values);
   const secure = await secureServingFromFlags(values, log);
-  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values) });
+  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values), ...memory });
   let url: string;
   try {
     url = await api.listen(secure.host, secure.port);
@@ -104,7 +108,7 @@ async function startSecureServing(
   };
 }
 
-const summary = 'serve discovery, list, get and watch from storage (stateless; run any number of replicas)';
+const summary = summaries.apiserver;
 
 export const apiserver: Command = {
   name: 'apiserver',

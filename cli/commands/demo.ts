@@ -13,9 +13,10 @@ import { startSynchro } from '../../synchro/synchro.ts';
 import { startServing } from './apiserver.ts';
 import { openStorage } from './serve.ts';
 import { startSimClusters } from '../../hack/sim/cluster.ts';
-import { intFlag, parseFlags, UsageError, type Command } from '../command.ts';
+import { intFlag, parseFlags, UsageError, waitForSignal, type Command } from '../command.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
-import { closeAll, clusterNames, waitForSignal } from './sim.ts';
+import { closeAll, clusterNames } from './sim.ts';
+import { summaries } from './summaries.ts';
 
 export const defaultDemoKubeconfig = './data/demo/kubeconfig';
 
@@ -79,7 +80,7 @@ export function demoInstructions(kubeconfig: string, clusters: { name: string; u
 
 export const demo: Command = {
   name: 'demo',
-  summary: 'start three simulated clusters with a demo workload and print kubectl commands to try',
+  summary: summaries.demo,
   usage: `Usage: panoptes demo [flags]   (also: npm run demo)
 
 Starts simulated member clusters (hack/sim) with deployments, replicasets, pods, services,

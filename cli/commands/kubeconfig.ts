@@ -4,6 +4,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { stringify } from 'yaml';
 import { parseFlags, UsageError, type Command } from '../command.ts';
+import { summaries } from './summaries.ts';
 
 export const panoptesResourcesPath = '/apis/panoptes.io/v1alpha1/resources';
 
@@ -76,7 +77,7 @@ function splitList(value: string | undefined): string[] {
 
 export const kubeconfig: Command = {
   name: 'kubeconfig',
-  summary: 'write a kubeconfig with contexts for Panoptes (all clusters, and one per member cluster)',
+  summary: summaries.kubeconfig,
   usage: `Usage: panoptes kubeconfig --server URL --clusters a,b [flags]
 
 Writes a kubeconfig with a context \`panoptes\` (server URL + ${panoptesResourcesPath})

@@ -4,6 +4,7 @@ import { defaultStorageUrl, parseStorageUrl, StorageUrlError } from '../../stora
 import { Store } from '../../storage/store.ts';
 import { logger, setLogLevel, type Level } from '../../lib/log.ts';
 import { parseFlags, UsageError, type Command } from '../command.ts';
+import { summaries } from './summaries.ts';
 
 const storageFlag = {
   storage: { type: 'string' },
@@ -41,7 +42,7 @@ export async function openStorage(storage: string, component: string): Promise<S
 
 export const migrate: Command = {
   name: 'migrate',
-  summary: 'create or upgrade the storage schema, then exit (safe to run from several processes at once)',
+  summary: summaries.migrate,
   usage: `Usage: panoptes migrate [flags]\n\nCreates or upgrades the storage schema and exits. Every process also does this at start.\n\nFlags:\n${storageHelp}`,
   async run(argv) {
     const { values } = parseFlags(argv, storageFlag);

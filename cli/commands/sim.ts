@@ -1,21 +1,9 @@
 // `panoptes sim`: simulated member clusters in the foreground (hack/sim), for tests and
 // trying Panoptes without real clusters.
 import { startSimClusters, type SimCluster } from '../../hack/sim/cluster.ts';
-import { intFlag, parseFlags, UsageError, type Command } from '../command.ts';
+import { intFlag, parseFlags, UsageError, waitForSignal, type Command } from '../command.ts';
+import { summaries } from './summaries.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
-
-/** Resolves on SIGINT or SIGTERM. */
-export function waitForSignal(): Promise<string> {
-  return new Promise((resolve) => {
-    const on = (sig: string) => {
-      process.off('SIGINT', on);
-      process.off('SIGTERM', on);
-      resolve(sig);
-    };
-    process.on('SIGINT', on);
-    process.on('SIGTERM', on);
-  });
-}
 
 export function clusterNames(value: string | undefined, fallback: string[]): string[] {
   const names = value === undefined ? fallback : value.split(',').map((s) => s.trim()).filter(Boolean);
@@ -32,7 +20,7 @@ export async function closeAll(clusters: SimCluster[]): Promise<void> {
 
 export const sim: Command = {
   name: 'sim',
-  summary: 'run simulated member clusters (in-memory Kubernetes API servers) in the foreground',
+  summary: summaries.sim,
   usage: `Usage: panoptes sim [flags]
 
 Starts one in-memory Kubernetes API server per cluster on 127.0.0.1 (see hack/README.md:

@@ -4,6 +4,7 @@ import { logger } from '../../lib/log.ts';
 import { parseFlags, UsageError, type Command } from '../command.ts';
 import { parseSynchroFlags, synchroFlagHelp, synchroFlagSpec } from './synchro-flags.ts';
 import { commonFlags, openStorage } from './serve.ts';
+import { summaries } from './summaries.ts';
 
 const flags = {
   storage: { type: 'string' },
@@ -12,7 +13,7 @@ const flags = {
   ...synchroFlagSpec,
 } as const;
 
-const summary = 'list and watch every member cluster; write current state and the change log to storage';
+const summary = summaries.synchro;
 
 export const synchro: Command = {
   name: 'synchro',

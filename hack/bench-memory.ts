@@ -1,0 +1,291 @@
+// Resident memory of the real processes, idle after syncing two member clusters:
+//
+//   node --import tsx hack/bench-memory.ts [--clusters 2] [--configmaps 2000] [--bytes 1024]
+//        [--idle-seconds 30] [--only postgres|sqlite] [--baseline DIR] [--node-options OPTS]
+//        [--openapi] [--snapshots DIR]
+//
+// Simulated member clusters (a child process of their own) with the demo workload and
+// --configmaps ConfigMaps of about --bytes of JSON each, registered through one kubeconfig per
+// cluster (as an install does). Then, for each backend:
+//   - PostgreSQL (a throwaway server): `panoptes synchro` and `panoptes apiserver` processes;
+//   - SQLite: `panoptes all-in-one`;
+// each started with `node bin/panoptes.mjs` and the NODE_OPTIONS of the Dockerfile's `ENV`, as
+// the image runs it (build first, `npm run build`: without dist/ the processes compile
+// their TypeScript through tsx at start, as a checkout does). The benchmark waits for the
+// initial sync of every cluster, reads what a user would (discovery, every ConfigMap in pages
+// of 500, one get, a short watch), lets the processes idle for --idle-seconds and prints each
+// one's RSS (VmRSS of /proc/<pid>/status, with RssAnon and RssFile), the CPU time it used
+// (from start to the end of the idle time), and what its /metrics say of the heap (used,
+// total) and of memory outside it (external: Buffers, native).
+//
+// --baseline DIR: the same run with another checkout's bin/panoptes.mjs (for example the
+// commit before a change, with its node_modules and its own Dockerfile), side by side.
+// --node-options OPTS: this checkout once more with these NODE_OPTIONS instead of the
+// image's ('' for V8's defaults). --snapshots DIR: a heap snapshot of each process after the
+// idle time (started with --heapsnapshot-signal=SIGUSR2), for Chrome DevTools' Memory tab.
+// --openapi: the reads also fetch what kubectl explain and apply do: /openapi/v2 (JSON and
+// protobuf) and every /openapi/v3 group version of the all-clusters view, which fills the
+// apiserver's OpenAPI caches.
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
+import { SimProcess } from './bench-sim-process.ts';
+import { imageNodeOptions, procMemory as procStatus, repoRoot, spawnPanoptes, type PanoptesProcess } from './panoptes-process.ts';
+import { freePort } from './postgres.ts';
+import { get } from './sim/testutil.ts';
+import { emptyStorageUrl, stopTestPostgres } from '../storage/testing.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    clusters: { type: 'string', default: '2' },
+    configmaps: { type: 'string', default: '2000' },
+    bytes: { type: 'string', default: '1024' },
+    'idle-seconds': { type: 'string', default: '30' },
+    only: { type: 'string' },
+    baseline: { type: 'string' },
+    'node-options': { type: 'string' },
+    openapi: { type: 'boolean', default: false },
+    snapshots: { type: 'string' },
+  },
+});
+const nClusters = Number(args.clusters);
+const nConfigMaps = Number(args.configmaps);
+const idleSeconds = Number(args['idle-seconds']);
+const P = '/apis/panoptes.io/v1alpha1/resources';
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const mib = (bytes: number) => `${(bytes / 1048576).toFixed(0)} MiB`;
+const dir = mkdtempSync(join(tmpdir(), 'panoptes-bench-memory-'));
+const targets: Record<string, number> = { apiserver: 120, synchro: 130 };
+
+async function until(what: string, fn: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await fn().catch(() => false)) return;
+    await sleep(250);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+// ---- processes
+
+interface Memory {
+  /** CPU seconds (user + system) since the process started. */
+  cpu: number;
+  rss: number;
+  anon: number;
+  file: number;
+  heapUsed?: number;
+  heapTotal?: number;
+  external?: number;
+}
+
+interface Setup {
+  label: string;
+  /** A checkout: bin/panoptes.mjs and node_modules. */
+  root: string;
+  nodeOptions: string;
+}
+
+const panoptes = (setup: Setup, name: string, argv: string[]): PanoptesProcess =>
+  spawnPanoptes(name, argv, { root: setup.root, nodeOptions: setup.nodeOptions, cwd: dir, execArgv: args.snapshots ? ['--heapsnapshot-signal=SIGUSR2'] : [] });
+
+/** The process's own view, from the standard metrics on /metrics when it serves them. */
+async function heapMetrics(metricsUrl: string): Promise<Partial<Memory>> {
+  const r = await get(metricsUrl).catch(() => undefined);
+  if (!r || r.status !== 200) return {};
+  const value = (name: string) => {
+    const m = new RegExp(`^${name} (\\S+)`, 'm').exec(r.text);
+    return m ? Number(m[1]) : undefined;
+  };
+  return { heapUsed: value('nodejs_heap_size_used_bytes'), heapTotal: value('nodejs_heap_size_total_bytes'), external: value('nodejs_external_memory_bytes') };
+}
+
+// ---- reading what a user would
+
+async function use(base: string): Promise<number> {
+  for (const path of ['/apis', '/api/v1', `${P}/api`, `${P}/api/v1`, `${P}/apis`, '/apis/panoptes.io/v1alpha1/clusters']) {
+    const r = await get(`${base}${path}`);
+    if (r.status !== 200) throw new Error(`${path}: ${r.status}`);
+  }
+  let items = 0;
+  let bytes = 0;
+  let cont = '';
+  let first = '';
+  for (let page = 0; page < 1000; page++) {
+    const r = await get(`${base}${P}/api/v1/configmaps?limit=500${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`);
+    if (r.status !== 200) throw new Error(`list configmaps: ${r.status}`);
+    for (const o of r.json.items as Array<{ metadata: { name: string; namespace: string } }>) {
+      items++;
+      bytes += JSON.stringify(o).length;
+      if (!first && o.metadata.name.startsWith('cm-')) first = `${o.metadata.namespace}/${o.metadata.name}`;
+    }
+    cont = r.json.metadata.continue ?? '';
+    if (!cont) break;
+  }
+  if (args.openapi) {
+    await get(`${base}${P}/openapi/v2`);
+    await get(`${base}${P}/openapi/v2`, { Accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' });
+    const root = await get(`${base}${P}/openapi/v3`);
+    for (const { serverRelativeURL } of Object.values(root.json.paths as Record<string, { serverRelativeURL: string }>)) {
+      const r = await get(`${base}${serverRelativeURL}`);
+      if (r.status !== 200) throw new Error(`${serverRelativeURL}: ${r.status}`);
+    }
+  }
+  const [ns, name] = first.split('/');
+  const one = await get(`${base}${P}/clusters/bench-0/api/v1/namespaces/${ns}/configmaps/${name}`);
+  if (one.status !== 200) throw new Error(`get configmap: ${one.status}`);
+  await new Promise<void>((resolve, reject) => {
+    const req = request(`${base}${P}/api/v1/configmaps?watch=1&timeoutSeconds=1&allowWatchBookmarks=true`, (res) => {
+      res.resume();
+      res.on('end', resolve);
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  return bytes / Math.max(1, items);
+}
+
+// ---- one setup: processes started, synced, used, idle, measured
+
+interface Measured {
+  name: string;
+  memory: Memory;
+}
+
+async function measure(setup: Setup, backend: 'postgres' | 'sqlite', clustersFile: string, expected: number, label: string): Promise<Measured[]> {
+  const { url: storage, cleanup } = await emptyStorageUrl(backend);
+  const apiPort = await freePort();
+  const base = `http://127.0.0.1:${apiPort}`;
+  const procs: Array<{ p: PanoptesProcess; metrics: string }> = [];
+  try {
+    if (backend === 'postgres') {
+      const metricsPort = await freePort();
+      procs.push({ p: panoptes(setup, 'synchro', ['synchro', '--storage', storage, '--clusters', clustersFile, '--metrics-listen', `127.0.0.1:${metricsPort}`]), metrics: `http://127.0.0.1:${metricsPort}/metrics` });
+      procs.push({ p: panoptes(setup, 'apiserver', ['apiserver', '--storage', storage, '--insecure-listen', `127.0.0.1:${apiPort}`]), metrics: `${base}/metrics` });
+    } else {
+      procs.push({ p: panoptes(setup, 'all-in-one', ['all-in-one', '--storage', storage, '--clusters', clustersFile, '--insecure-listen', `127.0.0.1:${apiPort}`]), metrics: `${base}/metrics` });
+    }
+    const t0 = Date.now();
+    await until(`${label}: initial sync`, async () => {
+      for (const { p } of procs) if (p.proc.exitCode !== null) throw new Error(`${p.name} exited: ${p.stderr()}`);
+      const r = await get(`${base}/apis/panoptes.io/v1alpha1/clusters`);
+      if (r.status !== 200) return false;
+      const items = r.json.items as Array<{ status?: { initialSync?: { complete?: boolean } } }>;
+      if (items.length !== nClusters || !items.every((c) => c.status?.initialSync?.complete === true)) return false;
+      const l = await get(`${base}${P}/api/v1/configmaps?limit=1`);
+      return l.status === 200 && (l.json.metadata.remainingItemCount ?? 0) + 1 >= expected;
+    });
+    const syncSeconds = (Date.now() - t0) / 1000;
+    const avg = await use(base);
+    const startup = procs.map(({ p }) => `${p.name} pid ${p.proc.pid}`).join(', ');
+    console.log(`${label}: initial sync of ${nClusters} clusters in ${syncSeconds.toFixed(1)} s (${startup}); ConfigMaps served ${avg.toFixed(0)} bytes of JSON on average; idling ${idleSeconds} s`);
+    const samples = new Map<string, number[]>();
+    for (let s = 0; s < idleSeconds; s++) {
+      await sleep(1000);
+      for (const { p } of procs) {
+        const list = samples.get(p.name) ?? [];
+        list.push(procStatus(p.proc.pid!).rss);
+        samples.set(p.name, list);
+      }
+    }
+    const out: Measured[] = [];
+    for (const { p, metrics } of procs) {
+      const memory: Memory = { ...procStatus(p.proc.pid!), ...(await heapMetrics(metrics)) };
+      out.push({ name: p.name, memory });
+      const during = samples.get(p.name)!;
+      console.log(
+        `  ${p.name.padEnd(10)} RSS ${mib(memory.rss)} (anonymous ${mib(memory.anon)}, file-backed ${mib(memory.file)}); CPU ${memory.cpu.toFixed(1)} s` +
+          (memory.heapUsed !== undefined ? `; heap used ${mib(memory.heapUsed)} of ${mib(memory.heapTotal ?? NaN)}, external ${mib(memory.external ?? NaN)}` : '') +
+          `; while idle min ${mib(Math.min(...during))}, max ${mib(Math.max(...during))}`,
+      );
+    }
+    if (args.snapshots) await snapshots(procs.map(({ p }) => p), `${label.replace(/[^a-z0-9]+/gi, '-')}`);
+    return out;
+  } finally {
+    for (const { p } of procs.reverse()) await p.stop();
+    await cleanup();
+  }
+}
+
+/** SIGUSR2 to each process (started with --heapsnapshot-signal); the file moved to --snapshots. */
+async function snapshots(procs: PanoptesProcess[], prefix: string): Promise<void> {
+  const out = resolve(args.snapshots!);
+  mkdirSync(out, { recursive: true });
+  for (const p of procs) {
+    const before = new Set(readdirSync(dir));
+    p.proc.kill('SIGUSR2');
+    let file: string | undefined;
+    await until(`${p.name}: heap snapshot`, async () => {
+      file = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f));
+      if (!file) return false;
+      await sleep(500);
+      return true;
+    });
+    const target = join(out, `${prefix}-${p.name}.heapsnapshot`);
+    renameSync(join(dir, file!), target);
+    console.log(`  heap snapshot of ${p.name}: ${target}`);
+  }
+}
+
+// ---- main
+
+const here = repoRoot;
+if (!existsSync(join(here, 'dist/.built'))) console.log('NOTE: no build (npm run build): the processes compile their TypeScript through tsx, as in a checkout');
+const setups: Setup[] = [];
+if (args.baseline) {
+  const b = resolve(args.baseline);
+  if (!existsSync(join(b, 'bin/panoptes.mjs'))) throw new Error(`--baseline ${b}: no bin/panoptes.mjs there`);
+  setups.push({ label: `baseline ${b}`, root: b, nodeOptions: imageNodeOptions(b) });
+}
+setups.push({ label: 'this checkout', root: here, nodeOptions: imageNodeOptions(here) });
+if (args['node-options'] !== undefined) setups.push({ label: 'this checkout', root: here, nodeOptions: args['node-options'] });
+for (const s of setups) s.label += ` (NODE_OPTIONS=${JSON.stringify(s.nodeOptions)})`;
+const sim = await SimProcess.start(nClusters, { workload: true });
+try {
+  for (let i = 0; i < nClusters; i++) await sim.call({ cmd: 'bulk', cluster: i, count: nConfigMaps, namespaces: 20, bytes: Number(args.bytes) });
+  // One kubeconfig per member, referenced by clusters.yaml, as an install registers them.
+  const clusters = sim.urls.map((server, i) => {
+    const name = `bench-${i}`;
+    const file = join(dir, `${name}.kubeconfig`);
+    writeFileSync(
+      file,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name, cluster: { server } }],
+        users: [{ name: 'synchro', user: { token: 'unused-on-plain-http' } }],
+        contexts: [{ name, context: { cluster: name, user: 'synchro' } }],
+        'current-context': name,
+      }),
+    );
+    return { name, kubeconfig: file };
+  });
+  const clustersFile = join(dir, 'clusters.yaml');
+  writeFileSync(clustersFile, stringify({ clusters }));
+  console.log(`${nClusters} simulated clusters, each with the demo workload and ${nConfigMaps} ConfigMaps (about ${args.bytes} bytes of JSON each); node ${process.version}`);
+
+  const results: Array<{ label: string; backend: string; measured: Measured[] }> = [];
+  for (const backend of ['postgres', 'sqlite'] as const) {
+    if (args.only && args.only !== backend) continue;
+    for (const setup of setups) {
+      const measured = await measure(setup, backend, clustersFile, nClusters * nConfigMaps, `${backend}, ${setup.label}`);
+      results.push({ label: setup.label, backend, measured });
+    }
+  }
+  console.log('\nRSS after the initial sync and the reads, idle:');
+  for (const r of results) {
+    for (const m of r.measured) {
+      const target = targets[m.name];
+      const verdict = target === undefined ? '' : `; target <= ${target} MB: ${m.memory.rss <= target * 1e6 ? 'MET' : 'MISSED'}`;
+      console.log(`  ${r.backend.padEnd(8)} ${r.label.padEnd(Math.max(...setups.map((x) => x.label.length)))}  ${m.name.padEnd(10)} ${(m.memory.rss / 1e6).toFixed(0).padStart(4)} MB (${mib(m.memory.rss)}), CPU ${m.memory.cpu.toFixed(1)} s${verdict}`);
+    }
+  }
+} finally {
+  await sim.exit();
+  await stopTestPostgres();
+  rmSync(dir, { recursive: true, force: true });
+}
