@@ -26,15 +26,21 @@
 // --openapi: the reads also fetch what kubectl explain and apply do: /openapi/v2 (JSON and
 // protobuf) and every /openapi/v3 group version of the all-clusters view, which fills the
 // apiserver's OpenAPI caches.
+//
+// Targets: RSS ≤ 120 MB for apiserver, ≤ 130 MB for synchro. After a run that completed, the
+// figures go to docs/bench/memory.json (memory-<backend>.json with --only) and its charts
+// (hack/report/).
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { SimProcess } from './bench-sim-process.ts';
 import { imageNodeOptions, procMemory as procStatus, repoRoot, spawnPanoptes, type PanoptesProcess } from './panoptes-process.ts';
 import { freePort } from './postgres.ts';
+import { recordRun } from './report/record.ts';
+import type { MemoryProcessFigures, MemorySetupFigures } from './report/figures.ts';
 import { get } from './sim/testutil.ts';
 import { emptyStorageUrl, stopTestPostgres } from '../storage/testing.ts';
 
@@ -51,6 +57,7 @@ const { values: args } = parseArgs({
     snapshots: { type: 'string' },
   },
 });
+if (args.only !== undefined && args.only !== 'postgres' && args.only !== 'sqlite') throw new Error(`--only: postgres or sqlite, got ${args.only}`);
 const nClusters = Number(args.clusters);
 const nConfigMaps = Number(args.configmaps);
 const idleSeconds = Number(args['idle-seconds']);
@@ -58,7 +65,10 @@ const P = '/apis/panoptes.io/v1alpha1/resources';
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const mib = (bytes: number) => `${(bytes / 1048576).toFixed(0)} MiB`;
 const dir = mkdtempSync(join(tmpdir(), 'panoptes-bench-memory-'));
-const targets: Record<string, number> = { apiserver: 120, synchro: 130 };
+/** RSS, in MB (10^6 bytes). */
+const targets = { apiserver: 120, synchro: 130 };
+const targetOf = (name: string): number | undefined => (name === 'apiserver' || name === 'synchro' ? targets[name] : undefined);
+const MiB = 1048576;
 
 async function until(what: string, fn: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -83,6 +93,8 @@ interface Memory {
 }
 
 interface Setup {
+  /** What the figures call it: "this checkout", "baseline <directory name>". */
+  name: string;
   label: string;
   /** A checkout: bin/panoptes.mjs and node_modules. */
   root: string;
@@ -154,9 +166,11 @@ async function use(base: string): Promise<number> {
 interface Measured {
   name: string;
   memory: Memory;
+  /** RSS sampled every second while idle. */
+  idle: number[];
 }
 
-async function measure(setup: Setup, backend: 'postgres' | 'sqlite', clustersFile: string, expected: number, label: string): Promise<Measured[]> {
+async function measure(setup: Setup, backend: 'postgres' | 'sqlite', clustersFile: string, expected: number, label: string): Promise<{ syncSeconds: number; configMapBytes: number; measured: Measured[] }> {
   const { url: storage, cleanup } = await emptyStorageUrl(backend);
   const apiPort = await freePort();
   const base = `http://127.0.0.1:${apiPort}`;
@@ -195,8 +209,8 @@ async function measure(setup: Setup, backend: 'postgres' | 'sqlite', clustersFil
     const out: Measured[] = [];
     for (const { p, metrics } of procs) {
       const memory: Memory = { ...procStatus(p.proc.pid!), ...(await heapMetrics(metrics)) };
-      out.push({ name: p.name, memory });
       const during = samples.get(p.name)!;
+      out.push({ name: p.name, memory, idle: during });
       console.log(
         `  ${p.name.padEnd(10)} RSS ${mib(memory.rss)} (anonymous ${mib(memory.anon)}, file-backed ${mib(memory.file)}); CPU ${memory.cpu.toFixed(1)} s` +
           (memory.heapUsed !== undefined ? `; heap used ${mib(memory.heapUsed)} of ${mib(memory.heapTotal ?? NaN)}, external ${mib(memory.external ?? NaN)}` : '') +
@@ -204,7 +218,7 @@ async function measure(setup: Setup, backend: 'postgres' | 'sqlite', clustersFil
       );
     }
     if (args.snapshots) await snapshots(procs.map(({ p }) => p), `${label.replace(/[^a-z0-9]+/gi, '-')}`);
-    return out;
+    return { syncSeconds, configMapBytes: avg, measured: out };
   } finally {
     for (const { p } of procs.reverse()) await p.stop();
     await cleanup();
@@ -234,15 +248,17 @@ async function snapshots(procs: PanoptesProcess[], prefix: string): Promise<void
 // ---- main
 
 const here = repoRoot;
-if (!existsSync(join(here, 'dist/.built'))) console.log('NOTE: no build (npm run build): the processes compile their TypeScript through tsx, as in a checkout');
+const built = existsSync(join(here, 'dist/.built'));
+let recorded: MemorySetupFigures[] = [];
+if (!built) console.log('NOTE: no build (npm run build): the processes compile their TypeScript through tsx, as in a checkout');
 const setups: Setup[] = [];
 if (args.baseline) {
   const b = resolve(args.baseline);
   if (!existsSync(join(b, 'bin/panoptes.mjs'))) throw new Error(`--baseline ${b}: no bin/panoptes.mjs there`);
-  setups.push({ label: `baseline ${b}`, root: b, nodeOptions: imageNodeOptions(b) });
+  setups.push({ name: `baseline ${basename(b)}`, label: `baseline ${b}`, root: b, nodeOptions: imageNodeOptions(b) });
 }
-setups.push({ label: 'this checkout', root: here, nodeOptions: imageNodeOptions(here) });
-if (args['node-options'] !== undefined) setups.push({ label: 'this checkout', root: here, nodeOptions: args['node-options'] });
+setups.push({ name: 'this checkout', label: 'this checkout', root: here, nodeOptions: imageNodeOptions(here) });
+if (args['node-options'] !== undefined) setups.push({ name: 'this checkout', label: 'this checkout', root: here, nodeOptions: args['node-options'] });
 for (const s of setups) s.label += ` (NODE_OPTIONS=${JSON.stringify(s.nodeOptions)})`;
 const sim = await SimProcess.start(nClusters, { workload: true });
 try {
@@ -268,24 +284,63 @@ try {
   writeFileSync(clustersFile, stringify({ clusters }));
   console.log(`${nClusters} simulated clusters, each with the demo workload and ${nConfigMaps} ConfigMaps (about ${args.bytes} bytes of JSON each); node ${process.version}`);
 
-  const results: Array<{ label: string; backend: string; measured: Measured[] }> = [];
+  const results: Array<{ setup: Setup; backend: 'postgres' | 'sqlite'; syncSeconds: number; configMapBytes: number; measured: Measured[] }> = [];
   for (const backend of ['postgres', 'sqlite'] as const) {
     if (args.only && args.only !== backend) continue;
     for (const setup of setups) {
-      const measured = await measure(setup, backend, clustersFile, nClusters * nConfigMaps, `${backend}, ${setup.label}`);
-      results.push({ label: setup.label, backend, measured });
+      const m = await measure(setup, backend, clustersFile, nClusters * nConfigMaps, `${backend}, ${setup.label}`);
+      results.push({ setup, backend, ...m });
     }
   }
   console.log('\nRSS after the initial sync and the reads, idle:');
   for (const r of results) {
     for (const m of r.measured) {
-      const target = targets[m.name];
+      const target = targetOf(m.name);
       const verdict = target === undefined ? '' : `; target <= ${target} MB: ${m.memory.rss <= target * 1e6 ? 'MET' : 'MISSED'}`;
-      console.log(`  ${r.backend.padEnd(8)} ${r.label.padEnd(Math.max(...setups.map((x) => x.label.length)))}  ${m.name.padEnd(10)} ${(m.memory.rss / 1e6).toFixed(0).padStart(4)} MB (${mib(m.memory.rss)}), CPU ${m.memory.cpu.toFixed(1)} s${verdict}`);
+      console.log(`  ${r.backend.padEnd(8)} ${r.setup.label.padEnd(Math.max(...setups.map((x) => x.label.length)))}  ${m.name.padEnd(10)} ${(m.memory.rss / 1e6).toFixed(0).padStart(4)} MB (${mib(m.memory.rss)}), CPU ${m.memory.cpu.toFixed(1)} s${verdict}`);
     }
   }
+  recorded = results.map(
+    (r): MemorySetupFigures => ({
+      backend: r.backend,
+      setup: r.setup.name,
+      nodeOptions: r.setup.nodeOptions,
+      syncSeconds: r.syncSeconds,
+      configMapBytes: r.configMapBytes,
+      processes: r.measured.map(processFigures),
+    }),
+  );
 } finally {
   await sim.exit();
   await stopTestPostgres();
   rmSync(dir, { recursive: true, force: true });
+}
+await recordRun(args.only ? `memory-${args.only}` : 'memory', 'memory', { ...args, baseline: args.baseline === undefined ? undefined : basename(resolve(args.baseline)), snapshots: args.snapshots === undefined ? undefined : true }, {
+  clusters: nClusters,
+  configMaps: nConfigMaps,
+  bytes: Number(args.bytes),
+  idleSeconds,
+  built,
+  runs: recorded,
+  targets: { rssMB: targets },
+});
+
+function processName(name: string): MemoryProcessFigures['process'] {
+  if (name === 'synchro' || name === 'apiserver' || name === 'all-in-one') return name;
+  throw new Error(`not a panoptes process: ${name}`);
+}
+
+function processFigures(m: Measured): MemoryProcessFigures {
+  const miB = (bytes: number | undefined) => (bytes === undefined || !Number.isFinite(bytes) ? undefined : bytes / MiB);
+  return {
+    process: processName(m.name),
+    rssMiB: m.memory.rss / MiB,
+    anonMiB: m.memory.anon / MiB,
+    fileMiB: m.memory.file / MiB,
+    idleRssMiB: { min: Math.min(...m.idle, m.memory.rss) / MiB, max: Math.max(...m.idle, m.memory.rss) / MiB },
+    cpuSeconds: m.memory.cpu,
+    heapUsedMiB: miB(m.memory.heapUsed),
+    heapTotalMiB: miB(m.memory.heapTotal),
+    externalMiB: miB(m.memory.external),
+  };
 }

@@ -28,6 +28,9 @@
 // of open files raised to the hard limit (`ulimit -n`): 10,000 sockets need more than the
 // usual 1,024. --snapshots DIR: a heap snapshot of the apiserver at the end of phase 2 (for
 // Chrome DevTools' Memory tab).
+//
+// After a run of every mode asked, the figures go to docs/bench/watch-connections.json and its
+// charts (hack/report/).
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
@@ -42,6 +45,8 @@ import { makeCertSet, type CertSet } from './certs.ts';
 import { LatencyHistogram, now, PodWorkload } from './fanout-workload.ts';
 import { imageNodeOptions, openFileLimits, procMemory, spawnNode, spawnPanoptes, type PanoptesProcess } from './panoptes-process.ts';
 import { freePort } from './postgres.ts';
+import { recordRun } from './report/record.ts';
+import type { WatchConnectionsModeFigures, WatchConnectionsPhaseFigures } from './report/figures.ts';
 import { get } from './sim/testutil.ts';
 import { startFakeHost, type FakeHost } from './testing/fakehost.ts';
 
@@ -271,6 +276,7 @@ async function metric(s: Server, name: string): Promise<number> {
 
 interface PhaseResult {
   watchers: number;
+  seconds: number;
   p50: number;
   p99: number;
   max: number;
@@ -279,7 +285,36 @@ interface PhaseResult {
   pollPerSec: number;
   rssEnd: number;
   rssMax: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
   cpuPerSec: number;
+  clientsCpuPerSec: number;
+  ended: Record<string, number>;
+}
+
+const MiB = 1048576;
+/** RSS max in phase 2 (10^6 bytes), latency p99, poll queries/s of phase 2 against phase 1's. */
+const targets = { rssMB: 600, p99Ms: 500, pollWithin: 0.25 };
+
+function phaseFigures(r: PhaseResult): WatchConnectionsPhaseFigures {
+  return {
+    watchers: r.watchers,
+    seconds: r.seconds,
+    writtenPerSec: r.writtenPerSec,
+    deliveredPerSec: r.deliveredPerSec,
+    p50Ms: r.p50,
+    p99Ms: r.p99,
+    maxMs: r.max,
+    pollQueriesPerSec: r.pollPerSec,
+    rssMiB: r.rssEnd / MiB,
+    rssMaxMiB: r.rssMax / MiB,
+    heapUsedMiB: r.heapUsed / MiB,
+    heapTotalMiB: r.heapTotal / MiB,
+    externalMiB: r.external / MiB,
+    cpuCores: r.cpuPerSec,
+    clientsCpuCores: r.clientsCpuPerSec,
+  };
 }
 
 async function phase(label: string, s: Server, clients: Clients, watchers: number, secs: number): Promise<PhaseResult> {
@@ -312,8 +347,10 @@ async function phase(label: string, s: Server, clients: Clients, watchers: numbe
     delivered += st.delivered;
     for (const [k, v] of Object.entries(st.ended as Record<string, number>)) ended[k] = (ended[k] ?? 0) + v;
   }
+  const clientsCpu = (clientCpu() - cc0) / dt;
   const r: PhaseResult = {
     watchers,
+    seconds: dt,
     p50: hist.quantile(0.5),
     p99: hist.quantile(0.99),
     max: hist.max,
@@ -322,9 +359,13 @@ async function phase(label: string, s: Server, clients: Clients, watchers: numbe
     pollPerSec: (q1 - q0) / dt,
     rssEnd: mem.rss,
     rssMax: Math.max(rssMax, mem.rss),
+    heapUsed,
+    heapTotal,
+    external,
     cpuPerSec: (mem.cpu - c0) / dt,
+    clientsCpuPerSec: clientsCpu,
+    ended,
   };
-  const clientsCpu = (clientCpu() - cc0) / dt;
   console.log(
     `  ${label}: ${watchers} watchers, ${r.writtenPerSec.toFixed(0)} events/s written, ${r.deliveredPerSec.toFixed(0)} deliveries/s; ` +
       `latency p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, max ${r.max.toFixed(1)} ms; poll queries ${r.pollPerSec.toFixed(1)}/s; ` +
@@ -340,7 +381,7 @@ const titles: Record<Mode, string> = {
   https: 'HTTP/1.1 over TLS (front-proxy certificate, SubjectAccessReview), a TLS connection per watch',
 };
 
-async function run(mode: Mode): Promise<void> {
+async function run(mode: Mode): Promise<WatchConnectionsModeFigures> {
   console.log(`\n${titles[mode]}: panoptes apiserver on PostgreSQL, NODE_OPTIONS=${JSON.stringify(nodeOptions)}`);
   const s = await startServer(mode);
   const clients = new Clients();
@@ -355,7 +396,8 @@ async function run(mode: Mode): Promise<void> {
     }
     const pid = s.proc.proc.pid!;
     const limits = readLimit(pid);
-    console.log(`  apiserver pid ${pid}: RSS before any watcher ${mb(procMemory(pid).rss)}; open files limit ${limits}`);
+    const rssBefore = procMemory(pid).rss;
+    console.log(`  apiserver pid ${pid}: RSS before any watcher ${mb(rssBefore)}; open files limit ${limits}`);
     await clients.start(nClients);
     // Each watch starts at the rv of the moment it is opened, as a client's watch follows its list.
     const watchPath = (rv: number, ns?: string) => `${P}/api/v1${ns ? `/namespaces/${ns}` : ''}/pods?watch=1&resourceVersion=${rv}&allowWatchBookmarks=true&timeoutSeconds=3600`;
@@ -388,9 +430,10 @@ async function run(mode: Mode): Promise<void> {
       );
     }
     const opened = 1 + (await Promise.all(batches)).reduce((a, b) => a + b, 0);
+    const openSeconds = (now() - t0) / 1000;
     const serverSide = await metric(s, 'panoptes_watch_watchers');
     const sessions = (await clients.all({ cmd: 'stats' })).reduce((n: number, st: Reply) => n + st.sessions, 0);
-    console.log(`  opened ${opened - 1} more watches${s.client.h2 ? ` (HTTP/2 streams over ${sessions} TLS connections)` : ' (a connection each)'} in ${((now() - t0) / 1000).toFixed(1)} s (${serverSide} watchers open on the server); RSS ${mb(procMemory(pid).rss)}`);
+    console.log(`  opened ${opened - 1} more watches${s.client.h2 ? ` (HTTP/2 streams over ${sessions} TLS connections)` : ' (a connection each)'} in ${openSeconds.toFixed(1)} s (${serverSide} watchers open on the server); RSS ${mb(procMemory(pid).rss)}`);
     const many = await phase('phase 2', s, clients, opened, seconds);
     const slow = await metric(s, 'panoptes_watch_watchers_closed_slow_total');
     if (args.snapshots) await snapshot(s, `apiserver-${mode}-${opened}`);
@@ -399,12 +442,24 @@ async function run(mode: Mode): Promise<void> {
     const ok = (b: boolean) => (b ? 'MET' : 'MISSED');
     const pollRatio = many.pollPerSec / one.pollPerSec;
     console.log(
-      `  targets with ${opened} watches: RSS <= 600 MB: ${ok(many.rssMax <= 600e6 && opened >= nWatchers)} (max ${mb(many.rssMax)}); ` +
-        `p99 <= 500 ms: ${ok(many.p99 <= 500)} (${many.p99.toFixed(1)} ms); poll rate unchanged (within 25%): ${ok(Math.abs(pollRatio - 1) <= 0.25)} (${one.pollPerSec.toFixed(1)}/s -> ${many.pollPerSec.toFixed(1)}/s)`,
+      `  targets with ${opened} watches: RSS <= ${targets.rssMB} MB: ${ok(many.rssMax <= targets.rssMB * 1e6 && opened >= nWatchers)} (max ${mb(many.rssMax)}); ` +
+        `p99 <= ${targets.p99Ms} ms: ${ok(many.p99 <= targets.p99Ms)} (${many.p99.toFixed(1)} ms); poll rate unchanged (within ${targets.pollWithin * 100}%): ${ok(Math.abs(pollRatio - 1) <= targets.pollWithin)} (${one.pollPerSec.toFixed(1)}/s -> ${many.pollPerSec.toFixed(1)}/s)`,
     );
     console.log(
       `  ${JSON.stringify({ mode, connections: opened, p50Ms: +many.p50.toFixed(1), p99Ms: +many.p99.toFixed(1), pollQueriesPerSec1: +one.pollPerSec.toFixed(1), pollQueriesPerSecN: +many.pollPerSec.toFixed(1), rssMB1: Math.round(one.rssEnd / 1e6), rssMBN: Math.round(many.rssEnd / 1e6), rssMaxMB: Math.round(many.rssMax / 1e6), perConnectionKiB: +(perConnection / 1024).toFixed(1) })}`,
     );
+    return {
+      mode,
+      connections: opened,
+      ...(s.client.h2 ? { tlsConnections: sessions } : {}),
+      openSeconds,
+      rssBeforeMiB: rssBefore / MiB,
+      phases: [phaseFigures(one), phaseFigures(many)],
+      perConnectionKiB: perConnection / 1024,
+      closedSlow: slow,
+      // the clients count from their start: up to the end of phase 2
+      ended: many.ended,
+    };
   } finally {
     await clients.exit();
     await s.close();
@@ -427,8 +482,9 @@ console.log(
     `open files: soft ${limits.soft}, hard ${limits.hard}${limits.hard < nWatchers + 200 ? ' (NOT ENOUGH for the server: raise the hard limit)' : ''}`,
 );
 const writing$ = writer();
+const recorded: WatchConnectionsModeFigures[] = [];
 try {
-  for (const mode of modes) await run(mode);
+  for (const mode of modes) recorded.push(await run(mode));
 } finally {
   writing = false;
   await writing$;
@@ -436,3 +492,13 @@ try {
   await stopTestPostgres();
   rmSync(dir, { recursive: true, force: true });
 }
+await recordRun('watch-connections', 'watch-connections', { ...args, 'node-options': nodeOptions, snapshots: args.snapshots === undefined ? undefined : true }, {
+  watchers: nWatchers,
+  all: nAll,
+  namespaces: nNamespaces,
+  ratePerSec: rate,
+  clientProcesses: nClients,
+  nodeOptions,
+  modes: recorded,
+  targets,
+});

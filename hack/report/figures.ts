@@ -205,6 +205,105 @@ export interface WatchFanoutFigures {
   targets: { p99Ms: number; rssMB: number };
 }
 
+// ---- hack/bench-watch-connections.ts
+
+export interface WatchConnectionsPhaseFigures {
+  /** Watches open: 1 in phase 1, the connections (or HTTP/2 streams) opened in phase 2. */
+  watchers: number;
+  seconds: number;
+  writtenPerSec: number;
+  deliveredPerSec: number;
+  /** Write call to line read by the client, over every delivery of the phase. */
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** The apiserver's change-log polls (panoptes_watch_poll_queries_total). */
+  pollQueriesPerSec: number;
+  /** The apiserver's RSS at the end of the phase and its maximum sampled every second. */
+  rssMiB: number;
+  rssMaxMiB: number;
+  /** The apiserver's own /metrics at the end of the phase. */
+  heapUsedMiB: number;
+  heapTotalMiB: number;
+  externalMiB: number;
+  /** CPU of the apiserver, and of all the client processes, in cores (CPU seconds per second). */
+  cpuCores: number;
+  clientsCpuCores: number;
+}
+
+export interface WatchConnectionsModeFigures {
+  /** http: HTTP/1.1, a connection per watch; h2: HTTP/2 over TLS, watches as streams; https: HTTP/1.1 over TLS, a connection per watch. */
+  mode: 'http' | 'h2' | 'https';
+  /** Watches open in phase 2 (asked: the run's `watchers`). */
+  connections: number;
+  /** h2: the TLS connections the streams went over. */
+  tlsConnections?: number;
+  openSeconds: number;
+  rssBeforeMiB: number;
+  /** Phase 1 (one watcher), then phase 2 (`connections` watchers). */
+  phases: WatchConnectionsPhaseFigures[];
+  /** (RSS at the end of phase 2 − RSS at the end of phase 1) / the watches added. */
+  perConnectionKiB: number;
+  closedSlow: number;
+  /** Watches the clients saw end (by reason), from their start to the end of phase 2. */
+  ended: Record<string, number>;
+}
+
+export interface WatchConnectionsFigures {
+  watchers: number;
+  /** Of them, watching every pod (the rest: one namespace each). */
+  all: number;
+  namespaces: number;
+  ratePerSec: number;
+  clientProcesses: number;
+  nodeOptions: string;
+  modes: WatchConnectionsModeFigures[];
+  /** RSS max in phase 2 ≤ rssMB (10^6 bytes); p99 ≤ p99Ms; poll queries/s of phase 2 within ±pollWithin of phase 1's. */
+  targets: { rssMB: number; p99Ms: number; pollWithin: number };
+}
+
+// ---- hack/bench-memory.ts
+
+export interface MemoryProcessFigures {
+  process: 'synchro' | 'apiserver' | 'all-in-one';
+  /** VmRSS, RssAnon and RssFile of /proc/<pid>/status after the idle time. */
+  rssMiB: number;
+  anonMiB: number;
+  fileMiB: number;
+  /** RSS sampled every second while idle, and at the end. */
+  idleRssMiB: { min: number; max: number };
+  /** CPU time (user + system) from the start to the end of the idle time. */
+  cpuSeconds: number;
+  /** From the process's /metrics, when it serves them. */
+  heapUsedMiB?: number;
+  heapTotalMiB?: number;
+  externalMiB?: number;
+}
+
+export interface MemorySetupFigures {
+  backend: 'postgres' | 'sqlite';
+  /** "this checkout", or "baseline <directory name>" (--baseline). */
+  setup: string;
+  nodeOptions: string;
+  syncSeconds: number;
+  /** Average JSON bytes of the ConfigMaps served. */
+  configMapBytes: number;
+  processes: MemoryProcessFigures[];
+}
+
+export interface MemoryFigures {
+  clusters: number;
+  /** ConfigMaps per cluster, of about `bytes` bytes of JSON each (besides the demo workload). */
+  configMaps: number;
+  bytes: number;
+  idleSeconds: number;
+  /** Whether this checkout ran compiled (dist/, as the image) or its TypeScript through tsx. */
+  built: boolean;
+  runs: MemorySetupFigures[];
+  /** RSS ≤ the target per process (10^6 bytes); processes without one have none. */
+  targets: { rssMB: { apiserver: number; synchro: number } };
+}
+
 // ---- hack/bench-metrics.ts
 
 export interface MetricsQueryFigures {
@@ -237,10 +336,12 @@ export type BenchRun =
   | Run<'synchro-ha', SynchroHaFigures>
   | Run<'watch', WatchFigures>
   | Run<'watch-fanout', WatchFanoutFigures>
+  | Run<'watch-connections', WatchConnectionsFigures>
+  | Run<'memory', MemoryFigures>
   | Run<'metrics', MetricsFigures>;
 
 export type BenchName = BenchRun['bench'];
-export const benchNames: readonly BenchName[] = ['storage', 'list', 'synchro', 'synchro-ha', 'watch', 'watch-fanout', 'metrics'];
+export const benchNames: readonly BenchName[] = ['storage', 'list', 'synchro', 'synchro-ha', 'watch', 'watch-fanout', 'watch-connections', 'metrics', 'memory'];
 
 /** The figures of benchmark `B`. */
 export type FiguresOf<B extends BenchName> = Extract<BenchRun, { bench: B }>['figures'];

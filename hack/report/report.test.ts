@@ -11,6 +11,9 @@ import { renderSvg, stableIds } from './render.ts';
 import { chartsOf, renderAll, report } from './report.ts';
 import { fromHistogram, fromSamples, histogramOf } from './stats.ts';
 import { sampleRuns } from './testdata.ts';
+import { barChart } from './kinds/bars.ts';
+import { memoryCharts } from './charts/memory.ts';
+import { watchConnectionsCharts } from './charts/watch-connections.ts';
 
 /** Throws unless `xml` is one well-formed element: tags balanced and properly nested, attributes quoted, no stray `<` or `&`. */
 function checkWellFormed(xml: string): string {
@@ -109,6 +112,58 @@ t.test('every chart of every benchmark: well-formed SVG with a title and its ser
     }
   }
   t.same([...kinds].sort(), ['bar', 'line', 'scatter'], 'bars, lines (percentile curves too) and target dashes all drawn');
+});
+
+type Drawn = { type?: string; name?: string; data?: unknown[]; xAxisIndex?: number };
+const seriesOf = (option: unknown) => (option as { series: Drawn[] }).series;
+const axesOf = (option: unknown, axis: 'xAxis' | 'yAxis') => (option as Record<string, Array<{ type?: string; data?: string[] }>>)[axis];
+
+t.test('bars on a log axis: a log y axis, values at or below 0 left out', async (t) => {
+  const option = barChart({
+    title: 't',
+    subtitle: 's',
+    footer: 'f',
+    panels: [
+      { unit: 'a', categories: ['x', 'y', 'z'], series: [{ name: 'v', values: [0, 5, null] }] },
+      { unit: 'b', log: true, categories: ['x', 'y', 'z'], series: [{ name: 'w', values: [0, 5, -1] }] },
+    ],
+  });
+  t.same(axesOf(option, 'yAxis').map((a) => a.type), ['value', 'log']);
+  t.same(seriesOf(option).map((s) => s.data), [[0, 5, null], [null, 5, null]]);
+});
+
+t.test('watch-connections: each mode 1 watcher against many; latency per mode and phase', async (t) => {
+  const run = sampleRuns.find((s) => s.run.bench === 'watch-connections')!.run;
+  if (run.bench !== 'watch-connections') throw new Error('sample');
+  const charts = watchConnectionsCharts(run.figures, { footer: 'f' });
+  t.same(charts.map((c) => c.name), ['memory', 'latency', 'poll']);
+  const memory = charts[0].option;
+  t.same(axesOf(memory, 'xAxis')[0].data, ['HTTP/1.1', 'HTTP/2, TLS', 'HTTP/1.1, TLS']);
+  const rss = seriesOf(memory).filter((s) => s.xAxisIndex === 0);
+  t.same(rss.map((s) => [s.name, s.data]), [['1 watcher', [97, 101, 102]], ['1,000 watchers', [124, 135, 166]]], 'RSS max of each phase');
+  t.same(seriesOf(memory).find((s) => s.xAxisIndex === 1)!.data, [25.6, 31.8, 60.6], 'per added watch');
+  const latency = charts[1].option;
+  t.equal(axesOf(latency, 'xAxis')[0].data!.length, 6, 'a category per mode and phase');
+  t.same(seriesOf(latency).find((s) => s.name === 'p99')!.data, [21, 40, 24, 55, 25, 80]);
+  t.equal(axesOf(latency, 'yAxis')[0].type, 'log');
+  t.same(watchConnectionsCharts({ ...run.figures, modes: [] }, { footer: 'f' }), [], 'no mode ran, no charts');
+});
+
+t.test('memory: RSS per process and setup, a target only over the processes that have one', async (t) => {
+  const run = sampleRuns.find((s) => s.run.bench === 'memory')!.run;
+  if (run.bench !== 'memory') throw new Error('sample');
+  const [rss, heap] = memoryCharts(run.figures, { footer: 'f' });
+  t.same(axesOf(rss.option, 'xAxis')[0].data, ['PostgreSQL: synchro (target ≤ 130 MB)', 'PostgreSQL: apiserver (target ≤ 120 MB)', 'SQLite: all-in-one']);
+  const series = seriesOf(rss.option);
+  t.same(series.filter((s) => s.type === 'bar').map((s) => [s.name, s.data]), [['baseline panoptes-before', [150, 135, 210]], ['this checkout', [110, 98, 170]]]);
+  const target = series.find((s) => s.type === 'scatter')!.data as Array<number | null>;
+  t.same(target.map((v) => (v === null ? null : Math.round(v * 1000) / 1000)), [123.978, 114.441, null], 'MB targets drawn in MiB');
+  t.equal(heap.name, 'heap');
+  t.same(axesOf(heap.option, 'yAxis').length, 2, 'a heap panel per setup');
+  // --node-options: the same checkout twice, told apart by its NODE_OPTIONS
+  const twice = { ...run.figures, runs: run.figures.runs.filter((r) => r.setup === 'this checkout').flatMap((r) => [r, { ...r, nodeOptions: '' }]) };
+  const names = seriesOf(memoryCharts(twice, { footer: 'f' })[0].option).filter((s) => s.type === 'bar').map((s) => s.name);
+  t.same(names, ['this checkout, NODE_OPTIONS="--max-semi-space-size=8"', 'this checkout, NODE_OPTIONS=""']);
 });
 
 t.test('ids are named after the chart, by first appearance', async (t) => {

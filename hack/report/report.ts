@@ -12,7 +12,9 @@ import { synchroCharts } from './charts/synchro.ts';
 import { synchroHaCharts } from './charts/synchro-ha.ts';
 import { watchCharts } from './charts/watch.ts';
 import { watchFanoutCharts } from './charts/watch-fanout.ts';
+import { watchConnectionsCharts } from './charts/watch-connections.ts';
 import { metricsCharts } from './charts/metrics.ts';
+import { memoryCharts } from './charts/memory.ts';
 
 /** "2 cores (CPU model), 8 GiB, Node v20.20.2, linux/x64 · 2026-01-31" */
 export function footerOf(run: BenchRun): string {
@@ -34,8 +36,12 @@ function specsOf(run: BenchRun, ctx: Context): ChartSpec[] {
       return watchCharts(run.figures, ctx);
     case 'watch-fanout':
       return watchFanoutCharts(run.figures, ctx);
+    case 'watch-connections':
+      return watchConnectionsCharts(run.figures, ctx);
     case 'metrics':
       return metricsCharts(run.figures, ctx);
+    case 'memory':
+      return memoryCharts(run.figures, ctx);
   }
 }
 

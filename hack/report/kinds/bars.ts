@@ -13,6 +13,8 @@ export interface BarPanel {
   series: Array<{ name: string; values: Array<number | null> }>;
   /** Stack the series (parts of one whole) instead of grouping them. */
   stacked?: boolean;
+  /** A log axis (values far apart: 1 watcher and 10,000); values at or below 0 are not drawn on it. */
+  log?: boolean;
   targets?: Target[];
   /** A target per category (null: none), drawn as a dash over the category. */
   categoryTargets?: { name: string; values: Array<number | null> };
@@ -41,7 +43,7 @@ export function barChart(c: BarChart): EChartsOption {
         name: s.name,
         xAxisIndex: i,
         yAxisIndex: i,
-        data: s.values,
+        data: p.log ? s.values.map((v) => (v !== null && v > 0 ? v : null)) : s.values,
         color: colors.get(s.name),
         itemStyle: { color: colors.get(s.name) },
         barMaxWidth: 56,
@@ -70,7 +72,7 @@ export function barChart(c: BarChart): EChartsOption {
     ...base(c, [...colors.keys(), ...new Set(targetNames)]),
     grid: grids,
     xAxis: c.panels.map((p, i) => ({ type: 'category', gridIndex: i, data: p.categories, axisLine, axisTick: { alignWithLabel: true }, axisLabel: { color: ink, fontSize: 11, interval: 0, verticalAlign: 'top', lineHeight: 14, width: Math.max(60, 560 / (n * p.categories.length)), overflow: 'break' } })),
-    yAxis: c.panels.map((p, i) => ({ type: 'value', gridIndex: i, min: 0, max: maxWithTargets([...(p.targets ?? []).map((t) => t.value), ...(p.categoryTargets?.values ?? []).filter((v): v is number => v !== null)]), ...yAxisName(p.title ? `${p.title} (${p.unit})` : p.unit), axisLine, splitLine, axisLabel })),
+    yAxis: c.panels.map((p, i) => ({ ...(p.log ? { type: 'log' as const, logBase: 10 } : { type: 'value' as const, min: 0 }), gridIndex: i, max: maxWithTargets([...(p.targets ?? []).map((t) => t.value), ...(p.categoryTargets?.values ?? []).filter((v): v is number => v !== null)], p.log), ...yAxisName(p.title ? `${p.title} (${p.unit})` : p.unit), axisLine, splitLine, axisLabel })),
     series,
   };
 }
