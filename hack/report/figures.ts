@@ -104,6 +104,12 @@ export interface SynchroChurnFigures {
   storageMsPerBatch: number;
   /** synchro's RSS sampled every `rssEverySeconds`. */
   rssMiB: number[];
+  /**
+   * The same samples split: anonymous memory (the heap, buffers: what a leak grows) and
+   * file-backed pages (on SQLite mostly the memory-mapped database file, which grows with it).
+   */
+  anonMiB?: number[];
+  fileMiB?: number[];
   rssEverySeconds: number;
 }
 

@@ -56,16 +56,22 @@ export function synchroCharts(f: SynchroFigures, ctx: Context): ChartSpec[] {
         targets: [{ value: f.targets.lagP99Ms, label: `target p99 ≤ ${num(f.targets.lagP99Ms)} ms` }],
       }),
     });
-    const warm = churn.rssMiB[Math.min(churn.rssMiB.length - 1, Math.round(30 / churn.rssEverySeconds) - 1)];
+    const judged = churn.anonMiB ?? churn.rssMiB;
+    const warm = judged[Math.min(judged.length - 1, Math.round(30 / churn.rssEverySeconds) - 1)];
+    const at = (xs: number[]) => xs.map((r, i): [number, number] => [(i + 1) * churn.rssEverySeconds, r]);
     charts.push({
       name: 'rss',
       option: lineChart({
         title: `Synchro on ${backend}: memory during the churn`,
-        subtitle: `RSS of the synchro process every ${churn.rssEverySeconds} s; target: flat (at the end within ${num((f.targets.rssFlatWithin - 1) * 100)}% of the value after 30 s)`,
+        subtitle: `RSS of the synchro process every ${churn.rssEverySeconds} s${churn.anonMiB ? ', and its anonymous and file-backed parts' : ''}; target: ${churn.anonMiB ? 'anonymous memory ' : ''}flat (at the end within ${num((f.targets.rssFlatWithin - 1) * 100)}% of the value after 30 s)`,
         footer: ctx.footer,
         x: 'time since the churn started (s)',
         y: 'RSS (MiB)',
-        series: [{ name: 'RSS', points: churn.rssMiB.map((r, i) => [(i + 1) * churn.rssEverySeconds, r]) }],
+        series: [
+          { name: 'RSS', points: at(churn.rssMiB) },
+          ...(churn.anonMiB ? [{ name: 'anonymous', points: at(churn.anonMiB) }] : []),
+          ...(churn.fileMiB ? [{ name: 'file-backed', points: at(churn.fileMiB) }] : []),
+        ],
         targets: warm === undefined ? [] : [{ value: warm * f.targets.rssFlatWithin, label: `flat: ≤ ${num(warm * f.targets.rssFlatWithin)} MiB at the end` }],
       }),
     });
