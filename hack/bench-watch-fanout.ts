@@ -1,4 +1,4 @@
-// Benchmark of the watch engine's fan-out (issue 6), in process, on SQLite:
+// Benchmark of the watch engine's fan-out, in process, on SQLite:
 //
 //   node --import tsx hack/bench-watch-fanout.ts [--watchers 10000] [--namespaces 1000]
 //        [--all 100] [--rate 500] [--seconds 30] [--baseline-seconds 10]

@@ -43,9 +43,11 @@ export interface SpawnOptions {
 }
 
 const children = new Set<ChildProcess>();
-process.on('exit', () => {
+/** SIGKILL to every process started here that is still running (also done at exit). */
+export function killChildren(): void {
   for (const c of children) c.kill('SIGKILL');
-});
+}
+process.on('exit', killChildren);
 
 /** Spawns a node script with the given argv; the sh wrapper (when asked) raises `ulimit -n` first. */
 export function spawnNode(name: string, script: string, argv: string[], o: SpawnOptions & { ipc?: boolean } = {}): PanoptesProcess {
