@@ -42,7 +42,7 @@ import { setLogLevel } from '../lib/log.ts';
 import { Store } from '../storage/store.ts';
 import { emptyStorageUrl, stopTestPostgres } from '../storage/testing.ts';
 import { makeCertSet, type CertSet } from './certs.ts';
-import { LatencyHistogram, now, PodWorkload } from './fanout-workload.ts';
+import { LatencyHistogram, now, PodWorkload, RateWriter } from './fanout-workload.ts';
 import { imageNodeOptions, openFileLimits, procMemory, spawnNode, spawnPanoptes, type PanoptesProcess } from './panoptes-process.ts';
 import { freePort } from './postgres.ts';
 import { recordRun } from './report/record.ts';
@@ -140,23 +140,7 @@ await store.setClusterStatus('c1', { phase: 'Ready', ready: true, apiResources: 
 const workload = new PodWorkload(nNamespaces);
 for (const events of workload.initial()) await store.applyBatch('c1', events);
 
-let written = 0;
-let writing = true;
-let nextI = 0;
-async function writer(): Promise<void> {
-  const start = now();
-  const w0 = written;
-  while (writing) {
-    const due = Math.floor(((now() - start) / 1000) * rate);
-    const n = Math.min(500, due - (written - w0));
-    if (n > 0) {
-      const events = Array.from({ length: n }, () => workload.next(nextI++));
-      await store.applyBatch('c1', events);
-      written += n;
-    }
-    await sleep(20);
-  }
-}
+const writer = new RateWriter(store, workload, rate);
 
 // ---- one run: an apiserver, its clients, two phases
 
@@ -322,7 +306,7 @@ async function phase(label: string, s: Server, clients: Clients, watchers: numbe
   await clients.all({ cmd: 'reset' });
   const pid = s.proc.proc.pid!;
   const q0 = await metric(s, 'panoptes_watch_poll_queries_total');
-  const w0 = written;
+  const w0 = writer.written;
   const c0 = procMemory(pid).cpu;
   const clientCpu = () => clients.procs.reduce((n, c) => n + procMemory(c.pid!).cpu, 0);
   const cc0 = clientCpu();
@@ -355,7 +339,7 @@ async function phase(label: string, s: Server, clients: Clients, watchers: numbe
     p99: hist.quantile(0.99),
     max: hist.max,
     deliveredPerSec: delivered / dt,
-    writtenPerSec: (written - w0) / dt,
+    writtenPerSec: (writer.written - w0) / dt,
     pollPerSec: (q1 - q0) / dt,
     rssEnd: mem.rss,
     rssMax: Math.max(rssMax, mem.rss),
@@ -489,13 +473,12 @@ console.log(
   `watch fan-out over real connections: ${nWatchers} watchers (${nAll} on every pod, the rest one namespace each), ${rate} events/s over ${nNamespaces} namespaces, ${nClients} client processes; ` +
     `open files: soft ${limits.soft}, hard ${limits.hard}${limits.hard < nWatchers + 200 ? ' (NOT ENOUGH for the server: raise the hard limit)' : ''}`,
 );
-const writing$ = writer();
+writer.start();
 const recorded: WatchConnectionsModeFigures[] = [];
 try {
   for (const mode of modes) recorded.push(await run(mode));
 } finally {
-  writing = false;
-  await writing$;
+  await writer.stop();
   await store.close();
   await stopTestPostgres();
   rmSync(dir, { recursive: true, force: true });

@@ -20,11 +20,10 @@ import { Registry } from 'prom-client';
 import { setLogLevel } from '../lib/log.ts';
 import { Store } from '../storage/store.ts';
 import { openTestStore, stopTestPostgres, type Backend } from '../storage/testing.ts';
-import type { UpstreamEvent } from '../storage/types.ts';
 import { jsonEncoder } from '../apiserver/watch/encode.ts';
 import { WatchHub } from '../apiserver/watch/hub.ts';
 import type { Watcher } from '../apiserver/watch/watcher.ts';
-import { now, PodWorkload } from './fanout-workload.ts';
+import { now, PodWorkload, RateWriter } from './fanout-workload.ts';
 import { recordRun } from './report/record.ts';
 
 const { values: args } = parseArgs({
@@ -61,7 +60,6 @@ const pollQueries = () => hubs.reduce((n, h) => n + h.stats().pollQueries, 0);
 const podsPerNs = 5;
 const workload = new PodWorkload(nNamespaces, podsPerNs);
 for (const events of workload.initial()) await store.applyBatch('c1', events);
-const nextEvent = (i: number) => workload.next(i);
 
 for (const h of hubs) await h.start();
 
@@ -123,23 +121,7 @@ function addWatcher(namespace?: string): void {
 }
 
 // ---- the writer: `rate` events/s, one batch every 20 ms
-let written = 0;
-let writing = true;
-async function writer(): Promise<void> {
-  const start = now();
-  let i = 0;
-  while (writing) {
-    const due = Math.floor(((now() - start) / 1000) * rate);
-    const n = Math.min(500, due - written);
-    if (n > 0) {
-      const events: UpstreamEvent[] = [];
-      for (let k = 0; k < n; k++) events.push(nextEvent(i++));
-      await store.applyBatch('c1', events);
-      written += n;
-    }
-    await sleep(20);
-  }
-}
+const writer = new RateWriter(store, workload, rate);
 
 interface PhaseResult {
   watchers: number;
@@ -158,7 +140,7 @@ interface PhaseResult {
 async function phase(label: string, secs: number): Promise<PhaseResult> {
   await sleep(2000); // warm-up
   resetStats();
-  const w0 = written;
+  const w0 = writer.written;
   const q0 = pollQueries();
   const s0 = sqlOutsideTrx;
   const t0 = now();
@@ -174,7 +156,7 @@ async function phase(label: string, secs: number): Promise<PhaseResult> {
   const r: PhaseResult = {
     watchers: watchers.length,
     seconds: dt,
-    written: written - w0,
+    written: writer.written - w0,
     deliveredPerSec: delivered / dt,
     p50: quantile(0.5),
     p99: quantile(0.99),
@@ -195,7 +177,7 @@ async function phase(label: string, secs: number): Promise<PhaseResult> {
 
 const rssBefore = process.memoryUsage().rss;
 console.log(`${backend}, ${hubs.length} replica(s): ${nNamespaces * podsPerNs} pods in ${nNamespaces} namespaces; RSS before watchers ${mb(rssBefore)}`);
-const writing$ = writer();
+writer.start();
 addWatcher();
 const one = await phase('phase 1 (1 watcher)', baselineSeconds);
 const t0 = now();
@@ -205,8 +187,7 @@ console.log(`started ${nWatchers - 1} more watchers in ${(now() - t0).toFixed(0)
 const visits = () => hubs.reduce((n, h) => n + h.stats().dispatchVisits, 0);
 const before = { visits: visits(), rv: hubs[0].rv };
 const many = await phase(`phase 2 (${nWatchers} watchers)`, seconds);
-writing = false;
-await writing$;
+await writer.stop();
 const perChange = (visits() - before.visits) / Math.max(1, hubs[0].rv - before.rv);
 console.log(`phase 2: watcher visits per change ${perChange.toFixed(1)} (of ${watchers.length} watchers: the index); poller lag at end ${hubs.map((h) => h.stats().pollerLag).join(', ')}`);
 console.log(

@@ -2,10 +2,54 @@
 // hack/bench-watch-connections.ts over real connections): pods of about 1.5 KB spread over
 // namespaces, each write stamped with the time it was made (annotation bench/sent) so that a
 // consumer can measure delivery latency, and a latency histogram in 0.1 ms buckets.
+import type { Store } from '../storage/store.ts';
 import type { UpstreamEvent } from '../storage/types.ts';
 import { realisticPod } from './fixtures.ts';
 
 export const now = () => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Writes the workload's changes into cluster c1 of `store` at `rate` events/s, as synchro
+ * would: a batch every 20 ms (at most 500 events), from start() until stop().
+ */
+export class RateWriter {
+  /** Events written so far. */
+  written = 0;
+  private writing = false;
+  private done: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly store: Store,
+    private readonly workload: PodWorkload,
+    private readonly rate: number,
+  ) {}
+
+  start(): void {
+    this.writing = true;
+    this.done = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.writing = false;
+    await this.done;
+  }
+
+  private async loop(): Promise<void> {
+    const start = now();
+    while (this.writing) {
+      const due = Math.floor(((now() - start) / 1000) * this.rate);
+      const n = Math.min(500, due - this.written);
+      if (n > 0) {
+        const events: UpstreamEvent[] = [];
+        for (let k = 0; k < n; k++) events.push(this.workload.next(this.written + k));
+        await this.store.applyBatch('c1', events);
+        this.written += n;
+      }
+      await sleep(20);
+    }
+  }
+}
 
 /** Pods over `namespaces` namespaces: the initial ones, then a stream of changes (80% MODIFIED, 10% ADDED, 10% DELETED). */
 export class PodWorkload {
