@@ -2,7 +2,7 @@
 // is portable knex.
 import type { Knex } from 'knex';
 import { insertRows } from './insert.ts';
-import { chunk } from './rows.ts';
+import { chunk, rowsOf } from './rows.ts';
 import { columnType } from './schema-types.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -131,8 +131,6 @@ const toLeaseState = (r: { name: string; holder: string | null; epoch: number | 
   epoch: Number(r.epoch),
   expired: r.expired === true || Number(r.expired) === 1,
 });
-
-const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? (result as T[]) : ((result as { rows?: T[] }).rows ?? []));
 
 /** The channel PostgreSQL NOTIFY uses to wake pollers in other processes. */
 export const notifyChannel = 'panoptes_changes';

@@ -9,6 +9,7 @@
 import type { Knex } from 'knex';
 import { StatusError } from '../kube/status.ts';
 import type { Dialect, LeaseState } from './dialect.ts';
+import { rowsOf } from './rows.ts';
 
 /** What a writer proves with each batch: who it is and the epoch it acquired. */
 export interface Fence {
@@ -75,8 +76,6 @@ const toLease = (r: LeaseRow): Lease => ({
   renewedAt: Number(r.renewed_at),
   expiresAt: Number(r.expires_at),
 });
-
-const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? (result as T[]) : ((result as { rows?: T[] }).rows ?? []));
 
 /** The database's clock, in ms since the epoch. */
 export async function dbNow(knex: Knex | Knex.Transaction, dialect: Dialect): Promise<number> {

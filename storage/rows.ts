@@ -98,3 +98,6 @@ export function chunk<T>(items: T[], columns: number, maxParams = 30_000): T[][]
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
 }
+
+/** The rows of a raw query's result: better-sqlite3 answers an array, pg a result object. */
+export const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? (result as T[]) : ((result as { rows?: T[] }).rows ?? []));

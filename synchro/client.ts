@@ -50,6 +50,22 @@ interface Settings {
 const plainHttp = (server: URL, credentials: string) =>
   `server ${server.origin} is plain HTTP: the connection is neither encrypted nor authenticated (${credentials}); use https:// for anything but a local test cluster`;
 
+/**
+ * A token file's content, read again once a minute as client-go does (projected tokens
+ * rotate); `readNow` reads it at once (a missing file fails here), otherwise at first use.
+ */
+function rotatingToken(file: string, readNow: boolean): () => string {
+  let token = readNow ? readFileSync(file, 'utf8').trim() : '';
+  let readAt = readNow ? Date.now() : 0;
+  return () => {
+    if (Date.now() - readAt > 60_000) {
+      token = readFileSync(file, 'utf8').trim();
+      readAt = Date.now();
+    }
+    return token;
+  };
+}
+
 function readMaybe(file?: string, data?: string): Buffer | undefined {
   if (file) return readFileSync(file);
   if (data) return Buffer.from(data, 'base64');
@@ -85,20 +101,15 @@ async function fromKubeconfig(c: ClusterConnection): Promise<Settings> {
   if (user?.impersonateUser) fixed['Impersonate-User'] = user.impersonateUser;
   if (user?.username) fixed.Authorization = `Basic ${Buffer.from(`${user.username}:${user.password ?? ''}`).toString('base64')}`;
   if (user?.token) fixed.Authorization = `Bearer ${user.token}`;
-  // A token file is read again once a minute, as client-go does (projected tokens rotate).
   const tokenFile = user?.token ? undefined : user?.tokenFile;
-  let token = tokenFile ? readFileSync(tokenFile, 'utf8').trim() : undefined;
-  let readAt = Date.now();
+  const fileToken = tokenFile ? rotatingToken(tokenFile, true) : undefined;
   return {
     server,
     tls,
     warnings: [],
     headers: async () => {
-      if (!tokenFile) return fixed;
-      if (Date.now() - readAt > 60_000) {
-        token = readFileSync(tokenFile, 'utf8').trim();
-        readAt = Date.now();
-      }
+      if (!fileToken) return fixed;
+      const token = fileToken();
       return { ...fixed, ...(token ? { Authorization: `Bearer ${token}` } : {}) };
     },
   };
@@ -141,8 +152,7 @@ function fromInline(c: ClusterConnection): Settings {
   };
   if (c.insecureSkipTLSVerify) tls.rejectUnauthorized = false;
   if (c.tlsServerName) tls.servername = c.tlsServerName;
-  let token = c.token;
-  let readAt = 0;
+  const fileToken = c.tokenFile ? rotatingToken(c.tokenFile, false) : undefined;
   const server = new URL(c.server!);
   const credentials = c.token || c.tokenFile ? 'the token is sent in clear text' : 'no credentials';
   return {
@@ -150,10 +160,7 @@ function fromInline(c: ClusterConnection): Settings {
     tls,
     warnings: server.protocol === 'http:' ? [plainHttp(server, credentials)] : [],
     headers: async (): Promise<Record<string, string>> => {
-      if (c.tokenFile && Date.now() - readAt > 60_000) {
-        token = readFileSync(c.tokenFile, 'utf8').trim();
-        readAt = Date.now();
-      }
+      const token = fileToken ? fileToken() : c.token;
       return token ? { Authorization: `Bearer ${token}` } : {};
     },
   };

@@ -293,6 +293,3 @@ export function loadKubeconfigClusters(path: string, contexts: 'all' | string[],
   });
   return out;
 }
-
-/** Polls the files a configuration came from (lib/file-watcher.ts). */
-export { FileWatcher } from '../lib/file-watcher.ts';

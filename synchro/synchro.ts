@@ -7,13 +7,14 @@
 // lease whose epoch fences every write), one ClusterSync per cluster it owns, removal of
 // clusters that left the configuration, the compactor (under its own lease) and the metrics
 // endpoint. `startSynchro` is what `panoptes synchro` runs and what all-in-one embeds.
+import { FileWatcher } from '../lib/file-watcher.ts';
 import { logger, type Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
 import { Batcher, defaultBatcherOptions, type BatcherOptions, type CommitHook } from './batcher.ts';
 import { Committer } from './committer.ts';
 import { clusterLease, compactorLease, type Fence } from '../storage/leases.ts';
 import { ClusterSync, defaultTimings, dropStored, type ClusterStatus, type ClusterTimings } from './cluster.ts';
-import { ConfigError, FileWatcher, loadClustersFile, loadKubeconfigClusters, publicSpec, type ClusterConfig, type ClusterConnection, type InvalidEntry, type ParsedConfig } from './config.ts';
+import { ConfigError, loadClustersFile, loadKubeconfigClusters, publicSpec, type ClusterConfig, type ClusterConnection, type InvalidEntry, type ParsedConfig } from './config.ts';
 import { fileClusterSpec } from './cluster-spec.ts';
 import { ClusterObjectWriter, finishRemoval, type ObjectSource } from './cluster-objects.ts';
 import { connectCluster } from './client.ts';
