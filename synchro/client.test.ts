@@ -115,12 +115,14 @@ t.test('kubeconfig files: paths relative to the kubeconfig, token file, client c
         { name: 'secure', cluster: { server: secure.url, 'certificate-authority': 'pki/ca.crt' } },
       ],
       users: [
-        { name: 'cert', user: { 'client-certificate': 'pki/client.crt', 'client-key': 'pki/client.key', 'token-file': 'token' } },
+        { name: 'cert', user: { 'client-certificate': 'pki/client.crt', 'client-key': 'pki/client.key', tokenFile: 'token' } },
+        { name: 'legacy', user: { 'client-certificate': 'pki/client.crt', 'client-key': 'pki/client.key', 'token-file': 'token' } },
         { name: 'basic', user: { username: 'admin', password: 'pw', as: 'someone' } },
         { name: 'exec', user: { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [`${dir}/kube/plugin.mjs`], interactiveMode: 'Never' } } },
       ],
       contexts: [
         { name: 'cert', context: { cluster: 'mtls', user: 'cert' } },
+        { name: 'legacy', context: { cluster: 'mtls', user: 'legacy' } },
         { name: 'basic', context: { cluster: 'secure', user: 'basic' } },
         { name: 'exec', context: { cluster: 'secure', user: 'exec' } },
       ],
@@ -133,7 +135,12 @@ t.test('kubeconfig files: paths relative to the kubeconfig, token file, client c
   t.same(await cert.get('/version'), { major: '1', minor: '28' }, 'the CA file, relative to the kubeconfig, verifies the server');
   t.equal(cert.server, `${mtls.url}/`);
   t.equal(mtls.clientCerts[0], 'synchro-client', 'the client certificate and key files are presented');
-  t.equal(mtls.seen[0].authorization, 'Bearer from-file', 'the token file, relative to the kubeconfig, is sent');
+  t.equal(mtls.seen[0].authorization, 'Bearer from-file', 'the token file (tokenFile, as client-go reads it), relative to the kubeconfig, is sent');
+
+  const legacy = await connectCluster({ kubeconfig: file, context: 'legacy' });
+  t.teardown(() => legacy.close());
+  await legacy.get('/version');
+  t.equal(mtls.seen.at(-1)?.authorization, 'Bearer from-file', 'token-file (as @kubernetes/client-node reads it) too');
 
   const basic = await connectCluster({ kubeconfig: file, context: 'basic' });
   t.teardown(() => basic.close());

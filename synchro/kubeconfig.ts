@@ -80,7 +80,9 @@ export function readKubeconfig(file: string): Kubeconfig {
     return {
       name,
       token: text(u.token),
-      tokenFile: path(text(u['token-file'])),
+      // client-go's field is `tokenFile`; `token-file` is what @kubernetes/client-node reads,
+      // and what kubeconfigs written for it (and earlier versions of synchro) use.
+      tokenFile: path(text(u.tokenFile) ?? text(u['token-file'])),
       certFile: path(text(u['client-certificate'])),
       certData: text(u['client-certificate-data']),
       keyFile: path(text(u['client-key'])),
