@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { fieldForbidden, fieldInvalid, fieldRequired, fieldTooLong, invalidObject, type FieldError } from '../kube/field-errors.ts';
 import { invalidLabelKey, invalidLabelValue } from '../kube/labels.ts';
+import { canonicalJson } from '../kube/patch.ts';
 import { StatusError } from '../kube/status.ts';
 import { credentialsDigest, type ClusterCredentials, type ClusterObjectState, type ClusterObjectWrite } from '../storage/cluster-objects.ts';
 import type { KubeObject } from '../storage/types.ts';
@@ -38,12 +39,6 @@ function refuseFileCluster(current: ClusterObjectState, verb: string): void {
     `${qualified} ${JSON.stringify(current.name)} is forbidden: it is defined in the clusters file of synchro (spec.source: file), which the API cannot ${verb}: change the file instead`,
     details(current.name),
   );
-}
-
-/** Canonical JSON (sorted keys) for comparisons. */
-function canonical(v: unknown): string {
-  const sort = (x: unknown): unknown => (Array.isArray(x) ? x.map(sort) : isRecord(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, sort(x[k])])) : x);
-  return JSON.stringify(sort(v));
 }
 
 /** RFC 3339 at second precision, as metav1.Time serializes. */
@@ -208,12 +203,12 @@ export function decideUpdate(current: ClusterObjectState | undefined, body: Obj,
 
   const credentialsChanged =
     s.credentials === null ? current.credentialsDigest !== undefined : s.credentials !== undefined && credentialsDigest(s.credentials) !== current.credentialsDigest;
-  if (canonical(s.spec) !== canonical(old.spec) || credentialsChanged) md.generation = Number(oldMd.generation ?? 1) + 1;
+  if (canonicalJson(s.spec) !== canonicalJson(old.spec) || credentialsChanged) md.generation = Number(oldMd.generation ?? 1) + 1;
   const object: KubeObject = { apiVersion: panoptesApiVersion, kind: 'Cluster', metadata: md, spec: s.spec, ...(old.status !== undefined ? { status: old.status } : {}) };
 
   // A deleted object whose last finalizer goes is gone.
   if (md.deletionTimestamp && !(Array.isArray(md.finalizers) && md.finalizers.length)) return { action: 'delete' };
-  const unchanged = canonical({ ...object, metadata: { ...md, resourceVersion: undefined } }) === canonical({ ...old, metadata: { ...oldMd, resourceVersion: undefined } });
+  const unchanged = canonicalJson({ ...object, metadata: { ...md, resourceVersion: undefined } }) === canonicalJson({ ...old, metadata: { ...oldMd, resourceVersion: undefined } });
   if (unchanged && !credentialsChanged) return { action: 'none' };
   return { action: 'put', object, ...(s.credentials !== undefined && credentialsChanged ? { credentials: s.credentials } : {}) };
 }
