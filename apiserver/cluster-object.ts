@@ -10,14 +10,13 @@
 import { randomUUID } from 'node:crypto';
 import { fieldForbidden, fieldInvalid, fieldRequired, fieldTooLong, invalidObject, type FieldError } from '../kube/field-errors.ts';
 import { invalidLabelKey, invalidLabelValue } from '../kube/labels.ts';
+import { canonicalJson } from '../kube/patch.ts';
 import { StatusError } from '../kube/status.ts';
 import { credentialsDigest, type ClusterCredentials, type ClusterObjectState, type ClusterObjectWrite } from '../storage/cluster-objects.ts';
 import type { KubeObject } from '../storage/types.ts';
-import { clusterFinalizer, dnsLabelProblem, inlineCredentialFields, splitCredentials, validateClusterSpec } from '../synchro/cluster-spec.ts';
+import { clusterFinalizer, dnsLabelProblem, splitCredentials, validateClusterSpec } from '../synchro/cluster-spec.ts';
+import { lastAppliedAnnotation } from '../synchro/transform.ts';
 import { panoptesApiVersion, panoptesGroupName } from './clusters.ts';
-
-export { clusterFinalizer };
-export const lastAppliedAnnotation = 'kubectl.kubernetes.io/last-applied-configuration';
 
 const kind = { group: panoptesGroupName, kind: 'Cluster' };
 const qualified = `clusters.${panoptesGroupName}`;
@@ -27,8 +26,8 @@ type Obj = Record<string, unknown>;
 const isRecord = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export const notFound = (name: string) => new StatusError('NotFound', `${qualified} ${JSON.stringify(name)} not found`, details(name));
-export const alreadyExists = (name: string) => new StatusError('AlreadyExists', `${qualified} ${JSON.stringify(name)} already exists`, details(name));
-export const conflict = (name: string, why: string) => new StatusError('Conflict', `Operation cannot be fulfilled on ${qualified} ${JSON.stringify(name)}: ${why}`, details(name));
+const alreadyExists = (name: string) => new StatusError('AlreadyExists', `${qualified} ${JSON.stringify(name)} already exists`, details(name));
+const conflict = (name: string, why: string) => new StatusError('Conflict', `Operation cannot be fulfilled on ${qualified} ${JSON.stringify(name)}: ${why}`, details(name));
 const modified = (name: string) => conflict(name, 'the object has been modified; please apply your changes to the latest version and try again');
 
 /** A Cluster from clusters.yaml: the API leaves it alone. */
@@ -42,14 +41,8 @@ function refuseFileCluster(current: ClusterObjectState, verb: string): void {
   );
 }
 
-/** Canonical JSON (sorted keys) for comparisons. */
-function canonical(v: unknown): string {
-  const sort = (x: unknown): unknown => (Array.isArray(x) ? x.map(sort) : isRecord(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, sort(x[k])])) : x);
-  return JSON.stringify(sort(v));
-}
-
 /** RFC 3339 at second precision, as metav1.Time serializes. */
-export const kubeTime = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+const kubeTime = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** kubectl's last-applied-configuration without the inline credentials it recorded. */
 function sanitizeLastApplied(text: string): string {
@@ -60,12 +53,7 @@ function sanitizeLastApplied(text: string): string {
     return text;
   }
   if (!isRecord(doc) || !isRecord(doc.spec) || !isRecord(doc.spec.credentials)) return text;
-  const creds = { ...doc.spec.credentials };
-  for (const k of inlineCredentialFields) delete creds[k];
-  const spec = { ...doc.spec };
-  if (Object.keys(creds).length) spec.credentials = creds;
-  else delete spec.credentials;
-  return JSON.stringify({ ...doc, spec }) + (text.endsWith('\n') ? '\n' : '');
+  return JSON.stringify({ ...doc, spec: splitCredentials(doc.spec).served }) + (text.endsWith('\n') ? '\n' : '');
 }
 
 function metadataErrors(md: Obj, creds: ClusterCredentials | undefined): FieldError[] {
@@ -215,12 +203,12 @@ export function decideUpdate(current: ClusterObjectState | undefined, body: Obj,
 
   const credentialsChanged =
     s.credentials === null ? current.credentialsDigest !== undefined : s.credentials !== undefined && credentialsDigest(s.credentials) !== current.credentialsDigest;
-  if (canonical(s.spec) !== canonical(old.spec) || credentialsChanged) md.generation = Number(oldMd.generation ?? 1) + 1;
+  if (canonicalJson(s.spec) !== canonicalJson(old.spec) || credentialsChanged) md.generation = Number(oldMd.generation ?? 1) + 1;
   const object: KubeObject = { apiVersion: panoptesApiVersion, kind: 'Cluster', metadata: md, spec: s.spec, ...(old.status !== undefined ? { status: old.status } : {}) };
 
   // A deleted object whose last finalizer goes is gone.
   if (md.deletionTimestamp && !(Array.isArray(md.finalizers) && md.finalizers.length)) return { action: 'delete' };
-  const unchanged = canonical({ ...object, metadata: { ...md, resourceVersion: undefined } }) === canonical({ ...old, metadata: { ...oldMd, resourceVersion: undefined } });
+  const unchanged = canonicalJson({ ...object, metadata: { ...md, resourceVersion: undefined } }) === canonicalJson({ ...old, metadata: { ...oldMd, resourceVersion: undefined } });
   if (unchanged && !credentialsChanged) return { action: 'none' };
   return { action: 'put', object, ...(s.credentials !== undefined && credentialsChanged ? { credentials: s.credentials } : {}) };
 }

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import t from 'tap';
 import { makeCertSet } from '../hack/certs.ts';
-import { startFakeHost } from '../hack/testing/fakehost.ts';
+import { authenticationConfigMap, startFakeHost } from '../hack/testing/fakehost.ts';
 import { logger, setLogLevel } from '../lib/log.ts';
 import { openTestStore, podEvent } from '../storage/testing.ts';
 import { secureServingFromFlags } from './auth/config.ts';
@@ -26,14 +26,7 @@ const user = { 'x-remote-user': 'alice', 'x-remote-group': 'devs' };
 t.test('HTTP/2 over TLS: lists and watches as streams of one connection', async (t) => {
   const certs = makeCertSet(['127.0.0.1', 'localhost']);
   const host = await startFakeHost({
-    configMap: {
-      'client-ca-file': certs.clientCA.cert,
-      'requestheader-client-ca-file': certs.frontProxyCA.cert,
-      'requestheader-allowed-names': '["front-proxy-client"]',
-      'requestheader-username-headers': '["X-Remote-User"]',
-      'requestheader-group-headers': '["X-Remote-Group"]',
-      'requestheader-extra-headers-prefix': '["X-Remote-Extra-"]',
-    },
+    configMap: authenticationConfigMap(certs),
     tokens: {},
     policy: (s) => (s.user === 'alice' ? true : 'no rule'),
   });

@@ -18,7 +18,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startFakeHost } from './testing/fakehost.ts';
+import { authenticationConfigMap, startFakeHost } from './testing/fakehost.ts';
 import { startSimClusters } from './sim/cluster.ts';
 import { makeCertSet, writeCertSet } from './certs.ts';
 import { createDatabase, freePort, startPostgres } from './postgres.ts';
@@ -96,14 +96,7 @@ try {
 
   const denied = names[names.length - 1];
   const host = await startFakeHost({
-    configMap: {
-      'client-ca-file': certs.clientCA.cert,
-      'requestheader-client-ca-file': certs.frontProxyCA.cert,
-      'requestheader-allowed-names': '["front-proxy-client"]',
-      'requestheader-username-headers': '["X-Remote-User"]',
-      'requestheader-group-headers': '["X-Remote-Group"]',
-      'requestheader-extra-headers-prefix': '["X-Remote-Extra-"]',
-    },
+    configMap: authenticationConfigMap(certs),
     tokens: { 'dev-token': { name: 'dev', groups: ['devs'], extra: {} } },
     policy: (s) => {
       if (s.nonResourceAttributes) return true; // discovery for everyone authenticated

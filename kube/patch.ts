@@ -176,12 +176,13 @@ function replace(doc: JsonValue, path: string, value: JsonValue): JsonValue {
   return doc;
 }
 
-const jsonEqual = (a: JsonValue, b: JsonValue): boolean => JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
-function canonical(v: JsonValue): JsonValue {
-  if (Array.isArray(v)) return v.map(canonical);
-  if (isObject(v)) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical(v[k])]));
-  return v;
+/** JSON text with the keys of every object sorted: documents equal as JSON give the same text. */
+export function canonicalJson(v: unknown): string {
+  const sort = (x: unknown): unknown => (Array.isArray(x) ? x.map(sort) : isObject(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, sort(x[k])])) : x);
+  return JSON.stringify(sort(v));
 }
+
+const jsonEqual = (a: JsonValue, b: JsonValue): boolean => canonicalJson(a) === canonicalJson(b);
 
 /** RFC 6902 applied to a copy of `doc`: every operation or none. */
 export function applyJsonPatch(doc: JsonValue, patchText: string): JsonValue {

@@ -16,7 +16,7 @@ import { openTestStore, podEvent } from '../../storage/testing.ts';
 import { createApiserver } from '../server.ts';
 import { createCA, createCert, type KeyPair } from './certs.ts';
 import { secureServingFromFlags } from './config.ts';
-import { startFakeHost } from '../../hack/testing/fakehost.ts';
+import { authenticationConfigMap, startFakeHost } from '../../hack/testing/fakehost.ts';
 import { requestAttributes } from './attributes.ts';
 import { anonymousUser, Authenticator } from './authn.ts';
 import type { HostClient } from './hostclient.ts';
@@ -55,14 +55,7 @@ t.test('aggregated-mode authentication and authorization', async (t) => {
   const dev = createCert(certs.clientCA, { commonName: 'dora', organizations: ['devs', 'ops'] });
 
   const host = await startFakeHost({
-    configMap: {
-      'client-ca-file': certs.clientCA.cert,
-      'requestheader-client-ca-file': certs.frontProxyCA.cert,
-      'requestheader-allowed-names': '["front-proxy-client"]',
-      'requestheader-username-headers': '["X-Remote-User"]',
-      'requestheader-group-headers': '["X-Remote-Group"]',
-      'requestheader-extra-headers-prefix': '["X-Remote-Extra-"]',
-    },
+    configMap: authenticationConfigMap(certs),
     tokens: { 'tok-carol': { name: 'carol', uid: 'u-carol', groups: ['readers'], extra: {} } },
     policy: (s) => {
       const a = s.resourceAttributes;

@@ -13,7 +13,7 @@ import { logger, setLogLevel } from '../../lib/log.ts';
 import { openTestStore, podEvent } from '../../storage/testing.ts';
 import type { KeyPair } from '../auth/certs.ts';
 import { secureServingFromFlags } from '../auth/config.ts';
-import { startFakeHost } from '../../hack/testing/fakehost.ts';
+import { authenticationConfigMap, startFakeHost } from '../../hack/testing/fakehost.ts';
 import { createApiserver } from '../server.ts';
 
 if (!process.env.PANOPTES_LOG_LEVEL) setLogLevel('error');
@@ -37,14 +37,7 @@ function call(base: string, path: string, ca: string, client: KeyPair, user: str
 t.test('external metrics are authorized like every other request', async (t) => {
   const certs = makeCertSet(['127.0.0.1', 'localhost']);
   const host = await startFakeHost({
-    configMap: {
-      'client-ca-file': certs.clientCA.cert,
-      'requestheader-client-ca-file': certs.frontProxyCA.cert,
-      'requestheader-allowed-names': '["front-proxy-client"]',
-      'requestheader-username-headers': '["X-Remote-User"]',
-      'requestheader-group-headers': '["X-Remote-Group"]',
-      'requestheader-extra-headers-prefix': '["X-Remote-Extra-"]',
-    },
+    configMap: authenticationConfigMap(certs),
     tokens: {},
     policy: (s) => {
       const a = s.resourceAttributes;

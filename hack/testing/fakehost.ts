@@ -37,6 +37,21 @@ export interface FakeHost {
   close(): Promise<void>;
 }
 
+/**
+ * The extension-apiserver-authentication ConfigMap as kube-apiserver publishes it: the client
+ * CA, and the front proxy's CA, allowed name (front-proxy-client) and X-Remote-* headers.
+ */
+export function authenticationConfigMap(certs: { clientCA: { cert: string }; frontProxyCA: { cert: string } }): Record<string, string> {
+  return {
+    'client-ca-file': certs.clientCA.cert,
+    'requestheader-client-ca-file': certs.frontProxyCA.cert,
+    'requestheader-allowed-names': '["front-proxy-client"]',
+    'requestheader-username-headers': '["X-Remote-User"]',
+    'requestheader-group-headers': '["X-Remote-Group"]',
+    'requestheader-extra-headers-prefix': '["X-Remote-Extra-"]',
+  };
+}
+
 export async function startFakeHost(o: FakeHostOptions): Promise<FakeHost> {
   const ca = createCA('fake-host-ca');
   const serving = createCert(ca, { commonName: 'kube-apiserver', hosts: ['127.0.0.1'], usage: 'server' });
