@@ -48,7 +48,7 @@ import { freePort } from './postgres.ts';
 import { recordRun } from './report/record.ts';
 import type { WatchConnectionsModeFigures, WatchConnectionsPhaseFigures } from './report/figures.ts';
 import { get } from './sim/testutil.ts';
-import { startFakeHost, type FakeHost } from './testing/fakehost.ts';
+import { authenticationConfigMap, startFakeHost, type FakeHost } from './testing/fakehost.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -198,14 +198,7 @@ async function startServer(mode: Mode): Promise<Server> {
   }
   const certs = makeCertSet(['127.0.0.1', 'localhost']);
   const host: FakeHost = await startFakeHost({
-    configMap: {
-      'client-ca-file': certs.clientCA.cert,
-      'requestheader-client-ca-file': certs.frontProxyCA.cert,
-      'requestheader-allowed-names': '["front-proxy-client"]',
-      'requestheader-username-headers': '["X-Remote-User"]',
-      'requestheader-group-headers': '["X-Remote-Group"]',
-      'requestheader-extra-headers-prefix': '["X-Remote-Extra-"]',
-    },
+    configMap: authenticationConfigMap(certs),
     tokens: {},
     policy: () => true,
   });

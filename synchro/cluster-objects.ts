@@ -7,6 +7,7 @@
 // object gone with it).
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../lib/log.ts';
+import { canonicalJson } from '../kube/patch.ts';
 import type { ClusterObjectState, ClusterObjectWrite } from '../storage/cluster-objects.ts';
 import type { Fence } from '../storage/leases.ts';
 import { FencedError } from '../storage/leases.ts';
@@ -29,10 +30,6 @@ export interface ObjectSource {
 type Obj = Record<string, unknown>;
 const isRecord = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const canonical = (v: unknown): string => {
-  const sort = (x: unknown): unknown => (Array.isArray(x) ? x.map(sort) : isRecord(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, sort(x[k])])) : x);
-  return JSON.stringify(sort(v));
-};
 
 const kubeTime = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
@@ -52,7 +49,7 @@ export function statusDigest(status: Obj | undefined): { major: string; counts: 
     }
   }
   if (isRecord(s.openapi)) delete s.openapi.lastSyncTime;
-  return { major: canonical(s), counts: canonical(counts) };
+  return { major: canonicalJson(s), counts: canonicalJson(counts) };
 }
 
 export interface ObjectWriterOptions {
@@ -108,7 +105,7 @@ export class ClusterObjectWriter {
       specChanged = true;
     } else {
       obj = cur.object;
-      if (isFileObject(obj) && source.source === 'file' && source.fileSpec && canonical(obj.spec) !== canonical(source.fileSpec)) {
+      if (isFileObject(obj) && source.source === 'file' && source.fileSpec && canonicalJson(obj.spec) !== canonicalJson(source.fileSpec)) {
         obj = { ...obj, metadata: { ...obj.metadata, generation: Number(obj.metadata?.generation ?? 1) + 1 }, spec: source.fileSpec };
         specChanged = true;
       }
