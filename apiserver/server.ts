@@ -7,7 +7,7 @@
 // request to an APIService through one HTTP/2 connection (more when the streams of one reach
 // the server's limit), so thousands of watches arrive as streams of a few TLS connections
 // instead of a TLS connection each (tens of KB of OpenSSL buffers per connection). Up to 1000
-// concurrent streams per connection, as k8s.io/sample-apiserver allows its aggregator.
+// concurrent streams per connection, as k8s.io/apiserver's RecommendedOptions set for aggregated API servers.
 import { createServer, type Server } from 'node:http';
 import { createSecureServer, type Http2SecureServer } from 'node:http2';
 import { authMiddleware } from './auth/middleware.ts';
@@ -79,7 +79,7 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** HTTP/2 streams a client may open at once on one connection (k8s.io/sample-apiserver's value for its aggregator). */
+/** HTTP/2 streams a client may open at once on one connection (HTTP2MaxStreamsPerConnection of k8s.io/apiserver's RecommendedOptions for aggregated API servers). */
 export const maxStreamsPerConnection = 1000;
 
 export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver> {
