@@ -14,8 +14,8 @@ import { canonicalJson } from '../kube/patch.ts';
 import { StatusError } from '../kube/status.ts';
 import { credentialsDigest, type ClusterCredentials, type ClusterObjectState, type ClusterObjectWrite } from '../storage/cluster-objects.ts';
 import type { KubeObject } from '../storage/types.ts';
-import { clusterFinalizer, dnsLabelProblem, splitCredentials, validateClusterSpec } from '../synchro/cluster-spec.ts';
-import { lastAppliedAnnotation } from '../synchro/transform.ts';
+import { clusterFinalizer, dnsLabelProblem, splitCredentials, validateClusterSpec } from '../api/cluster.ts';
+import { lastAppliedAnnotation } from '../kube/annotations.ts';
 import { panoptesApiVersion, panoptesGroupName } from './clusters.ts';
 
 const kind = { group: panoptesGroupName, kind: 'Cluster' };

@@ -12,7 +12,7 @@ import { StatusError } from '../kube/status.ts';
 import { toPartialObjectMetadata } from '../kube/table.ts';
 import { clusterObjectsCluster, type ClusterObjectState, type ClusterObjectWrite } from '../storage/cluster-objects.ts';
 import type { KubeObject } from '../storage/types.ts';
-import { inlineCredentialFields, pruneUnknownFields } from '../synchro/cluster-spec.ts';
+import { inlineCredentialFields, pruneUnknownFields } from '../api/cluster.ts';
 import { createName, decideCreate, decideDelete, decideUpdate, notFound } from './cluster-object.ts';
 import { clusterInfo, clusterPatchTypes, panoptesGroupName } from './clusters.ts';
 import type { Deps, Reply } from './deps.ts';

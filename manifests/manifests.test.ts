@@ -9,7 +9,7 @@ import { parseAllDocuments } from 'yaml';
 import { parseRules } from '../apiserver/external/rules.ts';
 import { kubectl, simCluster, tempDir } from '../hack/sim/testutil.ts';
 import { invalidLabelKey } from '../kube/labels.ts';
-import { validateClusterSpec } from '../synchro/cluster-spec.ts';
+import { validateClusterSpec } from '../api/cluster.ts';
 
 interface Obj {
   apiVersion: string;

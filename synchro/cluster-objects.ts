@@ -14,7 +14,7 @@ import { FencedError } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import type { KubeObject } from '../storage/types.ts';
 import type { CredentialsSource } from './config.ts';
-import { clusterFinalizer } from './cluster-spec.ts';
+import { clusterFinalizer } from '../api/cluster.ts';
 import { isFileObject } from './registrations.ts';
 
 /** Where a cluster's configuration comes from, as its object shows it. */

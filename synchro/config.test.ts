@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import t from 'tap';
 import { ConfigError, loadKubeconfigClusters, parseClustersYaml, publicSpec } from './config.ts';
-import { defaultResources } from './resources.ts';
+import { defaultResources } from '../api/resource-patterns.ts';
 import { tempDir } from './testutil.ts';
 
 t.test('a valid file', async (t) => {

@@ -4,31 +4,15 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
-import { readKubeconfig } from './kubeconfig.ts';
-import { defaultResources, parsePattern, PatternError, type ResourcePattern } from './resources.ts';
+import type { ClusterConnection } from '../member/client.ts';
+import { readKubeconfig } from '../member/kubeconfig.ts';
+import { defaultResources, parsePattern, PatternError, type ResourcePattern } from '../api/resource-patterns.ts';
 
 export interface NamespaceFilter {
   /** Only these namespaces (namespaced objects, and Namespace objects by name). */
   include?: string[];
   /** Never these. */
   exclude?: string[];
-}
-
-/** How to reach a cluster: a kubeconfig context, or inline connection settings. */
-export interface ClusterConnection {
-  kubeconfig?: string;
-  context?: string;
-  server?: string;
-  certificateAuthority?: string;
-  certificateAuthorityData?: string;
-  token?: string;
-  tokenFile?: string;
-  clientCertificate?: string;
-  clientCertificateData?: string;
-  clientKey?: string;
-  clientKeyData?: string;
-  insecureSkipTLSVerify?: boolean;
-  tlsServerName?: string;
 }
 
 /** Where a cluster's credentials come from, for its status (never the values). */

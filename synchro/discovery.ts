@@ -1,6 +1,6 @@
 // Discovery of what a member cluster serves: /api/v1, /apis and each group's preferred
 // version. Custom resources appear here once their CRD is established and disappear with it.
-import type { ClusterClient } from './client.ts';
+import type { ClusterClient } from '../member/client.ts';
 import type { ApiResource } from './resources.ts';
 
 interface APIResourceList {

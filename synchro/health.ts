@@ -1,5 +1,5 @@
 // Readiness of a member cluster: GET /readyz (or /healthz where /readyz is not served).
-import { HttpError, describeError, type ClusterClient } from './client.ts';
+import { HttpError, describeError, type ClusterClient } from '../member/client.ts';
 
 export interface ProbeResult {
   ready: boolean;

@@ -3,11 +3,11 @@
 // namespace labelled `panoptes.io/cluster` (the label names the cluster a Secret is for;
 // synchro reads no other), kept in memory and followed as they rotate. A change calls
 // onChange, so the clusters using it restart with the new credentials within a reconcile
-// pass. The host is just another cluster to this client (synchro/client.ts).
+// pass. The host is just another cluster to this client (member/client.ts).
 import type { Logger } from '../lib/log.ts';
 import { Backoff, sleep } from './backoff.ts';
-import { describeError, isExpired, type ClusterClient } from './client.ts';
-import { secretClusterLabel } from './cluster-spec.ts';
+import { describeError, isExpired, type ClusterClient } from '../member/client.ts';
+import { secretClusterLabel } from '../api/cluster.ts';
 
 export interface HostSecret {
   name: string;

@@ -6,7 +6,7 @@ import { startSimCluster } from '../hack/sim/cluster.ts';
 import { widgetCRD } from '../hack/sim/workload.ts';
 import { logger } from '../lib/log.ts';
 import { openTestStore } from '../storage/testing.ts';
-import { connectCluster } from './client.ts';
+import { connectCluster } from '../member/client.ts';
 import { SynchroMetrics } from './metrics.ts';
 import { OpenAPIFetcher } from './openapi.ts';
 import { startSynchro } from './synchro.ts';

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
 import type { ClusterOpenAPIRow, OpenAPIEntry } from '../storage/openapi.ts';
-import { HttpError, describeError, type ClusterClient } from './client.ts';
+import { HttpError, describeError, type ClusterClient } from '../member/client.ts';
 import type { SynchroMetrics } from './metrics.ts';
 
 export interface OpenAPIFetcherOptions {

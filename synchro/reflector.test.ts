@@ -9,7 +9,7 @@ import type { Store } from '../storage/store.ts';
 import { openTestStore } from '../storage/testing.ts';
 import type { KubeObject } from '../storage/types.ts';
 import { Batcher, defaultBatcherOptions } from './batcher.ts';
-import { HttpError, type ClusterClient } from './client.ts';
+import { HttpError, type ClusterClient } from '../member/client.ts';
 import { Committer } from './committer.ts';
 import { SynchroMetrics } from './metrics.ts';
 import { Reflector } from './reflector.ts';

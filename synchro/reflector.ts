@@ -9,7 +9,7 @@ import type { Store } from '../storage/store.ts';
 import type { KubeObject, UpstreamEvent } from '../storage/types.ts';
 import { Backoff, Waker, type BackoffOptions } from './backoff.ts';
 import type { Batcher } from './batcher.ts';
-import { HttpError, describeError, isExpired, type ClusterClient } from './client.ts';
+import { HttpError, describeError, isExpired, type ClusterClient } from '../member/client.ts';
 import type { NamespaceFilter } from './config.ts';
 import type { SynchroMetrics } from './metrics.ts';
 import { resourceLabel, type ApiResource } from './resources.ts';

@@ -7,10 +7,11 @@
 import { parse as parseYaml } from 'yaml';
 import type { ClusterRegistration } from '../storage/cluster-objects.ts';
 import type { KubeObject } from '../storage/types.ts';
-import { clusterFinalizer, secretClusterLabel, secretKeys, validateClusterSpec, type ClusterSpec } from './cluster-spec.ts';
-import { settingsConfig, type ClusterConfig, type ClusterConnection, type CredentialsSource, type InvalidEntry } from './config.ts';
+import { clusterFinalizer, secretClusterLabel, secretKeys, validateClusterSpec, type ClusterSpec } from '../api/cluster.ts';
+import type { ClusterConnection } from '../member/client.ts';
+import { settingsConfig, type ClusterConfig, type CredentialsSource, type InvalidEntry } from './config.ts';
 import type { SecretSource } from './host-secrets.ts';
-import { defaultResources, PatternError } from './resources.ts';
+import { defaultResources, PatternError } from '../api/resource-patterns.ts';
 import { errorText } from '../kube/field-errors.ts';
 
 /** What synchro does with the API's Cluster objects this pass. */

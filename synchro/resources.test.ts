@@ -1,5 +1,6 @@
 import t from 'tap';
-import { parsePattern, selectResources, type ApiResource } from './resources.ts';
+import { parsePattern } from '../api/resource-patterns.ts';
+import { selectResources, type ApiResource } from './resources.ts';
 import { transform } from './transform.ts';
 
 const api = (group: string, resource: string): ApiResource => ({ group, version: 'v1', resource, kind: resource, namespaced: true });

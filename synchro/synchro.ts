@@ -14,10 +14,11 @@ import { Batcher, defaultBatcherOptions, type BatcherOptions, type CommitHook } 
 import { Committer } from './committer.ts';
 import { clusterLease, compactorLease, type Fence } from '../storage/leases.ts';
 import { ClusterSync, defaultTimings, dropStored, type ClusterStatus, type ClusterTimings } from './cluster.ts';
-import { ConfigError, loadClustersFile, loadKubeconfigClusters, publicSpec, type ClusterConfig, type ClusterConnection, type InvalidEntry, type ParsedConfig } from './config.ts';
-import { fileClusterSpec } from './cluster-spec.ts';
+import type { ClusterConnection } from '../member/client.ts';
+import { ConfigError, loadClustersFile, loadKubeconfigClusters, publicSpec, type ClusterConfig, type InvalidEntry, type ParsedConfig } from './config.ts';
+import { fileClusterSpec } from '../api/cluster.ts';
 import { ClusterObjectWriter, finishRemoval, type ObjectSource } from './cluster-objects.ts';
-import { connectCluster } from './client.ts';
+import { connectCluster } from '../member/client.ts';
 import { HostSecrets } from './host-secrets.ts';
 import { apiClusters, isFileObject, needsSecrets } from './registrations.ts';
 import { SynchroMetrics, serveMetrics } from './metrics.ts';

@@ -1,9 +1,9 @@
 // What synchro changes in an object before storing it. Storage itself stamps
 // metadata.resourceVersion and the panoptes.io/cluster and panoptes.io/upstream-resource-version
 // annotations; synchro drops what is noise for readers and anything that could spoof those two.
+import { lastAppliedAnnotation } from '../kube/annotations.ts';
 import type { KubeObject } from '../storage/types.ts';
 
-export const lastAppliedAnnotation = 'kubectl.kubernetes.io/last-applied-configuration';
 const stamped = ['panoptes.io/cluster', 'panoptes.io/upstream-resource-version'];
 
 /**

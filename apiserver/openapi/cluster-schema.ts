@@ -1,6 +1,6 @@
 // The OpenAPI schemas (Swagger 2.0 form) of Panoptes's own kinds, Cluster and ClusterList
 // (panoptes.io/v1alpha1), as apiserver/clusters.ts serves them: the spec of an API-registered
-// cluster (synchro/cluster-spec.ts; inline credentials write-only), the clusters.yaml keys a
+// cluster (api/cluster.ts; inline credentials write-only), the clusters.yaml keys a
 // file cluster's spec shows (secrets redacted, synchro/config.ts publicSpec), and the status
 // synchro writes (synchro/cluster.ts ClusterStatus, synchro/cluster-objects.ts). The object and
 // list metadata definitions come from the captured kube-apiserver 1.28 document

@@ -7,7 +7,7 @@ import { startSimCluster } from '../../hack/sim/cluster.ts';
 import { get, http } from '../../hack/sim/testutil.ts';
 import { logger, setLogLevel } from '../../lib/log.ts';
 import { openTestStore } from '../../storage/testing.ts';
-import { connectCluster } from '../../synchro/client.ts';
+import { connectCluster } from '../../member/client.ts';
 import { SynchroMetrics } from '../../synchro/metrics.ts';
 import { OpenAPIFetcher } from '../../synchro/openapi.ts';
 import { createApiserver } from '../server.ts';

@@ -2,7 +2,7 @@
 // into the options of startSynchro.
 import { existsSync, readFileSync } from 'node:fs';
 import { defaultCompaction } from '../../synchro/compactor.ts';
-import type { ClusterConnection } from '../../synchro/config.ts';
+import type { ClusterConnection } from '../../member/client.ts';
 import type { SynchroOptions } from '../../synchro/synchro.ts';
 import { durationFlag, intFlag, UsageError } from '../command.ts';
 

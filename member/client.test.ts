@@ -10,7 +10,7 @@ import t, { type Test } from 'tap';
 import { stringify } from 'yaml';
 import { createCA, createCert } from '../apiserver/auth/certs.ts';
 import { connectCluster } from './client.ts';
-import { tempDir } from './testutil.ts';
+import { tempDir } from '../synchro/testutil.ts';
 
 async function recordingServer(t: Test, tls?: { key: string; cert: string; ca?: string }) {
   const seen: IncomingHttpHeaders[] = [];

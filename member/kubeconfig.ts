@@ -2,7 +2,7 @@
 // contexts by name, the current context, file references relative to the kubeconfig's
 // directory. Static credentials (token, token file, client certificate, basic auth,
 // impersonation) are applied here; users with an exec plugin or an auth provider are handed
-// to @kubernetes/client-node's KubeConfig (synchro/client.ts), which is only loaded for them:
+// to @kubernetes/client-node's KubeConfig (member/client.ts), which is only loaded for them:
 // its generated API is about 70 MB of a process's memory.
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';

@@ -5,8 +5,24 @@ import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { dirname } from 'node:path';
-import type { ClusterConnection } from './config.ts';
 import { kubeconfigContext, rawContext, readKubeconfig } from './kubeconfig.ts';
+
+/** How to reach a cluster: a kubeconfig context, or inline connection settings. */
+export interface ClusterConnection {
+  kubeconfig?: string;
+  context?: string;
+  server?: string;
+  certificateAuthority?: string;
+  certificateAuthorityData?: string;
+  token?: string;
+  tokenFile?: string;
+  clientCertificate?: string;
+  clientCertificateData?: string;
+  clientKey?: string;
+  clientKeyData?: string;
+  insecureSkipTLSVerify?: boolean;
+  tlsServerName?: string;
+}
 
 /** A non-2xx answer, with the Kubernetes Status reason when the body had one. */
 export class HttpError extends Error {

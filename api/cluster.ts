@@ -4,7 +4,7 @@
 // (`source: file`). Pure: no I/O, shared by the apiserver (validation) and synchro
 // (turning objects into cluster configurations).
 import { fieldDuplicate, fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired, type FieldError } from '../kube/field-errors.ts';
-import { parsePattern, PatternError } from './resources.ts';
+import { parsePattern, PatternError } from './resource-patterns.ts';
 
 /** spec.credentials: a Secret of the host cluster, or inline values (write-only: never served). */
 export interface ClusterSpecCredentials {
