@@ -1,4 +1,4 @@
-// Members, leases and fenced writes, on both backends.
+// Leases and fenced writes, on both backends (members: members.test.ts).
 import t from 'tap';
 import { clusterLease, FencedError, type Fence } from './leases.ts';
 import { Store } from './store.ts';
@@ -30,18 +30,6 @@ for (const backend of backends) {
     const [lease] = await store.listLeases();
     t.match(lease, { name: L, holder: 'b', epoch: 5 });
     t.ok(lease.expiresAt > lease.renewedAt);
-  });
-
-  t.test(`${backend}: members`, async (t) => {
-    const { store, close } = await openTestStore(backend);
-    t.teardown(close);
-    const now = await store.heartbeat({ id: 'm1', host: 'h', pid: 1 }, 5000);
-    await store.heartbeat({ id: 'm2', host: 'h', pid: 2 }, 5000);
-    const { members, now: later } = await store.members();
-    t.same(members.map((m) => m.id), ['m1', 'm2']);
-    t.ok(later >= now && members[0].expiresAt > later, 'alive until its expiry, on the database clock');
-    await store.removeMember('m1');
-    t.same((await store.members()).members.map((m) => m.id), ['m2']);
   });
 
   t.test(`${backend}: fenced writes`, async (t) => {

@@ -1,5 +1,6 @@
-// Synchro members and leases: which synchro process writes for which member cluster (and
-// which one compacts), decided in storage so that every process sees the same answer.
+// Leases: which synchro process writes for which member cluster (and which one compacts),
+// decided in storage so that every process sees the same answer (the members themselves:
+// storage/members.ts).
 // Times are the database's clock (dialect.nowMs), never a process's: members on different
 // hosts compare expiries against one clock.
 //
@@ -25,15 +26,6 @@ export interface Lease {
   epoch: number;
   acquiredAt: number;
   renewedAt: number;
-  expiresAt: number;
-}
-
-export interface Member {
-  id: string;
-  host: string;
-  pid: number;
-  startedAt: number;
-  heartbeatAt: number;
   expiresAt: number;
 }
 
@@ -81,31 +73,6 @@ const toLease = (r: LeaseRow): Lease => ({
 export async function dbNow(knex: Knex | Knex.Transaction, dialect: Dialect): Promise<number> {
   const [row] = rowsOf<{ now: number | string }>(await knex.raw(`SELECT ${dialect.nowMs} AS now`));
   return Number(row.now);
-}
-
-/** Records that a member is alive until now + ttl; returns the database's now. */
-export async function heartbeat(knex: Knex, dialect: Dialect, m: Pick<Member, 'id' | 'host' | 'pid'>, ttlMs: number): Promise<number> {
-  const now = await dbNow(knex, dialect);
-  await knex('synchro_members')
-    .insert({ id: m.id, host: m.host, pid: m.pid, started_at: now, heartbeat_at: now, expires_at: now + ttlMs })
-    .onConflict('id')
-    .merge(['host', 'pid', 'heartbeat_at', 'expires_at']);
-  return now;
-}
-
-/** Every member row, live or not (expiresAt against the returned now). */
-export async function members(knex: Knex, dialect: Dialect): Promise<{ now: number; members: Member[] }> {
-  const now = await dbNow(knex, dialect);
-  const rows: Array<{ id: string; host: string; pid: number | string; started_at: number | string; heartbeat_at: number | string; expires_at: number | string }> = await knex('synchro_members').select('*').orderBy('id');
-  return {
-    now,
-    members: rows.map((r) => ({ id: r.id, host: r.host, pid: Number(r.pid), startedAt: Number(r.started_at), heartbeatAt: Number(r.heartbeat_at), expiresAt: Number(r.expires_at) })),
-  };
-}
-
-/** Removes a member row (a graceful stop, or a member long dead). */
-export async function removeMember(knex: Knex, id: string): Promise<void> {
-  await knex('synchro_members').where({ id }).delete();
 }
 
 /** Every lease, or those named. */

@@ -188,6 +188,21 @@ const migrations: Migration[] = [
       await trx.raw('INSERT INTO object_counts (grp, resource, cluster, namespace, n) SELECT grp, resource, cluster, namespace, COUNT(*) FROM objects GROUP BY grp, resource, cluster, namespace');
     },
   },
+  {
+    // Who writes a member row: a random token per process start (a second process with the
+    // same identity is refused instead of sharing it), and the machine it runs on, the
+    // kernel's boot id and the process's pid namespace (a dead pid proves a member gone only
+    // on the same machine and namespace: host names repeat across machines and containers).
+    // Null in rows of an older release.
+    version: 10,
+    async up(trx) {
+      await trx.schema.alterTable('synchro_members', (t) => {
+        t.string('instance').nullable();
+        t.string('boot_id').nullable();
+        t.string('pid_namespace').nullable();
+      });
+    },
+  },
 ];
 
 /** Applies every migration not yet applied (up to `upTo`, for tests), each in the same locked transaction. */

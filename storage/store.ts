@@ -13,7 +13,9 @@ import { objectColumns, toStored, type ObjectRow } from './rows.ts';
 import { migrate } from './schema.ts';
 import { applyBatch, applyBatches, type BatchPart, type WriteOptions } from './write.ts';
 import * as leases from './leases.ts';
-import type { Fence, Lease, Member } from './leases.ts';
+import type { Fence, Lease } from './leases.ts';
+import * as synchroMembers from './members.ts';
+import type { HeartbeatResult, Member, MemberRecord } from './members.ts';
 import type {
   BatchResult,
   Change,
@@ -172,16 +174,18 @@ export class Store {
 
   // --- synchro members and leases (storage/leases.ts)
 
-  heartbeat(member: Pick<Member, 'id' | 'host' | 'pid'>, ttlMs: number): Promise<number> {
-    return leases.heartbeat(this.conn.knex, this.conn.dialect, member, ttlMs);
+  /** This instance of a member is alive for ttlMs more, unless another live instance holds its identity (storage/members.ts). */
+  heartbeat(member: MemberRecord, ttlMs: number, replacing?: string): Promise<HeartbeatResult> {
+    return synchroMembers.heartbeat(this.conn.knex, this.conn.dialect, member, ttlMs, replacing);
   }
 
   members(): Promise<{ now: number; members: Member[] }> {
-    return leases.members(this.conn.knex, this.conn.dialect);
+    return synchroMembers.members(this.conn.knex, this.conn.dialect);
   }
 
-  removeMember(id: string): Promise<void> {
-    return leases.removeMember(this.conn.knex, id);
+  /** Removes a member's row (with `instance`: only while that instance holds it). */
+  removeMember(id: string, instance?: string): Promise<void> {
+    return synchroMembers.removeMember(this.conn.knex, id, instance);
   }
 
   listLeases(): Promise<Lease[]> {

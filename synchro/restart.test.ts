@@ -1,35 +1,14 @@
 // End-to-end: `panoptes synchro` as its own process, killed (SIGKILL) mid-churn and
 // restarted; then stopped and restarted without changes, which must write nothing.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { get } from 'node:http';
 import t from 'tap';
 import { clusterObjectsCluster } from '../storage/cluster-objects.ts';
 import { startSimCluster } from '../hack/sim/cluster.ts';
 import { openTestStore } from '../storage/testing.ts';
-import { tempDir, waitForCopy, waitUntil, writeClusters } from './testutil.ts';
+import { spawnPanoptes, tempDir, waitForCopy, waitUntil, writeClusters, type PanoptesProcess } from './testutil.ts';
 
-const bin = new URL('../bin/panoptes.mjs', import.meta.url).pathname;
-
-interface Proc {
-  child: ChildProcess;
-  stderr: string[];
-  exited: Promise<number | null>;
-}
-
-function startProcess(args: string[]): Proc {
-  const child = spawn(process.execPath, [bin, 'synchro', ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, PANOPTES_LOG_LEVEL: 'info' } });
-  const stderr: string[] = [];
-  let buf = '';
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
-    buf += d;
-    const lines = buf.split('\n');
-    buf = lines.pop()!;
-    stderr.push(...lines);
-    if (stderr.length > 5000) stderr.splice(0, stderr.length - 5000);
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, stderr, exited };
-}
+/** `panoptes synchro` with these flags, logging at info. */
+const startProcess = (args: string[]): PanoptesProcess => spawnPanoptes('synchro', ['synchro', ...args, '--log-level', 'info']);
 
 const fetchText = (url: string) =>
   new Promise<string>((resolve, reject) => {
@@ -46,7 +25,7 @@ t.test('synchro killed mid-churn and restarted keeps an exact copy; a clean rest
   const file = `${dir}/clusters.yaml`;
   writeClusters(file, [{ name: 'c', server: sim.url, resources: ['*'] }]);
   const args = ['--storage', url, '--clusters', file, '--metrics-listen', '127.0.0.1:0', '--probe-interval', '200ms'];
-  let proc: Proc | undefined;
+  let proc: PanoptesProcess | undefined;
   t.teardown(async () => {
     sim.churn.stop();
     if (proc && proc.child.exitCode === null) {
@@ -66,7 +45,7 @@ t.test('synchro killed mid-churn and restarted keeps an exact copy; a clean rest
 
   proc = startProcess(args);
   let started: string = await waitUntil('initial sync of the first process', async () => (await syncedSince('')) ?? '', 30_000);
-  const metricsLine = await waitUntil('metrics url logged', () => proc!.stderr.find((l) => l.includes('metrics listening')) ?? '');
+  const metricsLine = await waitUntil('metrics url logged', () => proc!.log.find((l) => l.includes('metrics listening')) ?? '');
   const metricsUrl = JSON.parse(metricsLine).url as string;
 
   sim.churn.start({ ratePerSecond: 300, seed: 3, resources: ['configmaps', 'pods'] });
@@ -91,7 +70,7 @@ t.test('synchro killed mid-churn and restarted keeps an exact copy; a clean rest
   const after = await store.changesAfter(rv, 10_000);
   t.same(after.filter((c) => c.cluster !== clusterObjectsCluster), [], 'a restart without upstream changes writes no change of any synced object');
   t.ok(after.every((c) => c.group === 'panoptes.io' && c.resource === 'clusters' && c.type === 'MODIFIED'), 'only the Cluster object\'s status (its new owner) is news');
-  t.ok(proc.stderr.some((l) => l.includes('initial sync complete')), 'progress is logged');
+  t.ok(proc.log.some((l) => l.includes('initial sync complete')), 'progress is logged');
   t.same(await waitForCopy(store, sim, 'c', ids()), [], 'still an exact copy');
   proc.child.kill('SIGTERM');
   t.equal(await proc.exited, 0);

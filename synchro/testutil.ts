@@ -1,5 +1,6 @@
 // Helpers for synchro's end-to-end tests: simulated clusters, a clusters.yaml, fast
 // timings, and the after-the-fact comparison of storage with each cluster's own list.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -80,4 +81,28 @@ export async function waitForCopy(store: Store, sim: SimCluster, cluster: string
     await new Promise((r) => setTimeout(r, 100));
   }
   return diff;
+}
+
+const bin = new URL('../bin/panoptes.mjs', import.meta.url).pathname;
+
+/** A `panoptes` process of a test: its stderr lines (the newest 3000) and its exit code. */
+export interface PanoptesProcess {
+  name: string;
+  child: ChildProcess;
+  log: string[];
+  exited: Promise<number | null>;
+}
+
+export function spawnPanoptes(name: string, args: string[]): PanoptesProcess {
+  const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const log: string[] = [];
+  let buf = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    buf += d;
+    const lines = buf.split('\n');
+    buf = lines.pop()!;
+    log.push(...lines);
+    if (log.length > 3000) log.splice(0, log.length - 3000);
+  });
+  return { name, child, log, exited: new Promise((r) => child.on('exit', (code) => r(code))) };
 }

@@ -6,6 +6,7 @@ import { ApiserverMetrics } from '../../apiserver/metrics.ts';
 import { logger } from '../../lib/log.ts';
 import { SynchroMetrics } from '../../synchro/metrics.ts';
 import { startSynchro } from '../../synchro/synchro.ts';
+import { IdentityConflictError } from '../../synchro/membership.ts';
 import { parseFlags, waitForSignal, type Command } from '../command.ts';
 import { parseInsecureListen, serveFlagHelp, serveFlagSpec, startServing } from './apiserver.ts';
 import { commonFlags, openStorage } from './serve.ts';
@@ -57,7 +58,9 @@ ${serveFlagHelp}
       await synchro?.stop();
       await server?.close();
       await store.close();
-      throw err;
+      if (!(err instanceof IdentityConflictError)) throw err;
+      log.error('not starting', { error: err.message });
+      return 1;
     }
     const sig = await waitForSignal();
     log.info('stopping', { signal: sig });

@@ -37,7 +37,8 @@ export const synchroFlagHelp = `  --clusters FILE               clusters.yaml: m
   --retention-count N           and at least the N newest (default 100000); older ones are compacted,
                                 and watches or continue tokens from before them get 410 Expired
   --identity NAME               this process among several synchro processes sharing the member clusters
-                                (env PANOPTES_IDENTITY, e.g. the pod name; default host name and pid)
+                                (env PANOPTES_IDENTITY, e.g. the pod name; default host name and a random id);
+                                a process whose name another live process holds does not start
   --lease-ttl DURATION          how long a cluster lease lasts unrenewed (default 15s): after a crash,
                                 another synchro process takes the clusters over within it`;
 

@@ -1,5 +1,6 @@
 // `panoptes synchro`: list and watch every configured member cluster into storage.
 import { startSynchro } from '../../synchro/synchro.ts';
+import { IdentityConflictError } from '../../synchro/membership.ts';
 import { logger } from '../../lib/log.ts';
 import { parseFlags, UsageError, type Command } from '../command.ts';
 import { parseSynchroFlags, synchroFlagHelp, synchroFlagSpec } from './synchro-flags.ts';
@@ -51,7 +52,9 @@ ${synchroFlagHelp}
       });
     } catch (err) {
       await store.close();
-      throw err;
+      if (!(err instanceof IdentityConflictError)) throw err;
+      log.error('not starting', { error: err.message });
+      return 1;
     }
     await new Promise<void>((resolve) => {
       const onSignal = (sig: string) => {

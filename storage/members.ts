@@ -1,0 +1,98 @@
+// The synchro members (`synchro_members`): one row per identity, written by the one process
+// instance that holds it. A heartbeat keeps the row alive until its expiry on the database's
+// clock; rendezvous hashing counts the members whose row is alive. Each process writes a
+// random instance token with its heartbeat, so that a second process started with the same
+// identity finds the first one's row instead of silently sharing it, and the machine it runs
+// on (boot id and pid namespace), so that another member can prove that the process is gone
+// from this machine before its heartbeat expires.
+import type { Knex } from 'knex';
+import type { Dialect } from './dialect.ts';
+import { dbNow } from './leases.ts';
+import { rowsOf } from './rows.ts';
+
+export interface Member {
+  id: string;
+  host: string;
+  pid: number;
+  /** The kernel's boot id of the member's machine (/proc/sys/kernel/random/boot_id); null when unknown (another OS, an older release). */
+  bootId: string | null;
+  /** The member's pid namespace (/proc/self/ns/pid); null when unknown. */
+  pidNamespace: string | null;
+  /** The process instance writing the row (random per process start); null for rows of an older release. */
+  instance: string | null;
+  startedAt: number;
+  heartbeatAt: number;
+  expiresAt: number;
+}
+
+/** What a member writes with each heartbeat. */
+export type MemberRecord = Pick<Member, 'id' | 'host' | 'pid'> & { bootId?: string | null; pidNamespace?: string | null; instance: string };
+
+export interface HeartbeatResult {
+  /** The database's clock when the heartbeat was written (or refused). */
+  now: number;
+  /** Refused: the row of this identity belongs to another instance whose heartbeat has not expired. */
+  heldBy?: Member;
+}
+
+interface MemberRow {
+  id: string;
+  host: string;
+  pid: number | string;
+  boot_id: string | null;
+  pid_namespace: string | null;
+  instance: string | null;
+  started_at: number | string;
+  heartbeat_at: number | string;
+  expires_at: number | string;
+}
+
+const toMember = (r: MemberRow): Member => ({
+  id: r.id,
+  host: r.host,
+  pid: Number(r.pid),
+  bootId: r.boot_id ?? null,
+  pidNamespace: r.pid_namespace ?? null,
+  instance: r.instance ?? null,
+  startedAt: Number(r.started_at),
+  heartbeatAt: Number(r.heartbeat_at),
+  expiresAt: Number(r.expires_at),
+});
+
+/**
+ * Records that instance `m.instance` of member `m.id` is alive until now + ttl. The row is
+ * written when it is new, already this instance's, expired, or the instance `replacing`'s
+ * (known to be gone); while another instance's heartbeat is unexpired nothing is written and
+ * that instance is returned.
+ * One statement, so two processes starting with one identity cannot both win.
+ */
+export async function heartbeat(knex: Knex, dialect: Dialect, m: MemberRecord, ttlMs: number, replacing?: string): Promise<HeartbeatResult> {
+  const now = await dbNow(knex, dialect);
+  const result = await knex.raw(
+    'INSERT INTO synchro_members (id, host, pid, boot_id, pid_namespace, instance, started_at, heartbeat_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
+      'ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, boot_id = excluded.boot_id, pid_namespace = excluded.pid_namespace, instance = excluded.instance, ' +
+      'started_at = CASE WHEN synchro_members.instance = excluded.instance THEN synchro_members.started_at ELSE excluded.started_at END, ' +
+      'heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at ' +
+      'WHERE synchro_members.instance = excluded.instance OR synchro_members.expires_at <= ? OR synchro_members.instance = ? ' +
+      'RETURNING id',
+    [m.id, m.host, m.pid, m.bootId ?? null, m.pidNamespace ?? null, m.instance, now, now, now + ttlMs, now, replacing ?? m.instance],
+  );
+  if (rowsOf<{ id: string }>(result).length > 0) return { now };
+  const row: MemberRow | undefined = await knex('synchro_members').where({ id: m.id }).first();
+  // Gone between the two statements (its holder left): the next heartbeat writes it.
+  return row ? { now, heldBy: toMember(row) } : { now };
+}
+
+/** Every member row, live or not (expiresAt against the returned now). */
+export async function members(knex: Knex, dialect: Dialect): Promise<{ now: number; members: Member[] }> {
+  const now = await dbNow(knex, dialect);
+  const rows: MemberRow[] = await knex('synchro_members').select('*').orderBy('id');
+  return { now, members: rows.map(toMember) };
+}
+
+/** Removes a member row (a graceful stop); with `instance`, only while that instance holds it. */
+export async function removeMember(knex: Knex, id: string, instance?: string): Promise<void> {
+  const q = knex('synchro_members').where({ id });
+  if (instance !== undefined) q.andWhere({ instance });
+  await q.delete();
+}
