@@ -23,6 +23,18 @@ for (const backend of backends) {
     t.same((await store.members()).members.map((m) => m.id), ['m2']);
   });
 
+  t.test(`${backend}: rows of members long gone are forgotten`, async (t) => {
+    const { store, close } = await openTestStore(backend);
+    t.teardown(close);
+    await store.heartbeat(member('crashed', 'c'), 50);
+    await store.heartbeat(member('alive', 'a'), 60_000);
+    await sleep(150);
+    t.same((await store.members()).members.map((m) => m.id), ['alive', 'crashed'], 'an expired row stays for a while (its leases may still name it)');
+    t.same((await store.members(50)).members.map((m) => m.id), ['alive'], 'past the limit it is not reported...');
+    t.same((await store.members()).members.map((m) => m.id), ['alive'], '...and deleted');
+    t.equal((await store.heartbeat(member('crashed', 'c2'), 5000)).heldBy, undefined, 'its identity can be taken again');
+  });
+
   t.test(`${backend}: one instance per identity`, async (t) => {
     const { store, close } = await openTestStore(backend);
     t.teardown(close);

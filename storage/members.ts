@@ -83,11 +83,26 @@ export async function heartbeat(knex: Knex, dialect: Dialect, m: MemberRecord, t
   return row ? { now, heldBy: toMember(row) } : { now };
 }
 
-/** Every member row, live or not (expiresAt against the returned now). */
-export async function members(knex: Knex, dialect: Dialect): Promise<{ now: number; members: Member[] }> {
+/**
+ * How long a member row stays after its heartbeat expired. Every process start is a new
+ * identity by default, so rows of crashed processes would pile up; past this, nothing (a
+ * lease, a proof of a dead process) needs them any more.
+ */
+export const forgetMembersAfterMs = 60 * 60_000;
+
+/**
+ * Every member row, live or not (expiresAt against the returned now). Rows expired for more
+ * than `forgetAfterMs` are deleted (only when there are some: no write on a quiet pass).
+ */
+export async function members(knex: Knex, dialect: Dialect, forgetAfterMs = forgetMembersAfterMs): Promise<{ now: number; members: Member[] }> {
   const now = await dbNow(knex, dialect);
   const rows: MemberRow[] = await knex('synchro_members').select('*').orderBy('id');
-  return { now, members: rows.map(toMember) };
+  const all = rows.map(toMember);
+  const cutoff = now - forgetAfterMs;
+  const forgotten = all.filter((m) => m.expiresAt < cutoff).map((m) => m.id);
+  // The expiry is checked again in the statement: a member that came back meanwhile stays.
+  if (forgotten.length) await knex('synchro_members').whereIn('id', forgotten).andWhere('expires_at', '<', cutoff).delete();
+  return { now, members: all.filter((m) => m.expiresAt >= cutoff) };
 }
 
 /** Removes a member row (a graceful stop); with `instance`, only while that instance holds it. */

@@ -179,8 +179,9 @@ export class Store {
     return synchroMembers.heartbeat(this.conn.knex, this.conn.dialect, member, ttlMs, replacing);
   }
 
-  members(): Promise<{ now: number; members: Member[] }> {
-    return synchroMembers.members(this.conn.knex, this.conn.dialect);
+  /** Every member row, live or not; rows expired for more than `forgetAfterMs` (default an hour) are deleted. */
+  members(forgetAfterMs?: number): Promise<{ now: number; members: Member[] }> {
+    return synchroMembers.members(this.conn.knex, this.conn.dialect, forgetAfterMs);
   }
 
   /** Removes a member's row (with `instance`: only while that instance holds it). */
