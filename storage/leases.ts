@@ -6,12 +6,12 @@
 // Epochs only grow, for the life of the database: every acquisition takes the next value of
 // one sequence (meta `lease_epoch`), so even a lease deleted with its cluster and created
 // again when the cluster comes back starts above every epoch before it. A writer carries the
-// epoch it acquired; applyBatch checks it in the write transaction (verifyFences), so a holder
-// that lost its lease — paused past its expiry, partitioned, replaced, or its lease deleted
-// and re-created — never writes a row.
+// epoch it acquired; every write it makes checks it in the write transaction
+// (storage/fenced.ts), so a holder that lost its lease — paused past its expiry, partitioned,
+// replaced, or its lease deleted and re-created — never writes a row.
 import type { Knex } from 'knex';
 import { StatusError } from '../kube/status.ts';
-import type { Dialect, LeaseState } from './dialect.ts';
+import type { Dialect } from './dialect.ts';
 import { rowsOf } from './rows.ts';
 
 /** What a writer proves with each batch: who it is and the epoch it acquired. */
@@ -165,17 +165,4 @@ export async function releaseLease(knex: Knex, name: string, holder: string, epo
  */
 export async function deleteLease(knex: Knex, name: string, holder: string, epoch: number): Promise<void> {
   await knex('leases').where({ name, holder, epoch }).delete();
-}
-
-/**
- * Throws FencedError for the first fence that no longer holds its lease, unexpired, as the
- * write transaction read the leases (dialect.lockRv, which keeps them locked against
- * acquisition until the transaction ends: a write either commits before its lease moves on
- * or not at all).
- */
-export function verifyFences(fences: Fence[], found: LeaseState[]): void {
-  for (const fence of fences) {
-    const row = found.find((l) => l.name === fence.lease);
-    if (!row || row.holder !== fence.holder || row.epoch !== fence.epoch || row.expired) throw new FencedError(fence, row);
-  }
 }

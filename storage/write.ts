@@ -6,7 +6,8 @@ import { decide, stateAfter, type IncomingEvent, type StoredState } from './deci
 import type { Dialect } from './dialect.ts';
 import { insertRows } from './insert.ts';
 import { labelNumber } from './label-number.ts';
-import { verifyFences, type Fence } from './leases.ts';
+import { fenceOf, writeTransaction } from './fenced.ts';
+import { clusterLease, type Fence } from './leases.ts';
 import { chunk, keyOf, ownerUid, type ObjectRow } from './rows.ts';
 import type { BatchResult, EventType, KubeObject, UpstreamEvent } from './types.ts';
 
@@ -14,8 +15,6 @@ export const clusterAnnotation = 'panoptes.io/cluster';
 export const upstreamRvAnnotation = 'panoptes.io/upstream-resource-version';
 
 export interface WriteOptions {
-  /** The writer's lease: checked in the transaction, which writes nothing if it moved on (FencedError). */
-  fence?: Fence;
   /** Runs inside the transaction after all rows are written, just before commit (tests). */
   beforeCommit?: () => Promise<void>;
 }
@@ -117,9 +116,9 @@ export interface BatchPart {
   fence?: Fence;
 }
 
-/** One cluster's batch in one transaction (applyBatches with one part). */
+/** One cluster's batch in one transaction, without a lease (applyBatches with one unfenced part). */
 export async function applyBatch(knex: Knex, dialect: Dialect, cluster: string, events: UpstreamEvent[], opts: WriteOptions = {}): Promise<BatchResult> {
-  const [result] = await applyBatches(knex, dialect, [{ cluster, events, fence: opts.fence }], { beforeCommit: opts.beforeCommit });
+  const [result] = await applyBatches(knex, dialect, [{ cluster, events }], opts);
   return result;
 }
 
@@ -129,15 +128,12 @@ export async function applyBatch(knex: Knex, dialect: Dialect, cluster: string, 
  * writes nothing of any part, and the caller retries without the fenced one. Returns one
  * result per part; each part's changes are in rv order and the watermark is the batch's.
  */
-export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPart[], opts: Pick<WriteOptions, 'beforeCommit'> = {}): Promise<BatchResult[]> {
+export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPart[], opts: WriteOptions = {}): Promise<BatchResult[]> {
   if (new Set(parts.map((p) => p.cluster)).size !== parts.length) throw new Error('applyBatches: one part per cluster');
   const described = parts.map((p) => p.events.map(describe));
-  return knex.transaction(async (trx) => {
-    const lockStarted = performance.now();
-    const fences = parts.flatMap((p) => (p.fence ? [p.fence] : []));
-    const locked = await dialect.lockRv(trx, fences.map((f) => f.lease));
-    const lockWaitMs = performance.now() - lockStarted;
-    verifyFences(fences, locked.leases);
+  const fences = parts.flatMap((p) => (p.fence ? [fenceOf(p.fence, clusterLease(p.cluster))] : []));
+  return writeTransaction(knex, dialect, fences, 'rv', async (trx, locked) => {
+    const { lockWaitMs } = locked;
     let rv = locked.rv;
 
     const pending: PendingChange[] = [];
@@ -248,7 +244,7 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
     await insertRows(trx, dialect, 'object_labels', labelRows);
     await addCounts(trx, dialect, [...counts.values()].filter((c) => c.n !== 0));
 
-    const ts = Date.now();
+    const ts = locked.now;
     const changeRows = pending.map((p) => ({
       rv: p.rv,
       type: p.type,

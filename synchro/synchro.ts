@@ -12,7 +12,7 @@ import { logger, type Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
 import { Batcher, defaultBatcherOptions, type BatcherOptions, type CommitHook } from './batcher.ts';
 import { Committer } from './committer.ts';
-import { clusterLease, compactorLease, type Fence } from '../storage/leases.ts';
+import { clusterLease, compactorLease, FencedError, type Fence } from '../storage/leases.ts';
 import { ClusterSync, defaultTimings, dropStored, type ClusterStatus, type ClusterTimings } from './cluster.ts';
 import type { ClusterConnection } from '../member/client.ts';
 import { ConfigError, loadClustersFile, loadKubeconfigClusters, publicSpec, type ClusterConfig, type InvalidEntry, type ParsedConfig } from './config.ts';
@@ -112,6 +112,16 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   const keeper = new LeaseKeeper(store, shards, metrics, log, onLost);
 
   const fenceOf = (name: string): Fence => keeper.fence(clusterLease(name))!;
+  /** Writes under `name`'s lease; refused (the lease moved on: nothing written), the lease is given up instead of failing the pass. */
+  const underLease = async (name: string, write: (fence: Fence) => Promise<unknown>): Promise<void> => {
+    const fence = fenceOf(name);
+    try {
+      await write(fence);
+    } catch (err) {
+      if (!(err instanceof FencedError)) throw err;
+      keeper.fenced(fence.lease, fence.epoch);
+    }
+  };
 
   const load = (): ParsedConfig =>
     opts.clustersFile
@@ -132,11 +142,11 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     });
   }
 
-  const startCluster = async (c: ClusterConfig, o: Owned) => {
-    const fence = fenceOf(c.name);
-    o.sync = new ClusterSync(c, deps, { fence, acquiredAt: keeper.acquiredAt(fence.lease)!, onFenced: () => keeper.fenced(fence.lease, fence.epoch) });
-    await o.sync.start();
-  };
+  const startCluster = (c: ClusterConfig, o: Owned) =>
+    underLease(c.name, async (fence) => {
+      o.sync = new ClusterSync(c, deps, { fence, acquiredAt: keeper.acquiredAt(fence.lease)!, onFenced: () => keeper.fenced(fence.lease, fence.epoch) });
+      await o.sync.start();
+    });
 
   /** DELETED for every object of a cluster (under its lease), then its row goes. */
   const removeCluster = async (name: string) => {
@@ -149,8 +159,8 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     } finally {
       await batcher.close();
     }
-    await store.deleteClusterOpenAPI(name);
-    await store.deleteClusterRow(name);
+    await store.deleteClusterOpenAPI(name, fence);
+    await store.deleteClusterRow(name, fence);
     await metrics.forget(name);
     const outcome = await finishRemoval(store, name, fence);
     log.info('cluster removed: its objects were deleted', { cluster: name, objects, ms: Date.now() - started, clusterObject: outcome });
@@ -159,7 +169,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   const writeInvalid = async (name: string, entry: InvalidEntry, source: ObjectSource) => {
     const { spec, message } = entry;
     const now = new Date().toISOString();
-    await store.upsertCluster(name, spec);
+    await store.upsertCluster(name, spec, fenceOf(name));
     const status: Partial<ClusterStatus> = {
       phase: 'Invalid',
       ready: false,
@@ -219,7 +229,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
       const obj = api.objects.get(name)?.object;
       if (want) {
         // An API object marked for deletion while clusters.yaml syncs that name: released, the file's cluster and its data stay.
-        if (obj && !isFileObject(obj) && obj.metadata?.deletionTimestamp && want.source === 'file') await finishRemoval(store, name, fenceOf(name));
+        if (obj && !isFileObject(obj) && obj.metadata?.deletionTimestamp && want.source === 'file') await underLease(name, (fence) => finishRemoval(store, name, fence));
         if (o.sync?.config.fingerprint === want.fingerprint) {
           o.sync.observeGeneration(want.generation);
           continue;
@@ -240,11 +250,11 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
         const generation = Number(obj?.metadata?.generation ?? 0) || undefined;
         const source: ObjectSource = fromFile ? { source: 'file', fileSpec: fileClusterSpec(bad.spec) } : { source: 'api', generation };
         const key = `${bad.message}@${generation ?? ''}`;
-        if (o.invalid !== key) await writeInvalid(name, bad, source);
+        if (o.invalid !== key) await underLease(name, () => writeInvalid(name, bad, source));
         o.invalid = key;
       } else {
         await o.sync?.stop();
-        await removeCluster(name);
+        await underLease(name, () => removeCluster(name));
         owned.delete(name);
         await keeper.release(clusterLease(name), 'removed');
       }
@@ -299,7 +309,9 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   }
   await keeper.start();
   const compactor =
-    opts.compaction === false ? undefined : startCompactor(store, { ...defaultCompaction, ...opts.compaction }, log, () => keeper.epoch(compactorLease) !== undefined);
+    opts.compaction === false
+      ? undefined
+      : startCompactor(store, { ...defaultCompaction, ...opts.compaction }, log, { fence: () => keeper.fence(compactorLease), onFenced: (f) => keeper.fenced(f.lease, f.epoch) });
   log.info('synchro starting', {
     identity: keeper.identity,
     leaseTtlMs: shards.leaseTtlMs,
