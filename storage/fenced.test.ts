@@ -66,6 +66,14 @@ const drivers: Record<FencedWrite, Driver> = {
     },
     write: (s, fence) => s.compact({ minAgeMs: 0, minCount: 0 }, fence),
   },
+  repairCounts: {
+    lease: compactorLease,
+    setup: async (s) => {
+      await s.applyBatch('c', [podEvent('ADDED', 'n', 'a', '1'), podEvent('ADDED', 'm', 'b', '2')]);
+      await s.conn.knex('object_counts').update({ n: -3 });
+    },
+    write: (s, fence) => s.repairCounts(fence),
+  },
 };
 
 /** Every row of every table but the leases' and members' own (the lease operations of a test change those). */

@@ -4,9 +4,9 @@
 // lease, at the same epoch, unexpired. A holder paused past its lease, replaced, or holding a
 // lease deleted and re-created since (epochs only grow: storage/leases.ts) therefore writes
 // nothing, whatever it writes: batches, Cluster objects and status, the clusters rows, OpenAPI
-// documents, compaction. The Store (store.ts) makes the fence a required argument of each
-// such method (`fencedWrites`), and the few writes made without a lease (the apiserver's
-// Cluster writes, tests) go through writeTransaction with no fence.
+// documents, compaction, count repair. The Store (store.ts) makes the fence a required
+// argument of each such method (`fencedWrites`), and the few writes made without a lease
+// (the apiserver's Cluster writes, tests) go through writeTransaction with no fence.
 import type { Knex } from 'knex';
 import type { Dialect, LeaseState } from './dialect.ts';
 import { FencedError, type Fence } from './leases.ts';

@@ -2,7 +2,7 @@
 //
 // Writes come in two kinds, and the method says which. A lease holder's writes (synchro: a
 // cluster's batches, its Cluster object and status, its clusters row and OpenAPI documents,
-// its removal; the compactor's compaction) take a Fence, always, and write
+// its removal; the compactor's compaction and count repair) take a Fence, always, and write
 // nothing unless it still holds (storage/fenced.ts): `fencedWrites` lists them. The few writes
 // made without a lease say so (`unleasedWrites`): the apiserver's Cluster writes, serialized by
 // resourceVersion under the rv lock, and single batches of tests and benchmarks.
@@ -13,6 +13,7 @@ import * as clusters from './clusters.ts';
 import * as clusterObjects from './cluster-objects.ts';
 import type { ClusterObjectResult, ClusterObjectState, ClusterObjectWrite, ClusterRegistration } from './cluster-objects.ts';
 import { compact } from './compact.ts';
+import { repairCounts, type CountRepair } from './counts.ts';
 import { list } from './list.ts';
 import { readMeta, type Meta } from './meta.ts';
 import * as openapi from './openapi.ts';
@@ -57,6 +58,7 @@ export const fencedWrites = [
   'replaceClusterOpenAPI',
   'deleteClusterOpenAPI',
   'compact',
+  'repairCounts',
 ] as const satisfies ReadonlyArray<keyof Store>;
 export type FencedWrite = (typeof fencedWrites)[number];
 
@@ -147,6 +149,11 @@ export class Store {
   /** Drops the changes outside the retention window (on the database's clock), under the compactor lease. */
   compact(policy: RetentionPolicy, fence: Fence): Promise<CompactResult> {
     return compact(this.conn.knex, this.conn.dialect, policy, fence);
+  }
+
+  /** Recounts object_counts from the objects, under the rv lock and the compactor lease (storage/counts.ts). */
+  repairCounts(fence: Fence): Promise<CountRepair> {
+    return repairCounts(this.conn.knex, this.conn.dialect, fence);
   }
 
   /** Registers a member cluster (its spec), under the cluster's lease. */

@@ -102,10 +102,22 @@ async function loadStored(
   return out;
 }
 
-/** Adds the batch's object count deltas (per cluster, resource and namespace) to object_counts. */
-export async function addCounts(trx: Knex.Transaction, dialect: Dialect, deltas: Array<{ cluster: string; grp: string; resource: string; namespace: string; n: number }>): Promise<void> {
+type CountDelta = { cluster: string; grp: string; resource: string; namespace: string; n: number };
+
+/**
+ * Adds the batch's object count deltas (per cluster, resource and namespace) to object_counts,
+ * never below zero: counts that drifted (storage/counts.ts repairs them) stay counts.
+ */
+export async function addCounts(trx: Knex.Transaction, dialect: Dialect, deltas: CountDelta[]): Promise<void> {
   if (deltas.length === 0) return;
-  await insertRows(trx, dialect, 'object_counts', deltas, { conflict: ['grp', 'resource', 'cluster', 'namespace'], updateSql: 'n = object_counts.n + excluded.n' });
+  const decrements = deltas.some((d) => d.n < 0);
+  const rows = await insertRows<CountDelta, CountDelta>(trx, dialect, 'object_counts', deltas, {
+    conflict: ['grp', 'resource', 'cluster', 'namespace'],
+    updateSql: 'n = CASE WHEN object_counts.n + excluded.n < 0 THEN 0 ELSE object_counts.n + excluded.n END',
+    ...(decrements ? { returning: ['grp', 'resource', 'cluster', 'namespace', 'n'] } : {}),
+  });
+  // A decrement of a count that was never kept inserts it negative.
+  for (const r of rows) if (Number(r.n) < 0) await trx('object_counts').where({ grp: r.grp, resource: r.resource, cluster: r.cluster, namespace: r.namespace }).update({ n: 0 });
 }
 
 /** One cluster's share of a group commit. */
