@@ -145,7 +145,7 @@ export async function serveClusterWrite(ctx: Context, deps: Deps, name: string |
     if (w.action === 'put') json = JSON.stringify(verb === 'create' ? w.object : { ...w.object, metadata: { ...w.object.metadata, resourceVersion: String(current?.rv ?? '') } });
     else json = JSON.stringify(current!.object);
   } else {
-    const result = await store.writeClusterObject(target, decide);
+    const result = await store.writeClusterObjectWithoutLease(target, decide);
     json = result.object!;
   }
   const reply = render(json, accept);

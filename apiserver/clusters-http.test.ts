@@ -8,7 +8,7 @@ import t from 'tap';
 import { http, get } from '../hack/sim/testutil.ts';
 import { httpWatch } from '../hack/testing/watch-http.ts';
 import { setLogLevel } from '../lib/log.ts';
-import { openTestStore } from '../storage/testing.ts';
+import { openTestStore, seedCluster } from '../storage/testing.ts';
 import { createCA, createCert } from './auth/certs.ts';
 import { createApiserver } from './server.ts';
 
@@ -237,7 +237,7 @@ t.test('clusters.panoptes.io is writable', async (t) => {
       const r = await call(method, `${C}/east/status`, { status: { phase: 'Ready' } }, method === 'PATCH' ? MERGE : JSONCT);
       t.match(r, { status: 405, json: { reason: 'MethodNotAllowed', message: /written by synchro alone/ } }, method);
     }
-    await store.writeClusterObject('filed', () => ({
+    await store.writeClusterObjectWithoutLease('filed', () => ({
       action: 'put',
       object: { apiVersion: 'panoptes.io/v1alpha1', kind: 'Cluster', metadata: { name: 'filed', uid: 'u-filed', generation: 1, creationTimestamp: '2026-01-01T00:00:00Z' }, spec: { source: 'file', server: 'https://filed' } },
     }));
@@ -322,9 +322,8 @@ t.test('discovery follows a Cluster object change at once (not at the next perio
   const resources = async () => ((await get(`${base}/apis/panoptes.io/v1alpha1/resources/api/v1`)).json.resources as Array<{ name: string }>).map((r) => r.name);
   t.same(await resources(), [], 'nothing synced yet');
   // What synchro does when a cluster's initial sync completes: the status row, then the Cluster object.
-  await store.upsertCluster('z', { name: 'z' });
-  await store.setClusterStatus('z', { phase: 'Ready', ready: true, apiResources: [{ group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true, singularName: 'configmap' }] });
-  await store.writeClusterObject('z', () => ({ action: 'put', object: { apiVersion: 'panoptes.io/v1alpha1', kind: 'Cluster', metadata: { name: 'z', uid: 'u-z', generation: 1 }, spec: { source: 'file' }, status: { phase: 'Ready' } } }));
+  await seedCluster(store, 'z', { phase: 'Ready', ready: true, apiResources: [{ group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true, singularName: 'configmap' }] });
+  await store.writeClusterObjectWithoutLease('z', () => ({ action: 'put', object: { apiVersion: 'panoptes.io/v1alpha1', kind: 'Cluster', metadata: { name: 'z', uid: 'u-z', generation: 1 }, spec: { source: 'file' }, status: { phase: 'Ready' } } }));
   const deadline = Date.now() + 5000;
   let names: string[] = [];
   while (Date.now() < deadline && !(names = await resources()).includes('configmaps')) await new Promise((r) => setTimeout(r, 50));

@@ -14,7 +14,7 @@ import t from 'tap';
 import { makeCertSet } from '../hack/certs.ts';
 import { authenticationConfigMap, startFakeHost } from '../hack/testing/fakehost.ts';
 import { logger, setLogLevel } from '../lib/log.ts';
-import { openTestStore, podEvent } from '../storage/testing.ts';
+import { openTestStore, podEvent, seedCluster } from '../storage/testing.ts';
 import { secureServingFromFlags } from './auth/config.ts';
 import { createApiserver, maxStreamsPerConnection } from './server.ts';
 
@@ -31,8 +31,7 @@ t.test('HTTP/2 over TLS: lists and watches as streams of one connection', async 
     policy: (s) => (s.user === 'alice' ? true : 'no rule'),
   });
   const { store, close: closeStore } = await openTestStore('sqlite');
-  await store.upsertCluster('a', { name: 'a' });
-  await store.setClusterStatus('a', { phase: 'Ready', ready: true, apiResources: [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singularName: 'pod' }] });
+  await seedCluster(store, 'a', { phase: 'Ready', ready: true, apiResources: [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singularName: 'pod' }] });
   await store.applyBatch('a', [podEvent('ADDED', 'n1', 'web-1', '10')]);
   const dir = mkdtempSync(join(tmpdir(), 'panoptes-h2-'));
   writeFileSync(join(dir, 'tls.crt'), certs.serving.cert);

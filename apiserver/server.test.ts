@@ -4,7 +4,7 @@
 import t from 'tap';
 import { get, http } from '../hack/sim/testutil.ts';
 import { setLogLevel } from '../lib/log.ts';
-import { openTestStore, podEvent, seedClusterObject } from '../storage/testing.ts';
+import { compactNow, openTestStore, podEvent, seedCluster, seedClusterObject } from '../storage/testing.ts';
 import type { UpstreamEvent } from '../storage/types.ts';
 import { createApiserver } from './server.ts';
 
@@ -36,10 +36,8 @@ const apiResources = [
 
 t.test('apiserver read path', async (t) => {
   const { store, close } = await openTestStore('sqlite');
-  await store.upsertCluster('a', { name: 'a' });
-  await store.upsertCluster('b', { name: 'b' });
-  await store.setClusterStatus('a', { phase: 'Ready', ready: true, apiResources });
-  await store.setClusterStatus('b', { phase: 'Unreachable', ready: false, message: 'GET /readyz: ECONNREFUSED', lastTransitionTime: '2026-01-01T00:00:00Z', apiResources: apiResources.slice(0, 1) });
+  await seedCluster(store, 'a', { phase: 'Ready', ready: true, apiResources });
+  await seedCluster(store, 'b', { phase: 'Unreachable', ready: false, message: 'GET /readyz: ECONNREFUSED', lastTransitionTime: '2026-01-01T00:00:00Z', apiResources: apiResources.slice(0, 1) });
   await seedClusterObject(store, 'a', { phase: 'Ready', ready: true });
   await seedClusterObject(store, 'b', { phase: 'Unreachable', ready: false });
   const podsA: UpstreamEvent[] = [];
@@ -193,7 +191,7 @@ t.test('apiserver read path', async (t) => {
     const notOlder = await GET(`${P}/clusters/a/api/v1/namespaces/n1/pods?resourceVersion=${at}&limit=500&resourceVersionMatch=NotOlderThan&fieldSelector=metadata.name%3Dpa-01`);
     t.equal(notOlder.json.items[0].status.phase, 'Succeeded', 'an explicit NotOlderThan with limit: the latest');
     await store.applyBatch('a', [podEvent('MODIFIED', 'n1', 'pa-01', '900', { phase: 'Failed' })]);
-    await store.compact({ minAgeMs: 0, minCount: 0 });
+    await compactNow(store, { minAgeMs: 0, minCount: 0 });
     await status(t, `${P}/api/v1/pods?resourceVersion=3&resourceVersionMatch=Exact`, 410, 'Expired');
     await status(t, `${P}/api/v1/pods?limit=5&continue=${encodeURIComponent((await GET(`${P}/api/v1/pods?limit=5&resourceVersion=3&resourceVersionMatch=Exact`)).json?.metadata?.continue ?? 'eyJ2IjoxLCJydiI6MywiayI6WyIiLCIiLCIiXSwicyI6MH0')}`, 410, 'Expired');
   });
@@ -302,8 +300,7 @@ t.test('apiserver read path', async (t) => {
   t.test('readyz fails while storage is unreachable; discovery answers from memory', async (t) => {
     // A second server on a store that is then closed (this one stays usable for the others).
     const other = await openTestStore('sqlite');
-    await other.store.upsertCluster('x', {});
-    await other.store.setClusterStatus('x', { ready: true, apiResources });
+    await seedCluster(other.store, 'x', { ready: true, apiResources }, {});
     const api2 = await createApiserver({ store: other.store, catalogOptions: { refreshMs: 100 } });
     const base2 = await api2.listen('127.0.0.1', 0);
     t.teardown(() => api2.close());

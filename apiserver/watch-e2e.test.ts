@@ -17,7 +17,7 @@ import { startSimClusters, type SimCluster } from '../hack/sim/cluster.ts';
 import { get } from '../hack/sim/testutil.ts';
 import { setLogLevel } from '../lib/log.ts';
 import { Store } from '../storage/store.ts';
-import { emptyStorageUrl } from '../storage/testing.ts';
+import { compactNow, emptyStorageUrl } from '../storage/testing.ts';
 
 if (!process.env.PANOPTES_LOG_LEVEL) setLogLevel('error');
 
@@ -290,7 +290,7 @@ t.test('watch end to end: kubectl -w and a client-node informer through faults (
     });
     await aio.stop();
     const store = await Store.open(storage);
-    const compacted = await store.compact({ minAgeMs: 0, minCount: 0 }, Date.now() + 60_000);
+    const compacted = await compactNow(store, { minAgeMs: 0, minCount: 0 });
     await store.close();
     t.ok(compacted.compactedRv > rvBefore, `compacted past the informer's rv (${compacted.compactedRv} > ${rvBefore})`);
     await aio.start(sims.length);

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { get } from '../hack/sim/testutil.ts';
 import { setLogLevel } from '../lib/log.ts';
-import { openTestStore, podEvent } from '../storage/testing.ts';
+import { compactNow, openTestStore, podEvent, seedCluster } from '../storage/testing.ts';
 import type { Store } from '../storage/store.ts';
 import { createApiserver } from './server.ts';
 import { httpWatch, rvOf, type HttpWatch } from '../hack/testing/watch-http.ts';
@@ -23,8 +23,7 @@ const del = (s: Store, c: string, ns: string, name: string, labels?: Record<stri
 t.test('watch over HTTP', async (t) => {
   const { store, close } = await openTestStore('sqlite');
   for (const c of ['a', 'b']) {
-    await store.upsertCluster(c, { name: c });
-    await store.setClusterStatus(c, { phase: 'Ready', ready: true, apiResources });
+    await seedCluster(store, c, { phase: 'Ready', ready: true, apiResources });
   }
   for (let i = 0; i < 4; i++) await add(store, 'a', 'n1', `pa${i}`, { app: i % 2 ? 'web' : 'db' });
   for (let i = 0; i < 3; i++) await add(store, 'b', 'n2', `pb${i}`, { app: 'web' });
@@ -133,7 +132,7 @@ t.test('watch over HTTP', async (t) => {
   t.test('a compacted rv: 200, then one ERROR 410 Expired, then the end', async (t) => {
     const before = await store.watermark();
     for (let i = 0; i < 25; i++) await mod(store, 'b', 'n2', 'pb0', { app: 'web', i: String(i) });
-    await store.compact({ minAgeMs: 0, minCount: 5 }, Date.now() + 60_000);
+    await compactNow(store, { minAgeMs: 0, minCount: 5 });
     const w = await watch(`${P}/api/v1/pods?watch=1&resourceVersion=${before}`);
     t.equal(w.status, 200);
     t.ok(await w.done, 'the stream ends cleanly');

@@ -8,7 +8,7 @@ import { freePort } from '../hack/postgres.ts';
 import { get } from '../hack/sim/testutil.ts';
 import { setLogLevel } from '../lib/log.ts';
 import { Store } from '../storage/store.ts';
-import { emptyStorageUrl, podEvent, stopTestPostgres } from '../storage/testing.ts';
+import { emptyStorageUrl, podEvent, seedCluster, stopTestPostgres } from '../storage/testing.ts';
 import { httpWatch, rvOf, type HttpWatch, type HttpWatchEvent } from '../hack/testing/watch-http.ts';
 
 if (!process.env.PANOPTES_LOG_LEVEL) setLogLevel('error');
@@ -54,8 +54,7 @@ t.test('two apiserver processes on PostgreSQL: every watcher gets every event on
   const writerA = await Store.open(storage);
   const writerB = await Store.open(storage);
   for (const c of ['a', 'b']) {
-    await writerA.upsertCluster(c, { name: c });
-    await writerA.setClusterStatus(c, { phase: 'Ready', ready: true, apiResources });
+    await seedCluster(writerA, c, { phase: 'Ready', ready: true, apiResources });
   }
   await writerA.applyBatch('a', [podEvent('ADDED', 'ns0', 'seed', '1')]);
   const replicas = [await startReplica(storage), await startReplica(storage)];

@@ -15,7 +15,7 @@ import { createApiserver } from '../apiserver/server.ts';
 import { formatQuantity } from '../kube/quantity.ts';
 import { setLogLevel } from '../lib/log.ts';
 import { Store } from '../storage/store.ts';
-import { emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/testing.ts';
+import { emptyStorageUrl, seedCluster, stopTestPostgres, type Backend } from '../storage/testing.ts';
 import type { UpstreamEvent } from '../storage/types.ts';
 import { percentile, realisticPod } from './fixtures.ts';
 import type { MetricsBackendFigures } from './report/figures.ts';
@@ -94,8 +94,7 @@ async function run(backend: Backend): Promise<MetricsBackendFigures> {
     const t0 = performance.now();
     for (let c = 0; c < nClusters; c++) {
       const name = `c${c}`;
-      await store.upsertCluster(name, { name });
-      await store.setClusterStatus(name, { phase: 'Ready', ready: true, apiResources });
+      await seedCluster(store, name, { phase: 'Ready', ready: true, apiResources });
       const n = Math.min(per, total - c * per);
       for (let i = 0; i < n; i += 500) {
         const batch: UpstreamEvent[] = [];

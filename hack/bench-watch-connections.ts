@@ -40,7 +40,7 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { setLogLevel } from '../lib/log.ts';
 import { Store } from '../storage/store.ts';
-import { emptyStorageUrl, stopTestPostgres } from '../storage/testing.ts';
+import { emptyStorageUrl, seedCluster, stopTestPostgres } from '../storage/testing.ts';
 import { makeCertSet, type CertSet } from './certs.ts';
 import { LatencyHistogram, now, PodWorkload, RateWriter } from './fanout-workload.ts';
 import { imageNodeOptions, openFileLimits, procMemory, spawnNode, spawnPanoptes, type PanoptesProcess } from './panoptes-process.ts';
@@ -135,8 +135,7 @@ class Clients {
 
 const { url: storage } = await emptyStorageUrl('postgres');
 const store = await Store.open(storage);
-await store.upsertCluster('c1', { name: 'c1' });
-await store.setClusterStatus('c1', { phase: 'Ready', ready: true, apiResources: [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singularName: 'pod' }] });
+await seedCluster(store, 'c1', { phase: 'Ready', ready: true, apiResources: [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singularName: 'pod' }] });
 const workload = new PodWorkload(nNamespaces);
 for (const events of workload.initial()) await store.applyBatch('c1', events);
 

@@ -12,7 +12,8 @@ import type { Knex } from 'knex';
 import type { Dialect } from './dialect.ts';
 import { insertRows } from './insert.ts';
 import { labelNumber } from './label-number.ts';
-import { verifyFences, type Fence } from './leases.ts';
+import { fenceOf, writeTransaction } from './fenced.ts';
+import { clusterLease, type Fence } from './leases.ts';
 import { addCounts } from './write.ts';
 import type { EventType, KubeObject } from './types.ts';
 
@@ -90,20 +91,20 @@ function stamp(obj: KubeObject, rv: number): KubeObject {
 
 /**
  * Reads the Cluster `name` and lets `decide` choose what to write, all in one transaction
- * holding the rv lock (and, with a fence, only while the writer holds its lease:
- * FencedError otherwise). A change gets the next rv and goes to `changes` as ADDED, MODIFIED
- * or DELETED; `decide` may throw (a Status error) to write nothing.
+ * holding the rv lock (and, with a fence — synchro's writes, under the cluster's lease — only
+ * while the writer holds its lease: FencedError otherwise; without one, the apiserver's).
+ * A change gets the next rv and goes to `changes` as ADDED, MODIFIED or DELETED; `decide` may
+ * throw (a Status error) to write nothing.
  */
 export async function writeClusterObject(
   knex: Knex,
   dialect: Dialect,
   name: string,
   decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite,
-  opts: { fence?: Fence } = {},
+  fence: Fence | undefined,
 ): Promise<ClusterObjectResult> {
-  return knex.transaction(async (trx) => {
-    const locked = await dialect.lockRv(trx, opts.fence ? [opts.fence.lease] : []);
-    if (opts.fence) verifyFences([opts.fence], locked.leases);
+  const fences = fence ? [fenceOf(fence, clusterLease(name))] : [];
+  return writeTransaction(knex, dialect, fences, 'rv', async (trx, locked) => {
     let rv = locked.rv;
     const row: Row | undefined = await objectsOf(trx).where({ name }).first('id', 'uid', 'rv', 'object');
     const cred: { digest: string } | undefined = row ? await trx('cluster_credentials').where({ name, uid: row.uid }).first('digest') : undefined;
@@ -114,7 +115,7 @@ export async function writeClusterObject(
     if (decision.action === 'none' || (decision.action === 'delete' && !row)) return { watermark: rv, object: row?.object };
 
     const changeRv = ++rv;
-    const ts = Date.now();
+    const ts = locked.now;
     let type: EventType;
     let json: string;
     if (decision.action === 'delete') {
@@ -171,7 +172,7 @@ export async function writeClusterObject(
       object: json,
       prev_object: row?.object ?? null,
       ts,
-      epoch: opts.fence?.epoch ?? null,
+      epoch: fence?.epoch ?? null,
     };
     await dialect.publishChanges(trx, [change], rv);
     return { change: { rv: changeRv, type }, object: json, watermark: rv };

@@ -1,7 +1,10 @@
-// The `clusters` table: registration (spec) and status of each member cluster.
+// The `clusters` table: registration (spec) and status of each member cluster, written by the
+// synchro holding the cluster's lease (storage/fenced.ts), read by everyone.
 import type { Knex } from 'knex';
 import { clusterObjectsCluster } from './cluster-objects.ts';
-import type { Fence } from './leases.ts';
+import type { Dialect } from './dialect.ts';
+import { fenceOf, writeTransaction } from './fenced.ts';
+import { clusterLease, type Fence } from './leases.ts';
 import type { ClusterRecord, StoredKey } from './types.ts';
 
 interface ClusterRow {
@@ -20,20 +23,23 @@ const toRecord = (r: ClusterRow): ClusterRecord => ({
   updatedAt: r.updated_at,
 });
 
-export async function upsertCluster(knex: Knex, name: string, spec: Record<string, unknown>): Promise<void> {
-  const now = new Date().toISOString();
-  await knex('clusters')
-    .insert({ name, spec: JSON.stringify(spec), status: '{}', created_at: now, updated_at: now })
-    .onConflict('name')
-    .merge(['spec', 'updated_at']);
+/** A write of cluster `name`'s row, under its lease; `at` is the database's clock as an ISO time. */
+async function underClusterLease<T>(knex: Knex, dialect: Dialect, name: string, fence: Fence, write: (trx: Knex.Transaction, at: string) => Promise<T>): Promise<T> {
+  return writeTransaction(knex, dialect, [fenceOf(fence, clusterLease(name))], 'leases', (trx, { now }) => write(trx, new Date(now).toISOString()));
 }
 
-export async function setClusterStatus(knex: Knex, name: string, status: Record<string, unknown>, fence?: Fence): Promise<boolean> {
-  const q = knex('clusters').where({ name });
-  // A writer that lost its lease must not overwrite its successor's status.
-  if (fence) q.whereExists((sub) => sub.select(knex.raw('1')).from('leases').where({ name: fence.lease, holder: fence.holder, epoch: fence.epoch }));
-  const n = await q.update({ status: JSON.stringify(status), updated_at: new Date().toISOString() });
-  return Number(n) > 0;
+export function upsertCluster(knex: Knex, dialect: Dialect, name: string, spec: Record<string, unknown>, fence: Fence): Promise<void> {
+  return underClusterLease(knex, dialect, name, fence, async (trx, at) => {
+    await trx('clusters')
+      .insert({ name, spec: JSON.stringify(spec), status: '{}', created_at: at, updated_at: at })
+      .onConflict('name')
+      .merge(['spec', 'updated_at']);
+  });
+}
+
+/** Writes the status of a registered cluster; returns whether its row exists. */
+export function setClusterStatus(knex: Knex, dialect: Dialect, name: string, status: Record<string, unknown>, fence: Fence): Promise<boolean> {
+  return underClusterLease(knex, dialect, name, fence, async (trx, at) => Number(await trx('clusters').where({ name }).update({ status: JSON.stringify(status), updated_at: at })) > 0);
 }
 
 export async function getCluster(knex: Knex, name: string): Promise<ClusterRecord | undefined> {
@@ -55,8 +61,10 @@ export async function knownClusterNames(knex: Knex): Promise<string[]> {
 }
 
 /** Removes the registration row only; the caller first deletes the cluster's objects as changes. */
-export async function deleteClusterRow(knex: Knex, name: string): Promise<void> {
-  await knex('clusters').where({ name }).delete();
+export function deleteClusterRow(knex: Knex, dialect: Dialect, name: string, fence: Fence): Promise<void> {
+  return underClusterLease(knex, dialect, name, fence, async (trx) => {
+    await trx('clusters').where({ name }).delete();
+  });
 }
 
 /** What storage holds for one cluster and resource, for reconcile after a relist. */

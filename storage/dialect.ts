@@ -14,9 +14,16 @@ export interface Dialect {
   /**
    * Takes the write lock that orders rv allocation (held until commit) and reads the named
    * leases, which stay locked against acquisition until commit (the writers' fences): one
-   * statement on PostgreSQL. Returns the last allocated rv and the leases found.
+   * statement on PostgreSQL. Returns the last allocated rv, the database's clock (change rows'
+   * times) and the leases found.
    */
-  lockRv(trx: Knex.Transaction, leases?: string[]): Promise<{ rv: number; leases: LeaseState[] }>;
+  lockRv(trx: Knex.Transaction, leases?: string[]): Promise<{ rv: number; now: number; leases: LeaseState[] }>;
+  /**
+   * lockRv for writes that append no change: only the named leases are locked against
+   * acquisition until commit (PostgreSQL: FOR SHARE; SQLite: the database's write lock, as
+   * every write there), and read with the database's clock.
+   */
+  lockLeases(trx: Knex.Transaction, leases: string[]): Promise<{ now: number; leases: LeaseState[] }>;
   /**
    * The end of a batch: appends the change rows, moves the watermark to `rv` and tells other
    * processes (NOTIFY, a hint: polling still delivers): one statement on PostgreSQL.
@@ -117,20 +124,20 @@ function sqliteStatement(db: SqliteDatabase, sql: string): SqliteStatement {
   return stmt;
 }
 
-/** A lease as a write transaction sees it (storage/leases.ts checks the fences against it). */
+/** A lease as a write transaction sees it (storage/fenced.ts checks the fences against it). */
 export interface LeaseState {
   name: string;
   holder: string | null;
   epoch: number;
+  /** Its expiry is past on the database's clock. */
   expired: boolean;
 }
 
-const toLeaseState = (r: { name: string; holder: string | null; epoch: number | string; expired: number | string | boolean }): LeaseState => ({
-  name: r.name,
-  holder: r.holder,
-  epoch: Number(r.epoch),
-  expired: r.expired === true || Number(r.expired) === 1,
-});
+type LeaseRow = { name: string | null; holder: string | null; epoch: number | string; expires_at: number | string; now: number | string };
+
+/** The lease rows of a locking statement (a LEFT JOIN: a row without a name found none), expiry against its `now`. */
+const leaseStates = (rows: LeaseRow[]): LeaseState[] =>
+  rows.filter((r) => r.name !== null).map((r) => ({ name: r.name!, holder: r.holder, epoch: Number(r.epoch), expired: Number(r.expires_at) <= Number(r.now) }));
 
 /** The channel PostgreSQL NOTIFY uses to wake pollers in other processes. */
 export const notifyChannel = 'panoptes_changes';
@@ -148,13 +155,16 @@ export const sqlite: Dialect = {
     // (a read first could not be upgraded if another process wrote in between); it also
     // excludes every acquisition until commit.
     await trx('meta').where({ key: 'rv' }).update({ value: trx.raw('value') });
-    const row = await trx('meta').where({ key: 'rv' }).first('value');
+    const [row] = rowsOf<{ value: number | string; now: number | string }>(await trx.raw(`SELECT value, ${sqliteNowMs} AS now FROM meta WHERE key = 'rv'`));
+    const now = Number(row.now);
     const found = leases.length
-      ? rowsOf<{ name: string; holder: string | null; epoch: number; expired: number }>(
-          await trx.raw(`SELECT name, holder, epoch, CASE WHEN expires_at <= ${sqliteNowMs} THEN 1 ELSE 0 END AS expired FROM leases WHERE name IN (${leases.map(() => '?').join(', ')})`, leases),
-        )
+      ? rowsOf<LeaseRow>(await trx.raw(`SELECT name, holder, epoch, expires_at, ? AS now FROM leases WHERE name IN (${leases.map(() => '?').join(', ')})`, [now, ...leases]))
       : [];
-    return { rv: Number(row.value), leases: found.map(toLeaseState) };
+    return { rv: Number(row.value), now, leases: leaseStates(found) };
+  },
+  async lockLeases(trx, leases) {
+    const { now, leases: found } = await sqlite.lockRv(trx, leases);
+    return { now, leases: found };
   },
   async publishChanges(trx, rows, rv) {
     await insertRows(trx, sqlite, 'changes', rows);
@@ -255,17 +265,27 @@ export const postgres: Dialect = {
     // The fences' lease rows are share-locked in the same statement: an acquisition waits
     // for this transaction, so no write lands after its lease moved on.
     if (leases.length === 0) {
-      const row = await trx('meta').where({ key: 'rv' }).forUpdate().first('value');
-      return { rv: Number(row.value), leases: [] };
+      const [row] = rowsOf<{ rv: number | string; now: number | string }>(await trx.raw(`SELECT value AS rv, ${postgresNowMs} AS now FROM meta WHERE key = 'rv' FOR UPDATE`));
+      return { rv: Number(row.rv), now: Number(row.now), leases: [] };
     }
-    const rows = rowsOf<{ rv: number | string; name: string | null; holder: string | null; epoch: number | string; expired: boolean }>(
+    const rows = rowsOf<LeaseRow & { rv: number | string }>(
       await trx.raw(
-        `SELECT m.value AS rv, l.name, l.holder, l.epoch, l.expires_at <= ${postgresNowMs} AS expired FROM meta m ` +
+        `SELECT m.value AS rv, c.now, l.name, l.holder, l.epoch, l.expires_at FROM meta m CROSS JOIN (SELECT ${postgresNowMs} AS now) c ` +
           `LEFT JOIN LATERAL (SELECT * FROM leases WHERE name IN (${leases.map(() => '?').join(', ')}) FOR SHARE) l ON true WHERE m.key = 'rv' FOR UPDATE OF m`,
         leases,
       ),
     );
-    return { rv: Number(rows[0].rv), leases: rows.filter((r) => r.name !== null).map((r) => toLeaseState({ ...r, name: r.name! })) };
+    return { rv: Number(rows[0].rv), now: Number(rows[0].now), leases: leaseStates(rows) };
+  },
+  async lockLeases(trx, leases) {
+    const rows = rowsOf<LeaseRow>(
+      await trx.raw(
+        `SELECT c.now, l.name, l.holder, l.epoch, l.expires_at FROM (SELECT ${postgresNowMs} AS now) c ` +
+          `LEFT JOIN LATERAL (SELECT * FROM leases WHERE name IN (${leases.map(() => '?').join(', ')}) FOR SHARE) l ON true`,
+        leases,
+      ),
+    );
+    return { now: Number(rows[0].now), leases: leaseStates(rows) };
   },
   async publishChanges(trx, rows, rv) {
     // One statement: the rows, the watermark and the NOTIFY (sent at commit).

@@ -4,12 +4,15 @@
 // Times are the database's clock (dialect.nowMs), never a process's: members on different
 // hosts compare expiries against one clock.
 //
-// A lease's epoch only grows: every acquisition bumps it. A writer carries the epoch it
-// acquired; applyBatch checks it in the write transaction (checkFence), so a holder that
-// lost its lease — paused past its expiry, partitioned, or replaced — never writes a row.
+// Epochs only grow, for the life of the database: every acquisition takes the next value of
+// one sequence (meta `lease_epoch`), so even a lease deleted with its cluster and created
+// again when the cluster comes back starts above every epoch before it. A writer carries the
+// epoch it acquired; every write it makes checks it in the write transaction
+// (storage/fenced.ts), so a holder that lost its lease — paused past its expiry, partitioned,
+// replaced, or its lease deleted and re-created — never writes a row.
 import type { Knex } from 'knex';
 import { StatusError } from '../kube/status.ts';
-import type { Dialect, LeaseState } from './dialect.ts';
+import type { Dialect } from './dialect.ts';
 import { rowsOf } from './rows.ts';
 
 /** What a writer proves with each batch: who it is and the epoch it acquired. */
@@ -82,21 +85,28 @@ export async function listLeases(knex: Knex, names?: string[]): Promise<Lease[]>
   return ((await q) as LeaseRow[]).map(toLease);
 }
 
+/** The meta row of the epoch sequence (schema migration 9 starts it above every epoch used before). */
+export const epochSequence = 'lease_epoch';
+
 /**
  * Takes a lease that is free, expired, already this holder's, or held by one of `deadHolders`
- * (members known to be gone), bumping its epoch. Returns the new epoch, or undefined when
- * another holder has it.
+ * (members known to be gone), at the next epoch of the database's sequence. Returns the new
+ * epoch, or undefined when another holder has it (no epoch is used up then).
  */
 export async function acquireLease(knex: Knex, dialect: Dialect, name: string, holder: string, ttlMs: number, deadHolders: string[] = []): Promise<number | undefined> {
-  await knex('leases').insert({ name, holder: null, epoch: 0, acquired_at: 0, renewed_at: 0, expires_at: 0 }).onConflict('name').ignore();
-  const takeable = ['holder IS NULL', `expires_at <= ${dialect.nowMs}`, 'holder = ?', ...(deadHolders.length ? [`holder IN (${deadHolders.map(() => '?').join(', ')})`] : [])];
-  const result = await knex.raw(
-    `UPDATE leases SET holder = ?, epoch = epoch + 1, acquired_at = ${dialect.nowMs}, renewed_at = ${dialect.nowMs}, expires_at = ${dialect.nowMs} + ? ` +
-      `WHERE name = ? AND (${takeable.join(' OR ')}) RETURNING epoch`,
-    [holder, ttlMs, name, holder, ...deadHolders],
-  );
-  const [row] = rowsOf<{ epoch: number | string }>(result);
-  return row ? Number(row.epoch) : undefined;
+  const takeable = ['leases.holder IS NULL', `leases.expires_at <= ${dialect.nowMs}`, 'leases.holder = ?', ...(deadHolders.length ? [`leases.holder IN (${deadHolders.map(() => '?').join(', ')})`] : [])];
+  return knex.transaction(async (trx) => {
+    // Locks the row (against writers' fence checks and other acquisitions) if this holder may
+    // take it, or creates it; a row another holder has is neither locked nor changed.
+    const mayTake =
+      rowsOf<{ name: string }>(await trx.raw(`UPDATE leases SET holder = holder WHERE name = ? AND (${takeable.join(' OR ')}) RETURNING name`, [name, holder, ...deadHolders])).length > 0 ||
+      rowsOf<{ name: string }>(await trx.raw('INSERT INTO leases (name, holder, epoch, acquired_at, renewed_at, expires_at) VALUES (?, NULL, 0, 0, 0, 0) ON CONFLICT (name) DO NOTHING RETURNING name', [name])).length > 0;
+    if (!mayTake) return undefined;
+    const [next] = rowsOf<{ value: number | string }>(await trx.raw('UPDATE meta SET value = value + 1 WHERE key = ? RETURNING value', [epochSequence]));
+    const epoch = Number(next.value);
+    await trx.raw(`UPDATE leases SET holder = ?, epoch = ?, acquired_at = ${dialect.nowMs}, renewed_at = ${dialect.nowMs}, expires_at = ${dialect.nowMs} + ? WHERE name = ?`, [holder, epoch, ttlMs, name]);
+    return epoch;
+  });
 }
 
 /** Extends every lease this holder holds at the given epochs; returns the names it still holds. */
@@ -116,20 +126,10 @@ export async function releaseLease(knex: Knex, name: string, holder: string, epo
   return Number(n) > 0;
 }
 
-/** Deletes a lease row (its cluster is gone for good), if the holder still holds it. */
+/**
+ * Deletes a lease row (its cluster is gone), if the holder still holds it: lease rows do not
+ * outlive their clusters, and the epoch sequence keeps a re-created lease above the old one.
+ */
 export async function deleteLease(knex: Knex, name: string, holder: string, epoch: number): Promise<void> {
   await knex('leases').where({ name, holder, epoch }).delete();
-}
-
-/**
- * Throws FencedError for the first fence that no longer holds its lease, unexpired, as the
- * write transaction read the leases (dialect.lockRv, which keeps them locked against
- * acquisition until the transaction ends: a write either commits before its lease moves on
- * or not at all).
- */
-export function verifyFences(fences: Fence[], found: LeaseState[]): void {
-  for (const fence of fences) {
-    const row = found.find((l) => l.name === fence.lease);
-    if (!row || row.holder !== fence.holder || row.epoch !== fence.epoch || row.expired) throw new FencedError(fence, row);
-  }
 }

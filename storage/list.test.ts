@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { parseFieldSelector } from '../kube/fields.ts';
 import { parseLabelSelector } from '../kube/labels.ts';
 import type { Store } from './store.ts';
-import { backends, openTestStore, podEvent, stopTestPostgres } from './testing.ts';
+import { backends, compactNow, openTestStore, podEvent, stopTestPostgres } from './testing.ts';
 import type { ListQuery } from './types.ts';
 
 t.teardown(stopTestPostgres);
@@ -153,7 +153,7 @@ for (const backend of backends) {
     t.test('after compaction, an older continue token or exact rv is 410 Expired', async (t) => {
       const page = await store.list(pods({ limit: 5 }));
       await store.applyBatch('c3', [podEvent('MODIFIED', 'alpha', 'pod-1', '9000', { labels: { x: 'y' } })]);
-      await store.compact({ minAgeMs: 0, minCount: 0 }, Date.now() + 1000);
+      await compactNow(store, { minAgeMs: 0, minCount: 0 });
       await t.rejects(store.list(pods({ limit: 5, continue: page.continue })), { code: 410, reason: 'Expired' });
       await t.rejects(store.list(pods({ exactRv: page.resourceVersion })), { code: 410, reason: 'Expired' });
       const fresh = await store.list(pods({ limit: 5 }));

@@ -1,6 +1,9 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { connect } from './connect.ts';
+import { clusterLease } from './leases.ts';
+import { migrate } from './schema.ts';
 import { Store } from './store.ts';
 import { backends, emptyStorageUrl, podEvent, stopTestPostgres } from './testing.ts';
 
@@ -30,5 +33,28 @@ for (const backend of backends) {
     const again = await migrateProcess(url);
     t.equal(again.code, 0, 'migrations are idempotent');
     t.equal(await store.watermark(), 2, 'and leave data alone');
+  });
+}
+
+for (const backend of backends) {
+  t.test(`${backend}: lease epochs continue above every epoch of a database made before the epoch sequence`, async (t) => {
+    const { url, cleanup } = await emptyStorageUrl(backend);
+    t.teardown(cleanup);
+    const conn = connect(url);
+    await migrate(conn.knex, conn.dialect, 8);
+    // Epochs of that time: a lease at 7, and changes written under 12 by a lease since deleted.
+    await conn.knex('leases').insert({ name: clusterLease('east'), holder: 'a', epoch: 7, acquired_at: 0, renewed_at: 0, expires_at: 0 });
+    const change = { type: 'ADDED', cluster: 'gone', grp: '', version: 'v1', resource: 'pods', namespace: 'n', name: 'p', uid: 'u', object: '{}', prev_object: null, ts: 0 };
+    await conn.knex('changes').insert([
+      { rv: 2, ...change, epoch: 12 },
+      { rv: 3, ...change, epoch: null },
+    ]);
+    await conn.knex('meta').where({ key: 'rv' }).update({ value: 3 });
+    await conn.knex.destroy();
+
+    const store = await Store.open(url);
+    t.teardown(() => store.close());
+    t.equal(await store.acquireLease(clusterLease('gone'), 'b', 60_000), 13, 'the next epoch is above every one in leases and in the change log');
+    t.equal(await store.acquireLease(clusterLease('east'), 'b', 60_000), 14, 'for every lease');
   });
 }

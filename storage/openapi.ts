@@ -3,8 +3,12 @@
 // `cluster_openapi` says which document a cluster serves for each group version ('' for a
 // cluster that only has a whole v2 document), with what the member called it (the ?hash= of
 // its v3 root) so unchanged documents are not fetched again. Documents no cluster refers to
-// are deleted in the same transaction that drops the last reference.
+// are deleted in the same transaction that drops the last reference. A cluster's references
+// are written by the synchro holding its lease (storage/fenced.ts).
 import type { Knex } from 'knex';
+import type { Dialect } from './dialect.ts';
+import { fenceOf, writeTransaction } from './fenced.ts';
+import { clusterLease, type Fence } from './leases.ts';
 
 export type OpenAPIFormat = 'v2' | 'v3';
 
@@ -76,8 +80,9 @@ async function collectGarbage(trx: Knex.Transaction): Promise<number> {
  * with a body are stored unless present, references not in `entries` are dropped, and
  * documents nothing refers to any more are deleted.
  */
-export async function replaceClusterOpenAPI(knex: Knex, cluster: string, entries: OpenAPIEntry[], now = new Date().toISOString()): Promise<void> {
-  await knex.transaction(async (trx) => {
+export async function replaceClusterOpenAPI(knex: Knex, dialect: Dialect, cluster: string, entries: OpenAPIEntry[], fence: Fence): Promise<void> {
+  await writeTransaction(knex, dialect, [fenceOf(fence, clusterLease(cluster))], 'leases', async (trx, locks) => {
+    const now = new Date(locks.now).toISOString();
     for (const e of entries) {
       if (e.body === undefined) continue;
       await trx('openapi_documents')
@@ -103,8 +108,8 @@ export async function replaceClusterOpenAPI(knex: Knex, cluster: string, entries
 }
 
 /** Drops every reference of a removed cluster (and the documents only it used). */
-export async function deleteClusterOpenAPI(knex: Knex, cluster: string): Promise<void> {
-  await knex.transaction(async (trx) => {
+export async function deleteClusterOpenAPI(knex: Knex, dialect: Dialect, cluster: string, fence: Fence): Promise<void> {
+  await writeTransaction(knex, dialect, [fenceOf(fence, clusterLease(cluster))], 'leases', async (trx) => {
     await trx('cluster_openapi').where({ cluster }).delete();
     await collectGarbage(trx);
   });

@@ -3,6 +3,7 @@
 import type { Knex } from 'knex';
 import { labelNumber } from './label-number.ts';
 import type { Dialect } from './dialect.ts';
+import { epochSequence } from './leases.ts';
 
 type Migration = { version: number; up(trx: Knex.Transaction, dialect: Dialect): Promise<void> };
 
@@ -186,6 +187,16 @@ const migrations: Migration[] = [
         t.primary(['grp', 'resource', 'cluster', 'namespace']);
       });
       await trx.raw('INSERT INTO object_counts (grp, resource, cluster, namespace, n) SELECT grp, resource, cluster, namespace, COUNT(*) FROM objects GROUP BY grp, resource, cluster, namespace');
+    },
+  },
+  {
+    // Lease epochs from one sequence for the whole database (storage/leases.ts), so that a lease
+    // deleted with its cluster and created again never repeats an epoch: it starts above every
+    // epoch still on record, in the leases and in the change log.
+    version: 9,
+    async up(trx) {
+      const used = async (table: string) => Number(((await trx(table).max({ e: 'epoch' }).first()) as { e: number | string | null } | undefined)?.e ?? 0);
+      await trx('meta').insert({ key: epochSequence, value: Math.max(await used('leases'), await used('changes')) });
     },
   },
   {

@@ -1,4 +1,11 @@
 // Storage: the one interface the rest of Panoptes uses, over SQLite or PostgreSQL.
+//
+// Writes come in two kinds, and the method says which. A lease holder's writes (synchro: a
+// cluster's batches, its Cluster object and status, its clusters row and OpenAPI documents,
+// its removal; the compactor's compaction and count repair) take a Fence, always, and write
+// nothing unless it still holds (storage/fenced.ts): `fencedWrites` lists them. The few writes
+// made without a lease say so (`unleasedWrites`): the apiserver's Cluster writes, serialized by
+// resourceVersion under the rv lock, and single batches of tests and benchmarks.
 import { connect, type Connection, type ConnectOptions } from './connect.ts';
 import { aggregate, type AggregateQuery, type AggregateResult } from './aggregate.ts';
 import { changesAfter } from './changes.ts';
@@ -6,6 +13,7 @@ import * as clusters from './clusters.ts';
 import * as clusterObjects from './cluster-objects.ts';
 import type { ClusterObjectResult, ClusterObjectState, ClusterObjectWrite, ClusterRegistration } from './cluster-objects.ts';
 import { compact } from './compact.ts';
+import { repairCounts, type CountRepair } from './counts.ts';
 import { list } from './list.ts';
 import { readMeta, type Meta } from './meta.ts';
 import * as openapi from './openapi.ts';
@@ -32,6 +40,33 @@ import type {
 
 export type CommitListener = (watermark: number) => void;
 
+/** One cluster's share of a group commit, under the cluster's lease. */
+export interface FencedBatchPart extends BatchPart {
+  fence: Fence;
+}
+
+/**
+ * The Store's writes a lease holder makes: each takes a Fence and writes nothing (FencedError)
+ * unless the fence's holder still holds its lease at its epoch, unexpired, on the database's
+ * clock. storage/fenced.test.ts drives each with every kind of stale fence, and fails when a
+ * method that takes a Fence is missing here.
+ */
+export const fencedWrites = [
+  'applyBatches',
+  'writeClusterObject',
+  'setClusterStatus',
+  'upsertCluster',
+  'deleteClusterRow',
+  'replaceClusterOpenAPI',
+  'deleteClusterOpenAPI',
+  'compact',
+  'repairCounts',
+] as const satisfies ReadonlyArray<keyof Store>;
+export type FencedWrite = (typeof fencedWrites)[number];
+
+/** The Store's writes made without a lease: synchro calls none of them (storage/fenced.test.ts). */
+export const unleasedWrites = ['applyBatch', 'writeClusterObjectWithoutLease'] as const satisfies ReadonlyArray<keyof Store>;
+
 export class Store {
   readonly conn: Connection;
   private readonly listeners = new Set<CommitListener>();
@@ -57,8 +92,8 @@ export class Store {
   }
 
   /**
-   * Writes one batch of a cluster's events in one transaction; replays write nothing. With a
-   * fence, writes nothing unless the writer still holds its lease (FencedError).
+   * Writes one batch of a cluster's events in one transaction, without a lease (tests,
+   * benchmarks); replays write nothing. synchro writes through applyBatches, fenced.
    */
   async applyBatch(cluster: string, events: UpstreamEvent[], opts?: WriteOptions): Promise<BatchResult> {
     const result = await applyBatch(this.conn.knex, this.conn.dialect, cluster, events, opts);
@@ -67,11 +102,12 @@ export class Store {
   }
 
   /**
-   * Group commit: several clusters' batches in one transaction (one per cluster). A fenced
-   * part (FencedError, naming its fence) writes nothing of any part.
+   * Group commit: several clusters' batches in one transaction (one per cluster), each under
+   * its cluster's lease. A fenced part (FencedError, naming its fence) writes nothing of any
+   * part. `opts.beforeCommit` is a test hook.
    */
-  async applyBatches(parts: BatchPart[]): Promise<BatchResult[]> {
-    const results = await applyBatches(this.conn.knex, this.conn.dialect, parts);
+  async applyBatches(parts: FencedBatchPart[], opts?: WriteOptions): Promise<BatchResult[]> {
+    const results = await applyBatches(this.conn.knex, this.conn.dialect, parts, opts);
     const wrote = results.some((r) => r.changes.length > 0);
     if (wrote) for (const l of this.listeners) l(results[0].watermark);
     return results;
@@ -112,17 +148,24 @@ export class Store {
     return aggregate(this.conn.knex, this.conn.dialect, query);
   }
 
-  compact(policy: RetentionPolicy, now?: number): Promise<CompactResult> {
-    return compact(this.conn.knex, policy, now);
+  /** Drops the changes outside the retention window (on the database's clock), under the compactor lease. */
+  compact(policy: RetentionPolicy, fence: Fence): Promise<CompactResult> {
+    return compact(this.conn.knex, this.conn.dialect, policy, fence);
   }
 
-  upsertCluster(name: string, spec: Record<string, unknown>): Promise<void> {
-    return clusters.upsertCluster(this.conn.knex, name, spec);
+  /** Recounts object_counts from the objects, under the rv lock and the compactor lease (storage/counts.ts). */
+  repairCounts(fence: Fence): Promise<CountRepair> {
+    return repairCounts(this.conn.knex, this.conn.dialect, fence);
   }
 
-  /** Writes a cluster's status; with a fence, only while the writer holds the lease (returns whether it wrote). */
-  setClusterStatus(name: string, status: Record<string, unknown>, fence?: Fence): Promise<boolean> {
-    return clusters.setClusterStatus(this.conn.knex, name, status, fence);
+  /** Registers a member cluster (its spec), under the cluster's lease. */
+  upsertCluster(name: string, spec: Record<string, unknown>, fence: Fence): Promise<void> {
+    return clusters.upsertCluster(this.conn.knex, this.conn.dialect, name, spec, fence);
+  }
+
+  /** Writes a cluster's status under its lease; returns whether the cluster is registered. */
+  setClusterStatus(name: string, status: Record<string, unknown>, fence: Fence): Promise<boolean> {
+    return clusters.setClusterStatus(this.conn.knex, this.conn.dialect, name, status, fence);
   }
 
   getCluster(name: string): Promise<ClusterRecord | undefined> {
@@ -133,19 +176,32 @@ export class Store {
     return clusters.listClusters(this.conn.knex);
   }
 
-  deleteClusterRow(name: string): Promise<void> {
-    return clusters.deleteClusterRow(this.conn.knex, name);
+  /** Removes a cluster's registration row (its objects are deleted first, as changes), under its lease. */
+  deleteClusterRow(name: string, fence: Fence): Promise<void> {
+    return clusters.deleteClusterRow(this.conn.knex, this.conn.dialect, name, fence);
   }
 
   // --- Cluster objects (storage/cluster-objects.ts)
 
   /**
    * Reads the Cluster `name` and writes what `decide` chooses, in one transaction under the rv
-   * lock (with a fence: only while the writer holds its lease). Wakes this process's pollers
-   * after a commit that wrote a change.
+   * lock, while the writer holds the cluster's lease (synchro: status, file clusters' objects,
+   * the end of a removal). Wakes this process's pollers after a commit that wrote a change.
    */
-  async writeClusterObject(name: string, decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite, opts?: { fence?: Fence }): Promise<ClusterObjectResult> {
-    const result = await clusterObjects.writeClusterObject(this.conn.knex, this.conn.dialect, name, decide, opts);
+  writeClusterObject(name: string, decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite, fence: Fence): Promise<ClusterObjectResult> {
+    return this.clusterObjectWrite(name, decide, fence);
+  }
+
+  /**
+   * writeClusterObject without a lease: the apiserver's Cluster writes (create, update, patch,
+   * delete), which optimistic concurrency on resourceVersion serializes under the rv lock.
+   */
+  writeClusterObjectWithoutLease(name: string, decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite): Promise<ClusterObjectResult> {
+    return this.clusterObjectWrite(name, decide, undefined);
+  }
+
+  private async clusterObjectWrite(name: string, decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite, fence: Fence | undefined): Promise<ClusterObjectResult> {
+    const result = await clusterObjects.writeClusterObject(this.conn.knex, this.conn.dialect, name, decide, fence);
     if (result.change) for (const l of this.listeners) l(result.watermark);
     return result;
   }
@@ -225,13 +281,14 @@ export class Store {
     return openapi.documentByUpstream(this.conn.knex, format, upstreamHash);
   }
 
-  /** Makes `entries` the cluster's complete set of OpenAPI references (storing new documents, dropping unused ones). */
-  replaceClusterOpenAPI(cluster: string, entries: openapi.OpenAPIEntry[]): Promise<void> {
-    return openapi.replaceClusterOpenAPI(this.conn.knex, cluster, entries);
+  /** Makes `entries` the cluster's complete set of OpenAPI references (storing new documents, dropping unused ones), under its lease. */
+  replaceClusterOpenAPI(cluster: string, entries: openapi.OpenAPIEntry[], fence: Fence): Promise<void> {
+    return openapi.replaceClusterOpenAPI(this.conn.knex, this.conn.dialect, cluster, entries, fence);
   }
 
-  deleteClusterOpenAPI(cluster: string): Promise<void> {
-    return openapi.deleteClusterOpenAPI(this.conn.knex, cluster);
+  /** Drops a removed cluster's OpenAPI references, under its lease. */
+  deleteClusterOpenAPI(cluster: string, fence: Fence): Promise<void> {
+    return openapi.deleteClusterOpenAPI(this.conn.knex, this.conn.dialect, cluster, fence);
   }
 
   openAPIDocuments(hashes: string[]): Promise<Map<string, { format: openapi.OpenAPIFormat; body: string }>> {

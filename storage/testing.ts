@@ -4,8 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDatabase, startPostgres, type PostgresServer } from '../hack/postgres.ts';
+import { clusterLease, compactorLease, type Fence } from './leases.ts';
 import { Store } from './store.ts';
-import type { UpstreamEvent } from './types.ts';
+import type { RetentionPolicy, UpstreamEvent } from './types.ts';
 
 export type Backend = 'sqlite' | 'postgres';
 export const backends: Backend[] = ['sqlite', 'postgres'];
@@ -45,18 +46,57 @@ export async function openTestStore(backend: Backend): Promise<{ store: Store; u
   };
 }
 
+/** Takes `lease` for `holder` (for a minute) and returns its fence: a test's writer under a lease. */
+export async function takeLease(store: Store, lease: string, holder = 'test'): Promise<Fence> {
+  const epoch = await store.acquireLease(lease, holder, 60_000);
+  if (epoch === undefined) throw new Error(`takeLease: ${lease} is held by another holder`);
+  return { lease, holder, epoch };
+}
+
+/**
+ * Runs `write` as the holder of `lease` (holder `test`), then gives the lease up, so that a
+ * synchro started later takes it at once: how tests write what only a lease holder may.
+ */
+export async function underTestLease<T>(store: Store, lease: string, write: (fence: Fence) => Promise<T>): Promise<T> {
+  const fence = await takeLease(store, lease);
+  try {
+    return await write(fence);
+  } finally {
+    await store.releaseLease(lease, fence.holder, fence.epoch);
+  }
+}
+
+/** Registers a member cluster with a status, as its synchro writes them (the apiserver's discovery reads them). */
+export async function seedCluster(store: Store, name: string, status: Record<string, unknown>, spec: Record<string, unknown> = { name }): Promise<void> {
+  await underTestLease(store, clusterLease(name), async (fence) => {
+    await store.upsertCluster(name, spec, fence);
+    await store.setClusterStatus(name, status, fence);
+  });
+}
+
+/** Compacts the change log now, as the compactor does under its lease. */
+export function compactNow(store: Store, policy: RetentionPolicy): ReturnType<Store['compact']> {
+  return underTestLease(store, compactorLease, (fence) => store.compact(policy, fence));
+}
+
 /** Stores the Cluster object of a member cluster as synchro writes it for a clusters.yaml entry (spec.source: file). */
 export async function seedClusterObject(store: Store, name: string, status: Record<string, unknown>, spec: Record<string, unknown> = {}): Promise<void> {
-  await store.writeClusterObject(name, (cur) => ({
-    action: 'put',
-    object: {
-      apiVersion: 'panoptes.io/v1alpha1',
-      kind: 'Cluster',
-      metadata: { name, uid: cur?.uid ?? `uid-cluster-${name}`, generation: 1, creationTimestamp: '2026-01-01T00:00:00Z' },
-      spec: { source: 'file', ...spec },
-      status,
-    },
-  }));
+  await underTestLease(store, clusterLease(name), (fence) =>
+    store.writeClusterObject(
+      name,
+      (cur) => ({
+        action: 'put',
+        object: {
+          apiVersion: 'panoptes.io/v1alpha1',
+          kind: 'Cluster',
+          metadata: { name, uid: cur?.uid ?? `uid-cluster-${name}`, generation: 1, creationTimestamp: '2026-01-01T00:00:00Z' },
+          spec: { source: 'file', ...spec },
+          status,
+        },
+      }),
+      fence,
+    ),
+  );
 }
 
 /** Stops the throwaway server, if this process started one. */

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { backends, openTestStore, podEvent, stopTestPostgres } from './testing.ts';
+import { clusterLease } from './leases.ts';
+import { backends, openTestStore, podEvent, stopTestPostgres, takeLease } from './testing.ts';
 import type { KubeObject, UpstreamEvent } from './types.ts';
 
 t.teardown(stopTestPostgres);
@@ -147,14 +148,15 @@ for (const backend of backends) {
     });
 
     t.test('cluster registration and status', async (t) => {
-      await store.upsertCluster('east', { server: 'https://east' });
-      await store.setClusterStatus('east', { phase: 'Ready' });
-      await store.upsertCluster('east', { server: 'https://east:6443' });
+      const fence = await takeLease(store, clusterLease('east'));
+      await store.upsertCluster('east', { server: 'https://east' }, fence);
+      await store.setClusterStatus('east', { phase: 'Ready' }, fence);
+      await store.upsertCluster('east', { server: 'https://east:6443' }, fence);
       const c = await store.getCluster('east');
       t.same(c?.spec, { server: 'https://east:6443' });
       t.same(c?.status, { phase: 'Ready' }, 're-registering keeps the status');
       t.same((await store.listClusters()).map((x) => x.name), ['east']);
-      await store.deleteClusterRow('east');
+      await store.deleteClusterRow('east', fence);
       t.equal(await store.getCluster('east'), undefined);
     });
 

@@ -6,7 +6,8 @@ import { decide, stateAfter, type IncomingEvent, type StoredState } from './deci
 import type { Dialect } from './dialect.ts';
 import { insertRows } from './insert.ts';
 import { labelNumber } from './label-number.ts';
-import { verifyFences, type Fence } from './leases.ts';
+import { fenceOf, writeTransaction } from './fenced.ts';
+import { clusterLease, type Fence } from './leases.ts';
 import { chunk, keyOf, ownerUid, type ObjectRow } from './rows.ts';
 import type { BatchResult, EventType, KubeObject, UpstreamEvent } from './types.ts';
 
@@ -14,8 +15,6 @@ export const clusterAnnotation = 'panoptes.io/cluster';
 export const upstreamRvAnnotation = 'panoptes.io/upstream-resource-version';
 
 export interface WriteOptions {
-  /** The writer's lease: checked in the transaction, which writes nothing if it moved on (FencedError). */
-  fence?: Fence;
   /** Runs inside the transaction after all rows are written, just before commit (tests). */
   beforeCommit?: () => Promise<void>;
 }
@@ -103,10 +102,22 @@ async function loadStored(
   return out;
 }
 
-/** Adds the batch's object count deltas (per cluster, resource and namespace) to object_counts. */
-export async function addCounts(trx: Knex.Transaction, dialect: Dialect, deltas: Array<{ cluster: string; grp: string; resource: string; namespace: string; n: number }>): Promise<void> {
+type CountDelta = { cluster: string; grp: string; resource: string; namespace: string; n: number };
+
+/**
+ * Adds the batch's object count deltas (per cluster, resource and namespace) to object_counts,
+ * never below zero: counts that drifted (storage/counts.ts repairs them) stay counts.
+ */
+export async function addCounts(trx: Knex.Transaction, dialect: Dialect, deltas: CountDelta[]): Promise<void> {
   if (deltas.length === 0) return;
-  await insertRows(trx, dialect, 'object_counts', deltas, { conflict: ['grp', 'resource', 'cluster', 'namespace'], updateSql: 'n = object_counts.n + excluded.n' });
+  const decrements = deltas.some((d) => d.n < 0);
+  const rows = await insertRows<CountDelta, CountDelta>(trx, dialect, 'object_counts', deltas, {
+    conflict: ['grp', 'resource', 'cluster', 'namespace'],
+    updateSql: 'n = CASE WHEN object_counts.n + excluded.n < 0 THEN 0 ELSE object_counts.n + excluded.n END',
+    ...(decrements ? { returning: ['grp', 'resource', 'cluster', 'namespace', 'n'] } : {}),
+  });
+  // A decrement of a count that was never kept inserts it negative.
+  for (const r of rows) if (Number(r.n) < 0) await trx('object_counts').where({ grp: r.grp, resource: r.resource, cluster: r.cluster, namespace: r.namespace }).update({ n: 0 });
 }
 
 /** One cluster's share of a group commit. */
@@ -117,9 +128,9 @@ export interface BatchPart {
   fence?: Fence;
 }
 
-/** One cluster's batch in one transaction (applyBatches with one part). */
+/** One cluster's batch in one transaction, without a lease (applyBatches with one unfenced part). */
 export async function applyBatch(knex: Knex, dialect: Dialect, cluster: string, events: UpstreamEvent[], opts: WriteOptions = {}): Promise<BatchResult> {
-  const [result] = await applyBatches(knex, dialect, [{ cluster, events, fence: opts.fence }], { beforeCommit: opts.beforeCommit });
+  const [result] = await applyBatches(knex, dialect, [{ cluster, events }], opts);
   return result;
 }
 
@@ -129,15 +140,12 @@ export async function applyBatch(knex: Knex, dialect: Dialect, cluster: string, 
  * writes nothing of any part, and the caller retries without the fenced one. Returns one
  * result per part; each part's changes are in rv order and the watermark is the batch's.
  */
-export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPart[], opts: Pick<WriteOptions, 'beforeCommit'> = {}): Promise<BatchResult[]> {
+export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPart[], opts: WriteOptions = {}): Promise<BatchResult[]> {
   if (new Set(parts.map((p) => p.cluster)).size !== parts.length) throw new Error('applyBatches: one part per cluster');
   const described = parts.map((p) => p.events.map(describe));
-  return knex.transaction(async (trx) => {
-    const lockStarted = performance.now();
-    const fences = parts.flatMap((p) => (p.fence ? [p.fence] : []));
-    const locked = await dialect.lockRv(trx, fences.map((f) => f.lease));
-    const lockWaitMs = performance.now() - lockStarted;
-    verifyFences(fences, locked.leases);
+  const fences = parts.flatMap((p) => (p.fence ? [fenceOf(p.fence, clusterLease(p.cluster))] : []));
+  return writeTransaction(knex, dialect, fences, 'rv', async (trx, locked) => {
+    const { lockWaitMs } = locked;
     let rv = locked.rv;
 
     const pending: PendingChange[] = [];
@@ -248,7 +256,7 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
     await insertRows(trx, dialect, 'object_labels', labelRows);
     await addCounts(trx, dialect, [...counts.values()].filter((c) => c.n !== 0));
 
-    const ts = Date.now();
+    const ts = locked.now;
     const changeRows = pending.map((p) => ({
       rv: p.rv,
       type: p.type,

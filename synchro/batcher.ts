@@ -34,7 +34,7 @@ export type CommitHook = (cluster: string, events: UpstreamEvent[], receivedAt: 
 export interface BatcherHooks {
   onCommit?: CommitHook;
   /** The cluster lease this batcher writes under: every batch carries it. */
-  fence?: Fence;
+  fence: Fence;
   /** Storage refused a batch because the lease moved on: the batcher has stopped, its queue dropped. */
   onFenced?: (err: FencedError) => void;
 }
@@ -64,7 +64,7 @@ export class Batcher {
     private readonly opts: BatcherOptions,
     private readonly metrics: SynchroMetrics,
     private readonly log: Logger,
-    private readonly hooks: BatcherHooks = {},
+    private readonly hooks: BatcherHooks,
   ) {
     committer.register(this);
   }
@@ -73,7 +73,7 @@ export class Batcher {
     return this.queue.length - this.head;
   }
 
-  get fence(): Fence | undefined {
+  get fence(): Fence {
     return this.hooks.fence;
   }
 

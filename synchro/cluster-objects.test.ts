@@ -3,7 +3,7 @@
 // file clusters' objects are created and follow the file; a removal deletes a file object
 // and releases an API object's finalizer; a writer without the lease writes nothing.
 import t from 'tap';
-import { clusterLease, type Fence } from '../storage/leases.ts';
+import { clusterLease, FencedError, type Fence } from '../storage/leases.ts';
 import { openTestStore } from '../storage/testing.ts';
 import { logger } from '../lib/log.ts';
 import { ClusterObjectWriter, finishRemoval, statusDigest } from './cluster-objects.ts';
@@ -57,7 +57,9 @@ t.test('status writes: rate-limited by meaning', async (t) => {
 
   const stale: Fence = { ...fence };
   await store.acquireLease(L, 's2', 60_000, ['s1']);
-  t.notOk(await writer.write(status({ phase: 'Pending' }), { source: 'file', fileSpec }, stale), 'a writer that lost its lease writes nothing');
+  const before = await store.watermark();
+  await t.rejects(writer.write(status({ phase: 'Pending' }), { source: 'file', fileSpec }, stale), FencedError, 'a writer that lost its lease is refused');
+  t.equal(await store.watermark(), before, 'and writes nothing');
 });
 
 t.test('API objects: conflict condition, removal releases the finalizer', async (t) => {
@@ -65,7 +67,7 @@ t.test('API objects: conflict condition, removal releases the finalizer', async 
   t.teardown(close);
   const L = clusterLease('dup');
   const fence: Fence = { lease: L, holder: 's1', epoch: (await store.acquireLease(L, 's1', 60_000))! };
-  await store.writeClusterObject('dup', () => ({
+  await store.writeClusterObjectWithoutLease('dup', () => ({
     action: 'put',
     object: { apiVersion: 'panoptes.io/v1alpha1', kind: 'Cluster', metadata: { name: 'dup', uid: 'u1', generation: 3, finalizers: ['panoptes.io/synchro', 'other.io/keep'] }, spec: { source: 'api', server: 'https://api' } },
   }));
@@ -77,13 +79,13 @@ t.test('API objects: conflict condition, removal releases the finalizer', async 
   t.match((await store.getClusterObject('dup'))!.object, { status: { observedGeneration: 3, credentials: { source: 'Inline', kinds: ['token'] }, conditions: [{ type: 'Ready' }, { type: 'Accepted', status: 'True' }] } });
 
   t.equal(await finishRemoval(store, 'dup', fence), 'kept', 'an API object not being deleted stays');
-  await store.writeClusterObject('dup', (cur) => ({ action: 'put', object: { ...cur!.object, metadata: { ...cur!.object.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } } }));
+  await store.writeClusterObjectWithoutLease('dup', (cur) => ({ action: 'put', object: { ...cur!.object, metadata: { ...cur!.object.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } } }));
   t.equal(await finishRemoval(store, 'dup', fence), 'released', 'another finalizer holds it');
   t.same((await store.getClusterObject('dup'))!.object.metadata?.finalizers, ['other.io/keep']);
   const rv = await store.watermark();
   t.equal(await finishRemoval(store, 'dup', fence), 'kept', 'once released, nothing more to do');
   t.equal(await store.watermark(), rv, 'and nothing written');
-  await store.writeClusterObject('dup', (cur) => ({ action: 'put', object: { ...cur!.object, metadata: { ...cur!.object.metadata, finalizers: ['panoptes.io/synchro'] } } }));
+  await store.writeClusterObjectWithoutLease('dup', (cur) => ({ action: 'put', object: { ...cur!.object, metadata: { ...cur!.object.metadata, finalizers: ['panoptes.io/synchro'] } } }));
   t.equal(await finishRemoval(store, 'dup', fence), 'deleted');
   t.equal(await store.getClusterObject('dup'), undefined);
   t.equal((await store.changesAfter(1, 100)).pop()?.type, 'DELETED');

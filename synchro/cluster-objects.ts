@@ -10,7 +10,6 @@ import type { Logger } from '../lib/log.ts';
 import { canonicalJson } from '../kube/patch.ts';
 import type { ClusterObjectState, ClusterObjectWrite } from '../storage/cluster-objects.ts';
 import type { Fence } from '../storage/leases.ts';
-import { FencedError } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import type { KubeObject } from '../storage/types.ts';
 import type { CredentialsSource } from './config.ts';
@@ -121,20 +120,16 @@ export class ClusterObjectWriter {
 
   /**
    * Writes the cluster's status into its object (creating a file cluster's object), under the
-   * lease; `force` writes even when nothing meaningful changed. A lost lease writes nothing.
+   * lease; `force` writes even when nothing meaningful changed. Returns whether it wrote; a
+   * lost lease writes nothing (FencedError).
    */
   async write(status: Obj, source: ObjectSource, fence: Fence, force = false): Promise<boolean> {
     // Most calls have nothing new to write: decide first on a plain read, without the rv lock
     // (only this lease's holder writes a status, so the locked decision rarely differs).
     if (!force && this.decide(await this.opts.store.getClusterObject(this.opts.name), status, source, false).action === 'none') return false;
-    try {
-      const r = await this.opts.store.writeClusterObject(this.opts.name, (cur) => this.decide(cur, status, source, force), { fence });
-      if (r.change) this.lastWrite = Date.now();
-      return r.change !== undefined;
-    } catch (err) {
-      if (err instanceof FencedError) return false;
-      throw err;
-    }
+    const r = await this.opts.store.writeClusterObject(this.opts.name, (cur) => this.decide(cur, status, source, force), fence);
+    if (r.change) this.lastWrite = Date.now();
+    return r.change !== undefined;
   }
 }
 
@@ -166,7 +161,7 @@ export async function finishRemoval(store: Store, name: string, fence: Fence): P
       outcome = 'released';
       return { action: 'put', object: { ...cur.object, metadata: { ...md, finalizers } } };
     },
-    { fence },
+    fence,
   );
   return outcome;
 }

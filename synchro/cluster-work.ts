@@ -4,7 +4,7 @@
 // left the configuration removed (a DELETED per object, its row, its OpenAPI references, its
 // Cluster object), then its lease deleted. Every write carries the cluster's lease fence.
 import type { Logger } from '../lib/log.ts';
-import { clusterLease, type Fence } from '../storage/leases.ts';
+import { clusterLease, FencedError, type Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import { fileClusterSpec } from '../api/cluster.ts';
 import { Batcher } from './batcher.ts';
@@ -60,6 +60,17 @@ export class ClusterWork {
     return this.membership.fence(clusterLease(name))!;
   }
 
+  /** Writes under `name`'s lease; refused (the lease moved on: nothing written), the lease is given up instead of failing the pass. */
+  private async underLease(name: string, write: (fence: Fence) => Promise<unknown>): Promise<void> {
+    const fence = this.fenceOf(name);
+    try {
+      await write(fence);
+    } catch (err) {
+      if (!(err instanceof FencedError)) throw err;
+      this.membership.fenced(fence.lease, fence.epoch);
+    }
+  }
+
   /** Makes cluster `name`, whose lease this member holds, what `d` says: started, restarted, Invalid, or removed. */
   async apply(name: string, d: Desired): Promise<void> {
     const { store } = this.deps;
@@ -74,7 +85,7 @@ export class ClusterWork {
     const obj = d.api.objects.get(name)?.object;
     if (want) {
       // An API object marked for deletion while clusters.yaml syncs that name: released, the file's cluster and its data stay.
-      if (obj && !isFileObject(obj) && obj.metadata?.deletionTimestamp && want.source === 'file') await finishRemoval(store, name, this.fenceOf(name));
+      if (obj && !isFileObject(obj) && obj.metadata?.deletionTimestamp && want.source === 'file') await this.underLease(name, (fence) => finishRemoval(store, name, fence));
       if (w.sync?.config.fingerprint === want.fingerprint) {
         w.sync.observeGeneration(want.generation);
         return;
@@ -95,11 +106,11 @@ export class ClusterWork {
       const generation = Number(obj?.metadata?.generation ?? 0) || undefined;
       const source: ObjectSource = fromFile ? { source: 'file', fileSpec: fileClusterSpec(bad.spec) } : { source: 'api', generation };
       const key = `${bad.message}@${generation ?? ''}`;
-      if (w.invalid !== key) await this.writeInvalid(name, bad, source);
+      if (w.invalid !== key) await this.underLease(name, () => this.writeInvalid(name, bad, source));
       w.invalid = key;
     } else {
       await w.sync?.stop();
-      await this.removeCluster(name);
+      await this.underLease(name, () => this.removeCluster(name));
       this.running.delete(name);
       await this.membership.release(clusterLease(name), 'removed');
     }
@@ -136,11 +147,12 @@ export class ClusterWork {
     return [...this.running.values()].every((w) => !w.sync || w.sync.settled);
   }
 
-  private async startCluster(c: ClusterConfig, w: Work): Promise<void> {
-    const fence = this.fenceOf(c.name);
+  private startCluster(c: ClusterConfig, w: Work): Promise<void> {
     const m = this.membership;
-    w.sync = new ClusterSync(c, this.deps, { fence, acquiredAt: m.acquiredAt(fence.lease)!, onFenced: () => m.fenced(fence.lease, fence.epoch) });
-    await w.sync.start();
+    return this.underLease(c.name, async (fence) => {
+      w.sync = new ClusterSync(c, this.deps, { fence, acquiredAt: m.acquiredAt(fence.lease)!, onFenced: () => m.fenced(fence.lease, fence.epoch) });
+      await w.sync.start();
+    });
   }
 
   /** DELETED for every object of a cluster (under its lease), then its row goes. */
@@ -155,8 +167,8 @@ export class ClusterWork {
     } finally {
       await batcher.close();
     }
-    await store.deleteClusterOpenAPI(name);
-    await store.deleteClusterRow(name);
+    await store.deleteClusterOpenAPI(name, fence);
+    await store.deleteClusterRow(name, fence);
     await metrics.forget(name);
     const outcome = await finishRemoval(store, name, fence);
     log.info('cluster removed: its objects were deleted', { cluster: name, objects, ms: Date.now() - started, clusterObject: outcome });
@@ -166,7 +178,7 @@ export class ClusterWork {
     const { store, log } = this.deps;
     const { spec, message } = entry;
     const now = new Date().toISOString();
-    await store.upsertCluster(name, spec);
+    await store.upsertCluster(name, spec, this.fenceOf(name));
     const status: Partial<ClusterStatus> = {
       phase: 'Invalid',
       ready: false,

@@ -3,7 +3,7 @@
 // deleted, the configuration changed) and removed clusters get a DELETED change per object.
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../lib/log.ts';
-import type { Fence } from '../storage/leases.ts';
+import { FencedError, type Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import type { KubeObject } from '../storage/types.ts';
 import { Backoff, Waker, sleep, type BackoffOptions } from './backoff.ts';
@@ -157,7 +157,7 @@ export class ClusterSync {
   /** Registers the cluster and starts syncing it in the background. */
   async start(): Promise<void> {
     const { store } = this.deps;
-    await store.upsertCluster(this.name, publicSpec(this.config as unknown as Record<string, unknown>));
+    await store.upsertCluster(this.name, publicSpec(this.config as unknown as Record<string, unknown>), this.lease.fence);
     try {
       this.client = await connectCluster(this.config);
     } catch (err) {
@@ -168,7 +168,7 @@ export class ClusterSync {
       return;
     }
     this.batcher = new Batcher(this.deps.committer, this.name, this.deps.batch, this.deps.metrics, this.log, { onCommit: this.deps.onCommit, fence: this.lease.fence, onFenced: () => this.lease.onFenced() });
-    this.openapi = new OpenAPIFetcher({ cluster: this.name, client: this.client, store, metrics: this.deps.metrics, log: this.log, v2RefreshMs: this.deps.timings.openapiV2RefreshMs });
+    this.openapi = new OpenAPIFetcher({ cluster: this.name, client: this.client, store, lease: this.lease, metrics: this.deps.metrics, log: this.log, v2RefreshMs: this.deps.timings.openapiV2RefreshMs });
     this.log.info('cluster registered', { server: this.client.server, resources: this.config.resources });
     for (const warning of this.client.warnings) this.log.warn(warning, { server: this.client.server });
     await this.writeStatus();
@@ -263,8 +263,15 @@ export class ClusterSync {
     const status = this.status() as unknown as Record<string, unknown>;
     this.statusWriting = this.deps.store
       .setClusterStatus(this.name, status, this.lease.fence)
-      .then((held) => (held ? this.objectWriter.write(status, this.objectSource(), this.lease.fence) : false))
-      .then(() => undefined);
+      .then((registered) => (registered ? this.objectWriter.write(status, this.objectSource(), this.lease.fence) : false))
+      .then(
+        () => undefined,
+        (err: unknown) => {
+          // The lease moved on: nothing was written, and this sync stops.
+          if (!(err instanceof FencedError)) throw err;
+          this.lease.onFenced();
+        },
+      );
     try {
       await this.statusWriting;
     } finally {

@@ -4,7 +4,7 @@ import t, { type Test } from 'tap';
 import { logger } from '../lib/log.ts';
 import { clusterLease, type Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
-import { openTestStore, podEvent } from '../storage/testing.ts';
+import { openTestStore, podEvent, takeLease } from '../storage/testing.ts';
 import type { BatchPart } from '../storage/write.ts';
 import { Batcher, defaultBatcherOptions } from './batcher.ts';
 import { Committer } from './committer.ts';
@@ -33,8 +33,8 @@ async function setup(t: Test): Promise<{ store: Store; committer: Committer; met
 
 t.test("several clusters' queued events go in one transaction, in order per cluster", async (t) => {
   const { store, committer, rounds } = await setup(t);
-  const a = new Batcher(committer, 'a', opts, new SynchroMetrics(), log);
-  const b = new Batcher(committer, 'b', opts, new SynchroMetrics(), log);
+  const a = new Batcher(committer, 'a', opts, new SynchroMetrics(), log, { fence: await takeLease(store, clusterLease('a')) });
+  const b = new Batcher(committer, 'b', opts, new SynchroMetrics(), log, { fence: await takeLease(store, clusterLease('b')) });
   // Queued in one tick: the committer's next round takes them all.
   for (let i = 0; i < 5; i++) {
     a.push(podEvent('MODIFIED', 'n', 'p', String(10 + i), { labels: { i: String(i) } }), 100);
@@ -70,9 +70,11 @@ t.test('a fenced cluster is dropped from the round; the others commit', async (t
 });
 
 t.test('two batchers of one cluster (re-acquired while the old one drains) never share a round', async (t) => {
-  const { committer, rounds } = await setup(t);
-  const old = new Batcher(committer, 'c', opts, new SynchroMetrics(), log);
-  const fresh = new Batcher(committer, 'c', opts, new SynchroMetrics(), log);
+  const { store, committer, rounds } = await setup(t);
+  // Both still valid here (the old one's epoch would be fenced): this is about rounds only.
+  const fence = await takeLease(store, clusterLease('c'));
+  const old = new Batcher(committer, 'c', opts, new SynchroMetrics(), log, { fence });
+  const fresh = new Batcher(committer, 'c', opts, new SynchroMetrics(), log, { fence });
   old.push(podEvent('ADDED', 'n', 'a', '1'), 100);
   fresh.push(podEvent('ADDED', 'n', 'b', '2'), 100);
   await Promise.all([old.flush(), fresh.flush()]);

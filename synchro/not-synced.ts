@@ -75,12 +75,13 @@ export class NotSyncedMarker {
       const message = `no synchro member syncs this cluster: it is assigned to member ${assignee}, which has not held its lease for ${Math.round(freeMs / 1000)} s (it cannot work, or runs an older release); its objects are served as last synced`;
       const now = new Date().toISOString();
       const current = (await this.store.getCluster(name))?.status ?? rec.status;
-      if (!(await this.store.setClusterStatus(name, notSyncedStatus(current, message, now), fence))) return;
-      await this.store
-        .writeClusterObject(name, (cur): ClusterObjectWrite => (cur ? { action: 'put', object: { ...cur.object, status: notSyncedStatus(isRecord(cur.object.status) ? cur.object.status : {}, message, now) } } : { action: 'none' }), { fence })
-        .catch((err: unknown) => {
-          if (!(err instanceof FencedError)) throw err;
-        });
+      try {
+        if (!(await this.store.setClusterStatus(name, notSyncedStatus(current, message, now), fence))) return;
+        await this.store.writeClusterObject(name, (cur): ClusterObjectWrite => (cur ? { action: 'put', object: { ...cur.object, status: notSyncedStatus(isRecord(cur.object.status) ? cur.object.status : {}, message, now) } } : { action: 'none' }), fence);
+      } catch (err) {
+        if (!(err instanceof FencedError)) throw err;
+        return; // the lease moved on between acquiring and writing: its new holder writes the status
+      }
       this.log.warn('cluster not synced by any member; marked not Ready', { cluster: name, assignedTo: assignee, freeMs: Math.round(freeMs) });
     } finally {
       await this.membership.release(lease, 'not-synced');

@@ -5,7 +5,9 @@ import t from 'tap';
 import { startSimCluster } from '../hack/sim/cluster.ts';
 import { widgetCRD } from '../hack/sim/workload.ts';
 import { logger } from '../lib/log.ts';
-import { openTestStore } from '../storage/testing.ts';
+import { clusterLease } from '../storage/leases.ts';
+import type { Store } from '../storage/store.ts';
+import { openTestStore, takeLease } from '../storage/testing.ts';
 import { connectCluster } from '../member/client.ts';
 import { SynchroMetrics } from './metrics.ts';
 import { OpenAPIFetcher } from './openapi.ts';
@@ -13,6 +15,12 @@ import { startSynchro } from './synchro.ts';
 import { fastTimings, tempDir, waitUntil, writeClusters } from './testutil.ts';
 
 const gvs = ['api/v1', 'apis/apps/v1', 'apis/demo.panoptes.io/v1'];
+
+/** The cluster's lease as a ClusterSync hands it to its fetcher; `lost` counts refused writes. */
+async function leaseOf(store: Store, cluster: string) {
+  const lease = { fence: await takeLease(store, clusterLease(cluster)), lost: 0, onFenced: () => lease.lost++ };
+  return lease;
+}
 
 async function counts(metrics: SynchroMetrics, cluster: string): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
@@ -39,8 +47,8 @@ t.test('v3: fetched by hash, shared between clusters, refetched when a CRD chang
     await Promise.all([a.close(), b.close()]);
     await close();
   });
-  const fa = new OpenAPIFetcher({ cluster: 'a', client: clients[0], store, metrics, log });
-  const fb = new OpenAPIFetcher({ cluster: 'b', client: clients[1], store, metrics, log });
+  const fa = new OpenAPIFetcher({ cluster: 'a', client: clients[0], store, lease: await leaseOf(store, 'a'), metrics, log });
+  const fb = new OpenAPIFetcher({ cluster: 'b', client: clients[1], store, lease: await leaseOf(store, 'b'), metrics, log });
 
   t.match(await fa.sync([...gvs, 'apis/nope.example.com/v1']), { format: 'v3', documents: 3, missing: ['apis/nope.example.com/v1'] });
   t.same(await counts(metrics, 'a'), { 'v3/fetched': 3 });
@@ -67,6 +75,14 @@ t.test('v3: fetched by hash, shared between clusters, refetched when a CRD chang
   const demo = JSON.parse((await store.openAPIDocuments([after[2].hash])).get(after[2].hash)!.body);
   t.ok(demo.components.schemas['io.panoptes.demo.v1.Gizmo'], 'the new CRD is in it');
   t.equal((await store.openAPIDocuments([rows[2].hash])).size, 1, "b's document stays");
+
+  // A fetcher whose lease moved on (taken again since, at a higher epoch) stores nothing and says so.
+  const stale = await leaseOf(store, 'z');
+  await takeLease(store, clusterLease('z'));
+  const fz = new OpenAPIFetcher({ cluster: 'z', client: clients[0], store, lease: stale, metrics, log });
+  await fz.sync(gvs);
+  t.equal(stale.lost, 1, 'the refused write reports the lease lost');
+  t.same(await store.clusterOpenAPI('z'), [], 'and nothing is stored');
 });
 
 t.test('v2-only member: one whole document, fetched again when forced or group versions change', async (t) => {
@@ -79,7 +95,7 @@ t.test('v2-only member: one whole document, fetched again when forced or group v
     await c.close();
     await close();
   });
-  const f = new OpenAPIFetcher({ cluster: 'c', client, store, metrics, log: logger('test') });
+  const f = new OpenAPIFetcher({ cluster: 'c', client, store, lease: await leaseOf(store, 'c'), metrics, log: logger('test') });
   t.match(await f.sync(gvs), { format: 'v2', documents: 1 });
   const [row] = await store.clusterOpenAPI('c');
   t.match(row, { groupVersion: '', format: 'v2', present: true });

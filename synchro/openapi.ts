@@ -9,6 +9,7 @@
 // Documents are stored by the sha256 of their JSON text, so identical clusters share one.
 import { createHash } from 'node:crypto';
 import type { Logger } from '../lib/log.ts';
+import { FencedError, type Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import type { ClusterOpenAPIRow, OpenAPIEntry } from '../storage/openapi.ts';
 import { HttpError, describeError, type ClusterClient } from '../member/client.ts';
@@ -18,6 +19,8 @@ export interface OpenAPIFetcherOptions {
   cluster: string;
   client: ClusterClient;
   store: Store;
+  /** The cluster's lease: the documents are written under its fence; a refused write reports it lost. */
+  lease: { fence: Fence; onFenced(): void };
   metrics: SynchroMetrics;
   log: Logger;
   /** Longest time a v2-only member's document is kept without asking again (default 10 min). */
@@ -69,13 +72,17 @@ export class OpenAPIFetcher {
         if (!(err instanceof HttpError && err.status === 404)) throw err;
       }
       const next = root ? await this.v3(root, wanted, known, opts.signal) : await this.v2(wanted, known, opts);
-      if (changed(known, next.entries)) await this.o.store.replaceClusterOpenAPI(this.o.cluster, next.entries);
+      if (changed(known, next.entries)) await this.o.store.replaceClusterOpenAPI(this.o.cluster, next.entries, this.o.lease.fence);
       this.st = { format: root ? 'v3' : 'v2', documents: next.entries.length, lastSyncTime: new Date().toISOString() };
       if (next.missing.length) this.st.missing = next.missing;
       if (next.errors.length) this.st.error = next.errors.join('; ');
       if (next.fetched) this.o.log.info('openapi documents fetched', { format: this.st.format, fetched: next.fetched, shared: next.shared, documents: next.entries.length, bytes: next.bytes, ms: Date.now() - started });
     } catch (err) {
       if (opts.signal?.aborted) return this.status();
+      if (err instanceof FencedError) {
+        this.o.lease.onFenced();
+        return this.status();
+      }
       this.o.metrics.errors.inc({ cluster: this.o.cluster, kind: 'openapi' });
       this.o.metrics.openapiFetches.inc({ cluster: this.o.cluster, format: this.st.format === 'none' ? 'v3' : this.st.format, result: 'failed' });
       const error = describeError(err);

@@ -6,7 +6,8 @@ import type { IncomingMessage } from 'node:http';
 import t, { type Test } from 'tap';
 import { logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
-import { openTestStore } from '../storage/testing.ts';
+import { clusterLease } from '../storage/leases.ts';
+import { openTestStore, takeLease } from '../storage/testing.ts';
 import type { KubeObject } from '../storage/types.ts';
 import { Batcher, defaultBatcherOptions } from './batcher.ts';
 import { HttpError, type ClusterClient } from '../member/client.ts';
@@ -55,7 +56,7 @@ async function reflect(t: Test, resource: ApiResource, member: ScriptedMember, s
   const metrics = new SynchroMetrics();
   const log = logger('test');
   const committer = new Committer(store, defaultBatcherOptions('sqlite'), metrics, log);
-  const batcher = new Batcher(committer, 'm', defaultBatcherOptions('sqlite'), metrics, log);
+  const batcher = new Batcher(committer, 'm', defaultBatcherOptions('sqlite'), metrics, log, { fence: await takeLease(store, clusterLease('m')) });
   const refl = new Reflector({ cluster: 'm', client: member, store, batcher, resource, metrics, log, pageSize: 2, backoff: { initialMs: 10, maxMs: 20 } });
   t.teardown(async () => {
     member.close();

@@ -151,7 +151,12 @@ t.test('synchro keeps an exact copy of each cluster', async (t) => {
     t.ok(s.clusters().away, 'the last good configuration stays in effect');
   });
 
+  const epochOf = async (name: string) => ((await store.getCluster(name))?.status.owner as { epoch?: number } | undefined)?.epoch;
+  let removedEpoch: number | undefined;
+
   await t.test('removed clusters: DELETED for each object, then the row is gone', async (t) => {
+    removedEpoch = await epochOf('b');
+    t.ok(removedEpoch, 'b is written under a lease epoch');
     const rv0 = await store.watermark();
     const count = (await store.storedResources('b')).reduce((n, r) => n + r.count, 0);
     t.ok(count > 0);
@@ -164,5 +169,13 @@ t.test('synchro keeps an exact copy of each cluster', async (t) => {
     t.equal(s.configError(), undefined, 'the fixed file clears the error');
     a.churn.step(50);
     t.same(await waitForCopy(store, a, 'a', aIds()), [], 'a still copied');
+  });
+
+  await t.test('a removed cluster added again is written under a higher epoch than before', async (t) => {
+    writeClusters(file, entries);
+    await waitUntil('b back', async () => (await store.getCluster('b'))?.status.phase === 'Ready');
+    const epoch = await epochOf('b');
+    t.ok(epoch !== undefined && removedEpoch !== undefined && epoch > removedEpoch, `epoch ${epoch} > ${removedEpoch}: the fences of its earlier tenure stay invalid`);
+    t.same(await waitForCopy(store, b, 'b', bIds), [], 'b copied again');
   });
 });

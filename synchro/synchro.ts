@@ -186,7 +186,9 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   }
   await enqueue(reconcile, 'applying the cluster configuration').catch(() => undefined);
   compactor =
-    opts.compaction === false ? undefined : startCompactor(store, { ...defaultCompaction, ...opts.compaction }, log, () => membership.epoch(compactorLease) !== undefined);
+    opts.compaction === false
+      ? undefined
+      : startCompactor(store, { ...defaultCompaction, ...opts.compaction }, log, { fence: () => membership.fence(compactorLease), onFenced: (f) => membership.fenced(f.lease, f.epoch) });
   // Members come and go: check the share on an interval (a pass only queries when nothing changed).
   const assignTimer = setInterval(() => {
     if (!stopped) void enqueue(reconcile, 'assigning clusters to synchro members');

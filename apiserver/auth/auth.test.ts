@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { makeCertSet } from '../../hack/certs.ts';
 import { logger, setLogLevel } from '../../lib/log.ts';
-import { openTestStore, podEvent } from '../../storage/testing.ts';
+import { openTestStore, podEvent, seedCluster } from '../../storage/testing.ts';
 import { createApiserver } from '../server.ts';
 import { createCA, createCert, type KeyPair } from './certs.ts';
 import { secureServingFromFlags } from './config.ts';
@@ -66,8 +66,7 @@ t.test('aggregated-mode authentication and authorization', async (t) => {
     },
   });
   const { store, close: closeStore } = await openTestStore('sqlite');
-  await store.upsertCluster('a', { name: 'a' });
-  await store.setClusterStatus('a', { phase: 'Ready', ready: true, apiResources: [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singularName: 'pod' }] });
+  await seedCluster(store, 'a', { phase: 'Ready', ready: true, apiResources: [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singularName: 'pod' }] });
   await store.applyBatch('a', [podEvent('ADDED', 'n1', 'web-1', '10'), podEvent('ADDED', 'n1', 'web-2', '11')]);
 
   const selfSigned = await secureServingFromFlags({ 'bind-address': '127.0.0.1', 'secure-port': '0' }, logger('test'), { authnClient: host.client(), authzClient: host.client() });

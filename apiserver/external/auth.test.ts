@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { makeCertSet } from '../../hack/certs.ts';
 import { logger, setLogLevel } from '../../lib/log.ts';
-import { openTestStore, podEvent } from '../../storage/testing.ts';
+import { openTestStore, podEvent, seedCluster } from '../../storage/testing.ts';
 import type { KeyPair } from '../auth/certs.ts';
 import { secureServingFromFlags } from '../auth/config.ts';
 import { authenticationConfigMap, startFakeHost } from '../../hack/testing/fakehost.ts';
@@ -48,8 +48,7 @@ t.test('external metrics are authorized like every other request', async (t) => 
     },
   });
   const { store, close } = await openTestStore('sqlite');
-  await store.upsertCluster('a', { name: 'a' });
-  await store.setClusterStatus('a', { phase: 'Ready', ready: true, apiResources: [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singularName: 'pod' }] });
+  await seedCluster(store, 'a', { phase: 'Ready', ready: true, apiResources: [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singularName: 'pod' }] });
   await store.applyBatch('a', [podEvent('ADDED', 'team-a', 'p1', '10', { phase: 'Pending' }), podEvent('ADDED', 'team-a', 'p2', '11'), podEvent('ADDED', 'team-b', 'p3', '12', { phase: 'Pending' })]);
   const dir = mkdtempSync(join(tmpdir(), 'panoptes-em-auth-'));
   writeFileSync(join(dir, 'tls.crt'), certs.serving.cert);

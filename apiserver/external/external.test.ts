@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { get } from '../../hack/sim/testutil.ts';
 import { setLogLevel } from '../../lib/log.ts';
-import { backends, openTestStore, podEvent, stopTestPostgres } from '../../storage/testing.ts';
+import { backends, openTestStore, podEvent, seedCluster, stopTestPostgres } from '../../storage/testing.ts';
 import type { UpstreamEvent } from '../../storage/types.ts';
 import { createApiserver } from '../server.ts';
 
@@ -92,12 +92,11 @@ interface Item {
 for (const backend of backends) {
   t.test(`external metrics over HTTP (${backend})`, async (t) => {
     const { store, close } = await openTestStore(backend);
-    for (const c of ['a', 'b', 'c']) await store.upsertCluster(c, { name: c });
     // Gadgets: v1 in a and b, v2 in c (the all-clusters view serves v1, which c does not have).
     const gadgets = (version: string) => ({ group: 'example.com', version, resource: 'gadgets', kind: 'Gadget', namespaced: true, singularName: 'gadget' });
-    await store.setClusterStatus('a', { phase: 'Ready', ready: true, apiResources: [...apiResources, gadgets('v1')] });
-    await store.setClusterStatus('b', { phase: 'Ready', ready: true, apiResources: [...apiResources, gadgets('v1')] });
-    await store.setClusterStatus('c', { phase: 'Unreachable', ready: false, message: 'GET /readyz: ECONNREFUSED', lastTransitionTime: '2026-01-01T00:00:00Z', apiResources: [...apiResources, gadgets('v2')] });
+    await seedCluster(store, 'a', { phase: 'Ready', ready: true, apiResources: [...apiResources, gadgets('v1')] });
+    await seedCluster(store, 'b', { phase: 'Ready', ready: true, apiResources: [...apiResources, gadgets('v1')] });
+    await seedCluster(store, 'c', { phase: 'Unreachable', ready: false, message: 'GET /readyz: ECONNREFUSED', lastTransitionTime: '2026-01-01T00:00:00Z', apiResources: [...apiResources, gadgets('v2')] });
     let rv = 10;
     const next = () => String(rv++);
     for (const c of ['a', 'b', 'c']) {

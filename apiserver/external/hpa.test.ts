@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setLogLevel } from '../../lib/log.ts';
-import { openTestStore, podEvent } from '../../storage/testing.ts';
+import { openTestStore, podEvent, seedCluster } from '../../storage/testing.ts';
 import type { UpstreamEvent } from '../../storage/types.ts';
 import { createApiserver } from '../server.ts';
 
@@ -67,8 +67,7 @@ t.test('the replica counts an HPA computes from Panoptes answers', async (t) => 
     { group: 'apps', version: 'v1', resource: 'deployments', kind: 'Deployment', namespaced: true, singularName: 'deployment' },
   ];
   for (const c of ['hub', 'east', 'west']) {
-    await store.upsertCluster(c, { name: c });
-    await store.setClusterStatus(c, { phase: 'Ready', ready: true, apiResources });
+    await seedCluster(store, c, { phase: 'Ready', ready: true, apiResources });
   }
   // 25 pending pods in namespace batch: 10 in east, 15 in west; running ones besides.
   let rv = 10;

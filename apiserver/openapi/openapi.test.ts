@@ -6,7 +6,8 @@ import t from 'tap';
 import { startSimCluster } from '../../hack/sim/cluster.ts';
 import { get, http } from '../../hack/sim/testutil.ts';
 import { logger, setLogLevel } from '../../lib/log.ts';
-import { openTestStore } from '../../storage/testing.ts';
+import { clusterLease } from '../../storage/leases.ts';
+import { openTestStore, seedCluster, takeLease, underTestLease } from '../../storage/testing.ts';
 import { connectCluster } from '../../member/client.ts';
 import { SynchroMetrics } from '../../synchro/metrics.ts';
 import { OpenAPIFetcher } from '../../synchro/openapi.ts';
@@ -46,16 +47,16 @@ t.test('OpenAPI of the views from stored member documents', async (t) => {
   const clients = await Promise.all(sims.map((s) => connectCluster({ server: s.url })));
   const metrics = new SynchroMetrics();
   for (const [i, s] of sims.entries()) {
-    await store.upsertCluster(s.name, { name: s.name });
-    await store.setClusterStatus(s.name, { phase: 'Ready', ready: true, apiResources: s.name === 'a' ? [...memberKinds, unknownKind] : memberKinds });
-    await new OpenAPIFetcher({ cluster: s.name, client: clients[i], store, metrics, log: logger('test') }).sync(['api/v1', 'apis/apps/v1', 'apis/demo.panoptes.io/v1', 'apis/things.example.com/v1']);
+    await seedCluster(store, s.name, { phase: 'Ready', ready: true, apiResources: s.name === 'a' ? [...memberKinds, unknownKind] : memberKinds });
+    const lease = { fence: await takeLease(store, clusterLease(s.name)), onFenced: () => undefined };
+    await new OpenAPIFetcher({ cluster: s.name, client: clients[i], store, lease, metrics, log: logger('test') }).sync(['api/v1', 'apis/apps/v1', 'apis/demo.panoptes.io/v1', 'apis/things.example.com/v1']);
   }
   // Gadgets: x serves v1, y and z serve v2 (the version served in the all-clusters view).
   for (const [name, version] of [['x', 'v1'], ['y', 'v2'], ['z', 'v2']]) {
-    await store.upsertCluster(name, { name });
-    await store.setClusterStatus(name, { phase: 'Ready', ready: true, apiResources: [res('demo.example.com', version, 'gadgets', 'Gadget')] });
+    await seedCluster(store, name, { phase: 'Ready', ready: true, apiResources: [res('demo.example.com', version, 'gadgets', 'Gadget')] });
     const body = gadgetDoc(version, version === 'v1' ? 'old' : 'fresh');
-    await store.replaceClusterOpenAPI(name, [{ groupVersion: `apis/demo.example.com/${version}`, format: 'v3', hash: `gadget-${version}`, upstreamHash: `G-${version}`, body }]);
+    const entries = [{ groupVersion: `apis/demo.example.com/${version}`, format: 'v3' as const, hash: `gadget-${version}`, upstreamHash: `G-${version}`, body }];
+    await underTestLease(store, clusterLease(name), (fence) => store.replaceClusterOpenAPI(name, entries, fence));
   }
   const api = await createApiserver({ store, catalogOptions: { refreshMs: 100 }, openapi: { refreshMs: 0 } });
   const base = await api.listen('127.0.0.1', 0);

@@ -1,7 +1,7 @@
 // Watch semantics of the engine on SQLite (CONFORMANCE.md, Watch).
 import t, { type Test } from 'tap';
 import { parseLabelSelector } from '../../kube/labels.ts';
-import { openTestStore, podEvent } from '../../storage/testing.ts';
+import { compactNow, openTestStore, podEvent } from '../../storage/testing.ts';
 import { Store } from '../../storage/store.ts';
 import { initialRv as B } from '../../storage/schema.ts';
 import type { HubOptions, WatchHub } from './hub.ts';
@@ -110,7 +110,7 @@ t.test('selector transitions: starts matching → ADDED, stops matching → DELE
 t.test('a compacted rv: one ERROR event with Status 410 Expired, then the stream ends', async (t) => {
   const { hub } = await setup(t, { prefill: 0 }, async (s) => {
     for (let i = 1; i <= 6; i++) await add(s, 'n', `p${i}`, String(i));
-    await s.compact({ minAgeMs: 0, minCount: 2 }, Date.now() + 1000);
+    await compactNow(s, { minAgeMs: 0, minCount: 2 });
   });
   const r = new Reader(hub.watch(podWatch({ resourceVersion: B + 1 })));
   await r.end();
@@ -159,7 +159,7 @@ t.test('an rv the poller skipped over by a compaction gets 410 at once, not 504 
     await close();
   });
   for (let i = 1; i <= 6; i++) await other.applyBatch('c1', [podEvent('ADDED', 'n', `p${i}`, String(i))]);
-  await other.compact({ minAgeMs: 0, minCount: 0 }, Date.now() + 1000);
+  await compactNow(other, { minAgeMs: 0, minCount: 0 });
   t.equal(hub.rv, B, 'the poller has not seen any of it');
   const start = Date.now();
   const r = new Reader(hub.watch(podWatch({ resourceVersion: B + 2 })));
