@@ -1,6 +1,7 @@
 // What every handler gets: storage, the discovery catalog, limits, and a reply type that
 // handlers return instead of writing to the Koa context (so a timed-out handler's late
 // answer is simply dropped).
+import { maxRequestBodyBytes } from '../kube/json-limits.ts';
 import type { Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
@@ -17,7 +18,7 @@ export interface ApiserverLimits {
   tooLargeWaitMs: number;
   /** Longest request URL accepted (default 16 KiB). */
   maxUrlBytes: number;
-  /** Largest request body accepted (default 1 MiB; reads take none). */
+  /** Largest request body accepted (default 3 MiB, kube-apiserver's MaxRequestBodyBytes; reads take none). */
   maxBodyBytes: number;
 }
 
@@ -26,7 +27,7 @@ export const defaultLimits: ApiserverLimits = {
   requestTimeoutMs: 60_000,
   tooLargeWaitMs: 3_000,
   maxUrlBytes: 16 * 1024,
-  maxBodyBytes: 1024 * 1024,
+  maxBodyBytes: maxRequestBodyBytes,
 };
 
 export interface Deps {
