@@ -20,6 +20,12 @@ export interface ApiserverLimits {
   maxUrlBytes: number;
   /** Largest request body accepted (default 3 MiB, kube-apiserver's MaxRequestBodyBytes; reads take none). */
   maxBodyBytes: number;
+  /**
+   * Writes served at once (default 16); beyond them 429, as kube-apiserver's
+   * --max-mutating-requests-inflight (200 there). Each may hold a body and its decoding:
+   * this bounds the memory writes can take together.
+   */
+  maxMutatingInFlight: number;
 }
 
 export const defaultLimits: ApiserverLimits = {
@@ -28,6 +34,7 @@ export const defaultLimits: ApiserverLimits = {
   tooLargeWaitMs: 3_000,
   maxUrlBytes: 16 * 1024,
   maxBodyBytes: maxRequestBodyBytes,
+  maxMutatingInFlight: 16,
 };
 
 export interface Deps {

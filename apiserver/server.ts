@@ -28,7 +28,7 @@ import { clusterObjectsCluster } from '../storage/cluster-objects.ts';
 import type { Change } from '../storage/types.ts';
 import { isClusterPath } from './clusters.ts';
 import { route, type MetricLabels } from './routes.ts';
-import { bodyTooLarge } from './write-request.ts';
+import { bodyTooLarge, limitWritesInFlight } from './write-request.ts';
 import { WatchHub, type HubOptions } from './watch/index.ts';
 
 export interface ApiserverOptions {
@@ -156,6 +156,9 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
 
   // Authentication and authorization (health paths exempt).
   if (opts.secure) app.use(authMiddleware(opts.secure.authenticator, opts.secure.authorizer, log));
+
+  // Writes in flight, each of which may hold a body and its decoding.
+  app.use(limitWritesInFlight(limits.maxMutatingInFlight));
 
   // Bounds, health and metrics, then the API.
   app.use(async (ctx) => {

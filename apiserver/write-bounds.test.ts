@@ -3,13 +3,18 @@
 // depth, YAML's expansion, and JSON patches by kube's copy budget and the size and depth of
 // the patched object. Every hostile body of hack/testing/patch-bombs.ts gets its 4xx Status
 // fast from an apiserver whose heap is held to 256 MB (a worker thread), which then goes on
-// serving.
+// serving. Writes in flight at once are bounded too (429).
 import { request } from 'node:http';
 import t, { type Test } from 'tap';
 import { http, type HttpResult } from '../hack/sim/testutil.ts';
 import { startApiserverWorker } from '../hack/testing/apiserver-worker.ts';
 import { bodyBombs, deepJson, patchBombs, type Bomb } from '../hack/testing/patch-bombs.ts';
 import { maxJsonDepth, maxRequestBodyBytes } from '../kube/json-limits.ts';
+import { setLogLevel } from '../lib/log.ts';
+import { openTestStore } from '../storage/testing.ts';
+import { createApiserver } from './server.ts';
+
+if (!process.env.PANOPTES_LOG_LEVEL) setLogLevel('error');
 
 const C = '/apis/panoptes.io/v1alpha1/clusters';
 const MiB = 1024 * 1024;
@@ -115,4 +120,38 @@ t.test('the write API is bounded', async (t) => {
     const heap = await api.heapUsed();
     t.ok(heap < 200 * MiB, `heap in use after the bombs: ${Math.round(heap / MiB)} MiB`);
   });
+});
+
+t.test('writes in flight are bounded (429 beyond, as kube-apiserver answers); reads are not', async (t) => {
+  const { store, close } = await openTestStore('sqlite');
+  const api = await createApiserver({ store, limits: { maxMutatingInFlight: 2 } });
+  const base = await api.listen('127.0.0.1', 0);
+  t.teardown(async () => {
+    await api.close();
+    await close();
+  });
+  // Two creates whose bodies are still arriving hold both places.
+  const slow = [0, 1].map((i) => {
+    let res: (r: number) => void = () => undefined;
+    const answered = new Promise<number>((r) => (res = r));
+    const req = request(`${base}${C}`, { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' } }, (r) => {
+      r.resume();
+      r.on('end', () => res(r.statusCode ?? 0));
+    });
+    req.on('error', () => res(-1));
+    req.write(`{"metadata":{"name":"slow-${i}"},`);
+    return { req, answered };
+  });
+  const deadline = Date.now() + 5000;
+  let third: HttpResult | undefined;
+  while (Date.now() < deadline) {
+    third = await http('POST', `${base}${C}`, { metadata: { name: 'third' }, spec: { server: 'https://third.example' } });
+    if (third.status === 429) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  t.match(third, { status: 429, headers: { 'retry-after': '1' }, json: { kind: 'Status', reason: 'TooManyRequests', code: 429, message: 'Too many requests, please try again later.' } });
+  t.equal((await http('GET', `${base}${C}`)).status, 200, 'reads go on');
+  for (const s of slow) s.req.end('"spec":{"server":"https://slow.example"}}');
+  t.same(await Promise.all(slow.map((s) => s.answered)), [201, 201]);
+  t.equal((await http('POST', `${base}${C}`, { metadata: { name: 'third' }, spec: { server: 'https://third.example' } })).status, 201, 'then writes are taken again');
 });

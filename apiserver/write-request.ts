@@ -4,7 +4,7 @@
 // DeleteOptions, all decoded by kube/json-limits.ts, which bounds their depth and YAML's
 // expansion), the PATCH content type (415 listing the accepted ones) and unknown fields
 // under fieldValidation (Strict: an error; Warn, the default: a Warning header; Ignore).
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { decodeJson, decodeYaml, requestEntityTooLarge } from '../kube/json-limits.ts';
 import { fieldInvalid, fieldNotSupported, invalidObject, type FieldError } from '../kube/field-errors.ts';
 import { jsonPatchType, mergePatchType, type PatchType } from '../kube/patch.ts';
@@ -44,6 +44,25 @@ export function parseWriteOptions(qs: URLSearchParams, verb: WriteVerb): WriteOp
   if (pp !== null && !['Orphan', 'Background', 'Foreground'].includes(pp)) errs.push(fieldNotSupported('propagationPolicy', pp, ['Background', 'Foreground', 'Orphan']));
   if (errs.length) throw invalidObject({ group: 'meta.k8s.io', kind: optionsKind[verb] }, '', errs);
   return { dryRun: dryRun.length > 0, fieldValidation: (fv || 'Warn') as FieldValidation, ...(fm !== undefined ? { fieldManager: fm } : {}) };
+}
+
+/**
+ * At most `max` writes (anything but GET and HEAD) served at once; beyond them 429 with
+ * Retry-After 1, as kube-apiserver's max-in-flight filter answers (`Too many requests, please
+ * try again later.`). Reads are not counted (watches are long).
+ */
+export function limitWritesInFlight(max: number): Middleware {
+  let inFlight = 0;
+  return async (ctx, next) => {
+    if (ctx.method === 'GET' || ctx.method === 'HEAD') return next();
+    if (inFlight >= max) throw new StatusError('TooManyRequests', 'Too many requests, please try again later.', { retryAfterSeconds: 1 });
+    inFlight++;
+    try {
+      await next();
+    } finally {
+      inFlight--;
+    }
+  };
 }
 
 /**
