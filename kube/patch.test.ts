@@ -160,3 +160,10 @@ t.test('the patch bombs: each answered as expected, fast', async (t) => {
     t.ok(Date.now() - started < 3000, `${b.name}: ${Date.now() - started} ms`);
   }
 });
+
+t.test('a merge patch that is a large array of objects replaces the document', async (t) => {
+  const patch = JSON.stringify(Array.from({ length: 300_000 }, () => ({ a: null, b: 1 })));
+  const out = applyMergePatch({}, patch) as Array<Record<string, unknown>>;
+  t.equal(out.length, 300_000);
+  t.same(out[299_999], { b: 1 }, 'nulls dropped from its objects');
+});

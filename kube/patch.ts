@@ -90,7 +90,9 @@ function pruneNulls(v: JsonValue): JsonValue {
   const stack: JsonValue[] = [v];
   while (stack.length) {
     const x = stack.pop()!;
-    if (Array.isArray(x)) stack.push(...x.filter((e) => typeof e === 'object' && e !== null));
+    if (Array.isArray(x)) {
+      for (const e of x) if (typeof e === 'object' && e !== null) stack.push(e);
+    }
     else if (isObject(x)) {
       for (const k of Object.keys(x)) {
         if (x[k] === null) delete x[k];
