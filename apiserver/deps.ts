@@ -1,6 +1,7 @@
 // What every handler gets: storage, the discovery catalog, limits, and a reply type that
 // handlers return instead of writing to the Koa context (so a timed-out handler's late
 // answer is simply dropped).
+import { maxRequestBodyBytes } from '../kube/json-limits.ts';
 import type { Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
@@ -17,8 +18,14 @@ export interface ApiserverLimits {
   tooLargeWaitMs: number;
   /** Longest request URL accepted (default 16 KiB). */
   maxUrlBytes: number;
-  /** Largest request body accepted (default 1 MiB; reads take none). */
+  /** Largest request body accepted (default 3 MiB, kube-apiserver's MaxRequestBodyBytes; reads take none). */
   maxBodyBytes: number;
+  /**
+   * Writes served at once (default 16); beyond them 429, as kube-apiserver's
+   * --max-mutating-requests-inflight (200 there). Each may hold a body and its decoding:
+   * this bounds the memory writes can take together.
+   */
+  maxMutatingInFlight: number;
 }
 
 export const defaultLimits: ApiserverLimits = {
@@ -26,7 +33,8 @@ export const defaultLimits: ApiserverLimits = {
   requestTimeoutMs: 60_000,
   tooLargeWaitMs: 3_000,
   maxUrlBytes: 16 * 1024,
-  maxBodyBytes: 1024 * 1024,
+  maxBodyBytes: maxRequestBodyBytes,
+  maxMutatingInFlight: 16,
 };
 
 export interface Deps {

@@ -28,6 +28,7 @@ import { clusterObjectsCluster } from '../storage/cluster-objects.ts';
 import type { Change } from '../storage/types.ts';
 import { isClusterPath } from './clusters.ts';
 import { route, type MetricLabels } from './routes.ts';
+import { bodyTooLarge, limitWritesInFlight } from './write-request.ts';
 import { WatchHub, type HubOptions } from './watch/index.ts';
 
 export interface ApiserverOptions {
@@ -156,11 +157,13 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
   // Authentication and authorization (health paths exempt).
   if (opts.secure) app.use(authMiddleware(opts.secure.authenticator, opts.secure.authorizer, log));
 
+  // Writes in flight, each of which may hold a body and its decoding.
+  app.use(limitWritesInFlight(limits.maxMutatingInFlight));
+
   // Bounds, health and metrics, then the API.
   app.use(async (ctx) => {
     if (Buffer.byteLength(ctx.url) > limits.maxUrlBytes) throw new StatusError('BadRequest', `request URL is too long (${Buffer.byteLength(ctx.url)} bytes; at most ${limits.maxUrlBytes})`);
-    const length = Number(ctx.get('Content-Length') || 0);
-    if (length > limits.maxBodyBytes) throw new StatusError('RequestEntityTooLarge', `request body is too large (${length} bytes; at most ${limits.maxBodyBytes})`);
+    if (Number(ctx.get('Content-Length') || 0) > limits.maxBodyBytes) throw bodyTooLarge(ctx, limits.maxBodyBytes);
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && !isClusterPath(ctx.path)) throw readOnly(ctx.method);
     const first = ctx.path.split('/')[1];
     if (first === 'healthz' || first === 'livez' || first === 'readyz') {

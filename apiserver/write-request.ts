@@ -1,10 +1,11 @@
 // The parts of a write request kube-apiserver checks before it touches an object: the query
 // (CreateOptions, UpdateOptions, PatchOptions, DeleteOptions: dryRun, fieldManager,
 // fieldValidation, force), the body (read within the size limit; JSON or YAML objects, a
-// DeleteOptions), the PATCH content type (415 listing the accepted ones) and unknown fields
+// DeleteOptions, all decoded by kube/json-limits.ts, which bounds their depth and YAML's
+// expansion), the PATCH content type (415 listing the accepted ones) and unknown fields
 // under fieldValidation (Strict: an error; Warn, the default: a Warning header; Ignore).
-import type { Context } from 'koa';
-import { parse as parseYaml } from 'yaml';
+import type { Context, Middleware } from 'koa';
+import { decodeJson, decodeYaml, requestEntityTooLarge } from '../kube/json-limits.ts';
 import { fieldInvalid, fieldNotSupported, invalidObject, type FieldError } from '../kube/field-errors.ts';
 import { jsonPatchType, mergePatchType, type PatchType } from '../kube/patch.ts';
 import { StatusError } from '../kube/status.ts';
@@ -45,16 +46,65 @@ export function parseWriteOptions(qs: URLSearchParams, verb: WriteVerb): WriteOp
   return { dryRun: dryRun.length > 0, fieldValidation: (fv || 'Warn') as FieldValidation, ...(fm !== undefined ? { fieldManager: fm } : {}) };
 }
 
-/** The request body, at most `limit` bytes (413 beyond, also without a Content-Length). */
-export async function readBody(ctx: Context, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) throw new StatusError('RequestEntityTooLarge', `request body is too large (more than ${limit} bytes)`);
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+/**
+ * At most `max` writes (anything but GET and HEAD) served at once; beyond them 429 with
+ * Retry-After 1, as kube-apiserver's max-in-flight filter answers (`Too many requests, please
+ * try again later.`). Reads are not counted (watches are long).
+ */
+export function limitWritesInFlight(max: number): Middleware {
+  let inFlight = 0;
+  return async (ctx, next) => {
+    if (ctx.method === 'GET' || ctx.method === 'HEAD') return next();
+    if (inFlight >= max) throw new StatusError('TooManyRequests', 'Too many requests, please try again later.', { retryAfterSeconds: 1 });
+    inFlight++;
+    try {
+      await next();
+    } finally {
+      inFlight--;
+    }
+  };
+}
+
+/**
+ * 413 for a body over `limit`, as kube's limitedReadBody answers. What is left of the body
+ * is read and dropped, so that the answer reaches the client (closing a socket with unread
+ * data resets it) and a keep-alive connection stays usable; a client that goes on sending
+ * more than twice `limit` further bytes loses the connection (HTTP/2: the stream).
+ */
+export function bodyTooLarge(ctx: Context, limit: number): StatusError {
+  const req = ctx.req;
+  let dropped = 0;
+  req.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped <= 2 * limit) return;
+    const stream = (req as { stream?: { close(): void } }).stream;
+    if (stream) stream.close();
+    else req.socket.destroy();
+  });
+  req.resume();
+  return requestEntityTooLarge(limit);
+}
+
+/** The request body, at most `limit` bytes: 413 also without a Content-Length (chunked), as soon as the limit is passed. */
+export function readBody(ctx: Context, limit: number): Promise<Buffer> {
+  const req = ctx.req;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = (fn: () => void) => {
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+      fn();
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) settle(() => reject(bodyTooLarge(ctx, limit)));
+      else chunks.push(chunk);
+    };
+    const onEnd = () => settle(() => resolve(Buffer.concat(chunks)));
+    const onError = (err: Error) => settle(() => reject(err));
+    const onClose = () => settle(() => reject(new StatusError('BadRequest', 'the request body ended early (the client went away)')));
+    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+  });
 }
 
 const mediaType = (contentType: string | undefined) => (contentType ?? '').split(';')[0].trim().toLowerCase();
@@ -65,14 +115,15 @@ export function decodeObject(body: Buffer, contentType: string | undefined, kind
   let doc: unknown;
   if (type === 'application/json' || type === '') {
     try {
-      doc = JSON.parse(body.toString('utf8'));
+      doc = decodeJson(body.toString('utf8'));
     } catch (err) {
       throw new StatusError('BadRequest', `the object provided is unrecognized (must be of type ${kind}): couldn't get version/kind; json parse error: ${(err as Error).message}`);
     }
   } else if (type === 'application/yaml') {
     try {
-      doc = parseYaml(body.toString('utf8'));
+      doc = decodeYaml(body.toString('utf8'));
     } catch (err) {
+      if (err instanceof StatusError) throw err; // 413: larger than a YAML body may be, or expands beyond a JSON one
       throw new StatusError('BadRequest', `the object provided is unrecognized (must be of type ${kind}): error converting YAML to JSON: ${(err as Error).message.split('\n')[0]}`);
     }
   } else {
@@ -97,7 +148,7 @@ export function decodeDeleteOptions(body: Buffer): { preconditions?: { uid?: str
   if (body.length === 0) return {};
   let doc: unknown;
   try {
-    doc = JSON.parse(body.toString('utf8'));
+    doc = decodeJson(body.toString('utf8'));
   } catch (err) {
     throw new StatusError('BadRequest', `the body of the request could not be decoded as DeleteOptions: ${(err as Error).message}`);
   }

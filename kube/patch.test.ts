@@ -2,7 +2,9 @@
 // its answers to bad patches; field errors worded as apimachinery's.
 import t from 'tap';
 import { aggregateText, fieldInvalid, fieldNotSupported, fieldRequired, invalidObject } from './field-errors.ts';
-import { applyJsonPatch, applyMergePatch, maxJSONPatchOperations } from './patch.ts';
+import { deepJson, patchBombs } from '../hack/testing/patch-bombs.ts';
+import { jsonBytes, maxJsonDepth } from './json-limits.ts';
+import { applyJsonPatch, applyMergePatch, applyPatch, defaultPatchLimits, maxJSONPatchOperations, type JsonValue } from './patch.ts';
 import { StatusError } from './status.ts';
 
 const doc = { metadata: { name: 'a', labels: { x: '1', y: '2' } }, spec: { resources: ['pods', 'services'], server: 'https://a' } };
@@ -77,4 +79,91 @@ t.test('field errors as errors.NewInvalid words them', async (t) => {
   t.notOk(two.details && 'name' in two.details, 'an empty name is omitted from details');
   t.equal(aggregateText(['a', 'a']), 'a', 'duplicates are dropped');
   t.equal(invalidObject({ group: 'meta.k8s.io', kind: 'CreateOptions' }, '', [fieldNotSupported('dryRun', ['x'], ['All'])]).message, 'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"x"}: supported values: "All"');
+});
+
+t.test('bounded as kube bounds a patch: copies, the result, depth', async (t) => {
+  const MiB = 1024 * 1024;
+  const invalid = { name: 'StatusError', reason: 'Invalid', code: 422, message: 'the server rejected our request due to an error in our request' };
+  const ops = (...o: object[]) => JSON.stringify(o);
+  const value = (bytes: number) => 'a'.repeat(bytes - 2); // a JSON string of `bytes` bytes
+  const copies = (n: number, bytes: number) => ops({ op: 'add', path: '/x', value: value(bytes) }, ...Array.from({ length: n }, (_, i) => ({ op: 'copy', from: '/x', path: `/y${i}` })));
+  t.equal(Object.keys(applyJsonPatch({}, copies(3, MiB), { ...defaultPatchLimits, maxResultBytes: Infinity }) as object).length, 4, 'copies adding exactly 3 MiB are applied');
+  t.throws(() => applyJsonPatch({}, copies(4, 0.8 * MiB)), { ...invalid, details: { causes: [{ message: /^Unable to complete the copy, the accumulated size increase of copy is at least \d+, exceeding the limit 3145728$/ }] } }, 'one byte more: 422');
+  t.ok(defaultPatchLimits.maxCopyBytes === 3 * MiB && defaultPatchLimits.maxResultBytes === 3 * MiB, "kube's JSONPatchMaxCopyBytes; the body limit for the result");
+
+  // Counted before copying: a copy over the budget allocates nothing. 40 doublings of a small
+  // array would be 2^40 times its size; the budget stops it after ~17 with the heap untouched.
+  const before = process.memoryUsage().heapUsed;
+  const started = Date.now();
+  t.throws(() => applyJsonPatch({}, ops({ op: 'add', path: '/x', value: ['x'.repeat(40)] }, ...Array.from({ length: 40 }, () => ({ op: 'copy', from: '/x', path: '/x/-' })))), invalid);
+  t.ok(Date.now() - started < 2000, 'the doubling bomb is refused fast');
+  t.ok(process.memoryUsage().heapUsed - before < 64 * MiB, 'and without building its copies');
+
+  t.throws(() => applyJsonPatch({}, ops({ op: 'add', path: '/x', value: value(1.2 * MiB) }, { op: 'copy', from: '/x', path: '/y' }, { op: 'copy', from: '/x', path: '/z' })), {
+    name: 'StatusError',
+    reason: 'RequestEntityTooLarge',
+    code: 413,
+    message: 'Request entity too large: the patched object is larger than the limit of 3145728 bytes',
+  });
+  t.throws(() => applyMergePatch({ x: value(2 * MiB) }, JSON.stringify({ y: value(1.5 * MiB) })), { reason: 'RequestEntityTooLarge', code: 413 }, 'a merge patch too');
+
+  const deep = (n: number) => JSON.parse(deepJson(n, 'object', '{}')) as JsonValue;
+  t.throws(() => applyJsonPatch({}, ops({ op: 'add', path: '/x', value: deep(300) }, { op: 'copy', from: '/x', path: `/x${'/a'.repeat(300)}/b` })), {
+    reason: 'Invalid',
+    code: 422,
+    message: ` "" is invalid: patch: Invalid value: "<the patched object, nested deeper than ${maxJsonDepth} levels>": exceeded max depth of ${maxJsonDepth}`,
+  }, 'a copy that nests the result too deep');
+  t.throws(() => applyMergePatch({}, `{"x":${deepJson(maxJsonDepth)}}`), { reason: 'BadRequest', code: 400, message: "error decoding patch: invalid character '{' exceeded max depth" });
+  t.throws(() => applyJsonPatch({}, `[{"op":"add","path":"/x","value":${deepJson(maxJsonDepth)}}]`), { reason: 'BadRequest', code: 400, message: "error decoding patch: invalid character '{' exceeded max depth" });
+  t.throws(() => applyJsonPatch({}, ops({ op: 'add', path: '/x', value: new Array(1_000_000).fill(0) }, ...Array.from({ length: 300 }, () => ({ op: 'add', path: '/x/0', value: 1 })))), {
+    ...invalid,
+    details: { causes: [{ message: 'the operations shift more than 200000000 array elements (inserts and removals before the end of large arrays)' }] },
+  }, 'inserts at the front of a large array are bounded in work');
+});
+
+t.test('every operation walks values without recursion', async (t) => {
+  // Values far deeper than a stack (copies can build them); the depth bound lifted to see the operations themselves.
+  const limits = { ...defaultPatchLimits, maxDepth: Infinity, maxResultBytes: Infinity };
+  const deep = JSON.parse(deepJson(100_000, 'object', '{}')) as JsonValue;
+  const inner = `/x${'/a'.repeat(100_000)}`;
+  const out = applyJsonPatch({ x: deep }, JSON.stringify([{ op: 'copy', from: '/x', path: '/y' }]), limits) as { x: JsonValue; y: JsonValue };
+  t.not(out.y, out.x, 'copied');
+  t.equal(jsonBytes(out.y), jsonBytes(deep), 'whole');
+  t.throws(() => applyJsonPatch({ x: deep }, JSON.stringify([{ op: 'test', path: '/x', value: { a: { a: 0 } } }]), limits), { code: 422 }, 'test compares');
+  t.same(Object.keys(applyJsonPatch({ x: deep }, JSON.stringify([{ op: 'add', path: `${inner}/b`, value: 1 }, { op: 'move', from: '/x', path: '/z' }]), limits) as object), ['z'], 'add at the bottom, move the whole');
+  t.same(applyMergePatch({ x: deep }, '{"x":null,"y":1}', limits), { y: 1 }, 'merge');
+  t.throws(() => applyMergePatch({ x: deep }, '{"z":1}'), { reason: 'Invalid', code: 422 }, 'a stored document too deep: 422, no stack overflow');
+});
+
+t.test('"__proto__" is a key like any other', async (t) => {
+  const j = applyJsonPatch({}, '[{"op":"add","path":"/__proto__","value":{"polluted":true}}]') as Record<string, unknown>;
+  t.same(Object.keys(j), ['__proto__']);
+  t.equal(Object.getPrototypeOf(j), Object.prototype);
+  const m = applyMergePatch({}, '{"__proto__":{"polluted":true}}') as Record<string, unknown>;
+  t.same(Object.keys(m), ['__proto__']);
+  t.equal(({} as Record<string, unknown>).polluted, undefined);
+});
+
+t.test('the patch bombs: each answered as expected, fast', async (t) => {
+  const doc = { apiVersion: 'panoptes.io/v1alpha1', kind: 'Cluster', metadata: { name: 'east' }, spec: { server: 'https://east' } };
+  for (const b of patchBombs()) {
+    if (Buffer.byteLength(b.body) > defaultPatchLimits.maxResultBytes) continue; // refused as a body, before any patch
+    const started = Date.now();
+    let code = 200;
+    try {
+      applyPatch(b.contentType === 'application/json-patch+json' ? 'json' : 'merge', doc, b.body);
+    } catch (err) {
+      if (!(err instanceof StatusError)) throw err;
+      code = err.code;
+    }
+    t.equal(code, b.expect.code, b.name);
+    t.ok(Date.now() - started < 3000, `${b.name}: ${Date.now() - started} ms`);
+  }
+});
+
+t.test('a merge patch that is a large array of objects replaces the document', async (t) => {
+  const patch = JSON.stringify(Array.from({ length: 300_000 }, () => ({ a: null, b: 1 })));
+  const out = applyMergePatch({}, patch) as Array<Record<string, unknown>>;
+  t.equal(out.length, 300_000);
+  t.same(out[299_999], { b: 1 }, 'nulls dropped from its objects');
 });

@@ -2,7 +2,9 @@
 // are authorized by SubjectAccessReview (a fake host cluster records them). The HPA
 // controller's service account, allowed by its bootstrap role (get, list, watch on
 // external.metrics.k8s.io/* everywhere), reads metrics; a user without a rule gets 403; a user
-// allowed in one namespace cannot widen the scope to another or to all namespaces.
+// allowed in one namespace cannot widen the scope to another or to all namespaces, neither by
+// its selector nor through a declared rule's namespaces; an unknown cluster is refused
+// without naming the clusters there are.
 import { request } from 'node:https';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,13 +50,27 @@ t.test('external metrics are authorized like every other request', async (t) => 
     },
   });
   const { store, close } = await openTestStore('sqlite');
-  await seedCluster(store, 'a', { phase: 'Ready', ready: true, apiResources: [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singularName: 'pod' }] });
+  const pods = [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singularName: 'pod' }];
+  await seedCluster(store, 'a', { phase: 'Ready', ready: true, apiResources: pods });
   await store.applyBatch('a', [podEvent('ADDED', 'team-a', 'p1', '10', { phase: 'Pending' }), podEvent('ADDED', 'team-a', 'p2', '11'), podEvent('ADDED', 'team-b', 'p3', '12', { phase: 'Pending' })]);
+  await seedCluster(store, 'secret-project-x', { phase: 'Ready', ready: true, apiResources: pods });
   const dir = mkdtempSync(join(tmpdir(), 'panoptes-em-auth-'));
+  const rules = join(dir, 'metrics.yaml');
+  writeFileSync(
+    rules,
+    [
+      'metrics:',
+      '  - { name: team-b-pending, resource: pods, namespaces: [team-b], fieldSelector: status.phase=Pending }',
+      '  - { name: everywhere-pending, resource: pods, namespaces: all, fieldSelector: status.phase=Pending }',
+      '  - { name: here-pending, resource: pods, fieldSelector: status.phase=Pending }',
+      '  - { name: team-a-pending, resource: pods, namespaces: [team-a], fieldSelector: status.phase=Pending }',
+      '',
+    ].join('\n'),
+  );
   writeFileSync(join(dir, 'tls.crt'), certs.serving.cert);
   writeFileSync(join(dir, 'tls.key'), certs.serving.key);
   const secure = await secureServingFromFlags({ 'tls-cert-file': join(dir, 'tls.crt'), 'tls-private-key-file': join(dir, 'tls.key') }, logger('test'), { authnClient: host.client(), authzClient: host.client() });
-  const api = await createApiserver({ store, secure, log: logger('test') });
+  const api = await createApiserver({ store, secure, log: logger('test'), externalMetrics: { file: rules } });
   const base = await api.listen('127.0.0.1', 0);
   t.teardown(async () => {
     await api.close();
@@ -107,5 +123,44 @@ t.test('external metrics are authorized like every other request', async (t) => 
     t.equal(all.status, 403);
     t.match(JSON.parse(all.body).message, /at the cluster scope/);
     t.equal((await as('dev', `${EM}/namespaces/team-b/pods`)).status, 403, 'another namespace in the path');
+  });
+
+  t.test("a declared rule's namespaces are authorized as a selector's would be", async (t) => {
+    const value = (r: { body: string }) => JSON.parse(r.body).items[0].value as string;
+    const here = await as('dev', `${EM}/namespaces/team-a/here-pending`);
+    t.equal(here.status, 200, 'a rule reading the request namespace');
+    t.equal(value(here), '1');
+    const own = await as('dev', `${EM}/namespaces/team-a/team-a-pending`);
+    t.equal(own.status, 200, 'a rule naming the request namespace');
+    t.equal(value(own), '1');
+    host.requests.length = 0;
+    const other = await as('dev', `${EM}/namespaces/team-a/team-b-pending`);
+    t.equal(other.status, 403, `a rule reading another namespace: ${other.body}`);
+    t.equal(JSON.parse(other.body).message, 'team-b-pending.external.metrics.k8s.io is forbidden: User "dev" cannot list resource "team-b-pending" in API group "external.metrics.k8s.io" in the namespace "team-b": no RBAC rule');
+    t.same(
+      host.sars().map((s) => s.resourceAttributes?.namespace),
+      ['team-a', 'team-b'],
+      'the request namespace, then the namespace the rule reads',
+    );
+    const all = await as('dev', `${EM}/namespaces/team-a/everywhere-pending`);
+    t.equal(all.status, 403, 'a rule reading all namespaces');
+    t.match(JSON.parse(all.body).message, /cannot list resource "everywhere-pending" in API group "external.metrics.k8s.io" at the cluster scope/);
+    const narrowed = await as('dev', `${EM}/namespaces/team-a/everywhere-pending?labelSelector=search.panoptes.io%2Fnamespaces%3Dteam-a`);
+    t.equal(narrowed.status, 200, 'its own namespace, named by the selector, replaces the rule\'s');
+    t.equal(value(narrowed), '1');
+    for (const m of ['team-b-pending', 'everywhere-pending']) {
+      const r = await as(hpa, `${EM}/namespaces/team-a/${m}`);
+      t.equal(r.status, 200, `the HPA controller reads ${m}`);
+      t.equal(value(r), m === 'team-b-pending' ? '1' : '2');
+    }
+  });
+
+  t.test('an unknown cluster: 400 naming only what was asked', async (t) => {
+    const r = await as('dev', `${EM}/namespaces/team-a/pods?labelSelector=${encodeURIComponent('search.panoptes.io/clusters in (nope,a)')}`);
+    t.equal(r.status, 400);
+    t.match(JSON.parse(r.body), { kind: 'Status', reason: 'BadRequest', code: 400, message: 'unknown cluster "nope" in search.panoptes.io/clusters' });
+    t.notOk(r.body.includes('secret-project-x'), 'the clusters there are are not listed');
+    const known = await as('dev', `${EM}/namespaces/team-a/pods?labelSelector=${encodeURIComponent('search.panoptes.io/clusters=a')}`);
+    t.equal(known.status, 200);
   });
 });

@@ -5,9 +5,11 @@
 // Scope: the objects of the request's namespace in every cluster; the selector (selector.ts)
 // narrows it (labels, fields, clusters, names) or replaces the namespaces
 // (search.panoptes.io/namespaces, search.panoptes.io/all-namespaces). A declared rule adds its
-// own selection and may set the default namespaces. Replacing the namespaces is authorized
-// again (list on the metric in each namespace read, or at the cluster scope for all), so a
-// right to read metrics in one namespace does not read another's objects.
+// own selection and may set the default namespaces. Every namespace read other than the
+// request's (which the request itself was authorized for) is authorized again, whether the
+// selector or the rule named it: list on the metric in that namespace, or at the cluster
+// scope for all, so a right to read metrics in one namespace does not read another's objects.
+// An unknown cluster is a 400 naming what was asked only: the caller may not list clusters.
 //
 // Values come from one storage snapshot per query, as fresh as synchro's last commit. While a
 // selected cluster is not Ready the metric is served from its last synced state with a Warning
@@ -68,19 +70,21 @@ function plan(deps: Deps, target: MetricTarget, namespace: string, request: Sele
 
   const known = deps.catalog.clusterNames();
   const unknown = (sel.clusters.in ?? []).filter((c) => !known.includes(c));
-  if (unknown.length) throw badRequest(`unknown cluster${unknown.length > 1 ? 's' : ''} ${unknown.map((c) => JSON.stringify(c)).join(', ')} in search.panoptes.io/clusters; known clusters: ${known.join(', ') || '(none)'}`);
+  // Not "known clusters: ...": a right to read a metric is not a right to list clusters.
+  if (unknown.length) throw badRequest(`unknown cluster${unknown.length > 1 ? 's' : ''} ${unknown.map((c) => JSON.stringify(c)).join(', ')} in search.panoptes.io/clusters`);
   const chosen = (sel.clusters.in ?? known).filter((c) => !sel.clusters.notIn.includes(c));
   const select: AggregateQuery['select'] = { group: info.group, resource: info.resource };
   if (sel.clusters.in || sel.clusters.notIn.length) select.clusters = chosen;
   // Clusters that sync the resource, at any version (info.clusters names those of the version served).
   const read = chosen.filter((c) => findResource(deps.catalog.view(c), info.group, info.resource) !== undefined);
 
+  // The namespaces read beyond the request's own, from the selector or the rule: authorized again.
   let recheck: Array<string | undefined> = [];
   const requestScopes = request.allNamespaces || request.namespaces.in !== undefined;
   if (info.namespaced) {
     if (!sel.allNamespaces) select.namespaces = sel.namespaces.in ?? [namespace];
     for (const ns of sel.namespaces.notIn) fields.push({ field: 'metadata.namespace', operator: '!=', value: ns });
-    if (requestScopes) recheck = request.allNamespaces ? [undefined] : request.namespaces.in!.filter((ns) => ns !== namespace);
+    recheck = sel.allNamespaces ? [undefined] : select.namespaces!.filter((ns) => ns !== namespace);
   } else if (requestScopes || request.namespaces.notIn.length) {
     throw badRequest(`${info.resource}${info.group ? `.${info.group}` : ''} is cluster-scoped: the namespace search keys do not apply`);
   }

@@ -192,6 +192,47 @@ t.test('a snapshot ahead of a stuck poller ends with ERROR 504, not silence unti
   t.ok(Date.now() - start < 5000, 'ended after the future-rv wait, long before the 30 s deadline');
 });
 
+t.test('after a storage outage, a watch from a fresh rv is served at once (the poller does not sleep through the wait)', async (t) => {
+  // The hub's defaults: a future rv waits 3 s. The outage lasts long enough for the poller's
+  // back-off to grow past that wait (seven failed polls: 50 ms doubling to 3.2 s before).
+  const { store, url, close } = await openTestStore('sqlite');
+  const hub = await startHub(store);
+  const synchro = await Store.open(url); // writes of another process: no commit hint here
+  t.teardown(async () => {
+    await hub.stop();
+    await synchro.close();
+    await close();
+  });
+  await add(store, 'n', 'a', '1');
+  await delay(100);
+  t.equal(hub.rv, B + 1);
+  const changesAfter = store.changesAfter.bind(store);
+  let down = true;
+  let failures = 0;
+  store.changesAfter = async (rv, limit) => {
+    if (!down) return changesAfter(rv, limit);
+    failures++;
+    throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
+  };
+  t.teardown(() => {
+    store.changesAfter = changesAfter;
+  });
+  const outage = Date.now();
+  while (failures < 7 && Date.now() - outage < 15_000) await delay(20);
+  t.equal(failures, 7, `seven failed polls in ${Date.now() - outage} ms`);
+  down = false; // storage is back; synchro commits, a client lists (at the watermark) and watches from there
+  const { watermark } = await synchro.applyBatch('c1', [podEvent('ADDED', 'n', 'b', '2')]);
+  t.ok(watermark > hub.rv, 'an rv this process has not seen yet');
+  const started = Date.now();
+  const r = new Reader(hub.watch(podWatch({ resourceVersion: watermark })));
+  await synchro.applyBatch('c1', [podEvent('ADDED', 'n', 'c', '3')]);
+  await r.count(1, 5000);
+  const ms = Date.now() - started;
+  t.match(r.events, [{ type: 'ADDED', object: { metadata: { name: 'c' } } }], 'the next change, not ERROR 504');
+  t.ok(ms < 1000, `served ${ms} ms after the request (the future-rv wait is 3 s)`);
+  r.w.close();
+});
+
 t.test('bookmarks: periodic, and one before the deadline; timeoutSeconds ends the stream cleanly', async (t) => {
   const { store, hub } = await setup(t, { bookmarkIntervalMs: 150 });
   await add(store, 'n', 'a', '1');

@@ -141,3 +141,34 @@ t.test('stop ends a sleeping poller at once', async (t) => {
   await p.stop();
   t.ok(Date.now() - s < 200);
 });
+
+t.test('back-off: at most 1 s by default; a wake-up cuts it short, but not below its first step', async (t) => {
+  const log = new FakeLog();
+  log.latencyMs = 0;
+  const got: number[] = [];
+  const { p } = poller(log, { intervalMs: 20 }, got);
+  p.start();
+  t.teardown(() => p.stop());
+  await delay(30);
+  log.failNext = 1_000_000; // storage is down
+  await delay(4000);
+  const quiet = log.calls;
+  await delay(1100);
+  t.ok(log.calls - quiet >= 1 && log.calls - quiet <= 2, `without wake-ups: a poll a second at most and at least (${log.calls - quiet})`);
+  const before = log.calls;
+  const until = Date.now() + 500;
+  while (Date.now() < until) {
+    p.wake(); // watches waiting for rvs, commit hints
+    await delay(2);
+  }
+  const woken = log.calls - before;
+  t.ok(woken >= 3 && woken <= 12, `woken continuously for 500 ms: ${woken} polls (one per 50 ms first step at most)`);
+  log.failNext = 0; // storage is back
+  log.head = 3;
+  await delay(20);
+  const recovered = Date.now();
+  p.wake(3);
+  while (got.length < 3 && Date.now() - recovered < 2000) await delay(5);
+  t.same(got, [1, 2, 3]);
+  t.ok(Date.now() - recovered < 200, `delivered ${Date.now() - recovered} ms after the wake-up`);
+});

@@ -1,7 +1,12 @@
 // The poller: one per process, whatever the number of watchers. It reads the change log
 // after its last rv in batches, on an interval and at once when woken (commits of this
-// process; NOTIFY from others), never concurrently with itself, and hands each batch, in rv
-// order, to the hub. Wake-ups are hints: polling alone still delivers everything.
+// process; NOTIFY from others; a watch waiting for an rv it has not seen), never
+// concurrently with itself, and hands each batch, in rv order, to the hub. Wake-ups are
+// hints: polling alone still delivers everything.
+//
+// After a failed poll it backs off (doubling, at most 1 s), but a wake-up during the back-off
+// polls again once the first step (50 ms) has passed: a watch from a fresh rv waits at most
+// 3 s for the poller (hub.ts futureRvWaitMs), and must not sleep through a storage blip's end.
 import { CompactedError } from '../../storage/errors.ts';
 import type { Change } from '../../storage/types.ts';
 import { logger, type Logger } from '../../lib/log.ts';
@@ -19,7 +24,11 @@ export interface PollerOptions {
   minIntervalMs?: number;
   /** Changes per query (default 1,000); a full batch is followed by another poll at once. */
   batchSize?: number;
-  /** Back-off after a failed poll: doubles from minIntervalMs·10 up to this (default 5 s). */
+  /**
+   * Back-off after a failed poll: doubles from max(50 ms, minIntervalMs·10) up to this
+   * (default 1 s, well below the 3 s a watch waits for a future rv); a wake-up cuts it short
+   * after its first step.
+   */
   maxBackoffMs?: number;
 }
 
@@ -63,13 +72,18 @@ export class Poller {
     this.intervalMs = Math.max(1, opts.intervalMs ?? 100);
     this.minIntervalMs = Math.max(0, Math.min(opts.minIntervalMs ?? 10, this.intervalMs));
     this.batchSize = Math.max(1, opts.batchSize ?? 1000);
-    this.maxBackoffMs = Math.max(1, opts.maxBackoffMs ?? 5000);
+    this.maxBackoffMs = Math.max(1, opts.maxBackoffMs ?? 1000);
     this.log = log;
   }
 
   /** The newest rv handed to the hub. */
   get rv(): number {
     return this.last;
+  }
+
+  /** The first step of the back-off after a failed poll. */
+  private get firstBackoffMs(): number {
+    return Math.min(this.maxBackoffMs, Math.max(50, this.minIntervalMs * 10));
   }
 
   /** Newest committed rv known minus newest delivered. */
@@ -147,12 +161,16 @@ export class Poller {
         }
         failed = true;
         this.metrics.pollErrors.inc();
-        backoff = Math.min(this.maxBackoffMs, backoff === 0 ? Math.max(50, this.minIntervalMs * 10) : backoff * 2);
+        backoff = Math.min(this.maxBackoffMs, backoff === 0 ? this.firstBackoffMs : backoff * 2);
         this.log.warn('change-log poll failed; backing off', { err: err as Error, backoffMs: backoff, rv: this.last });
       }
       if (this.stopped) break;
       if (failed) {
-        await this.sleep(backoff, false);
+        // The first step is slept out whatever wakes the poller (no hammering a storage that
+        // is down); the rest ends at a wake-up, or at once if one came during the first step.
+        const first = Math.min(backoff, this.firstBackoffMs);
+        await this.sleep(first, false);
+        if (!this.stopped && !this.dirty && backoff > first) await this.sleep(backoff - first, true);
         continue;
       }
       if (!full && !this.dirty) await this.sleep(this.intervalMs, true);
