@@ -5,8 +5,8 @@
 // nesting to kube's own limit. Each is stored byte for byte, listed, selected and
 // aggregated, and both backends answer the same.
 import t from 'tap';
+import { memberContent, servedContent } from '../hack/hostile/compare.ts';
 import { blobResource, hostileBlobs, hostileConfigMaps, kubeLimits, labelsAtLimits, ownerReference } from '../hack/hostile/objects.ts';
-import { stringifyJson } from '../kube/json-text.ts';
 import { parseLabelSelector } from '../kube/labels.ts';
 import { backends, openTestStore, podEvent, stopTestPostgres } from './testing.ts';
 import type { KubeObject, ListQuery, UpstreamEvent } from './types.ts';
@@ -24,29 +24,6 @@ const added = (resource: { group: string; version: string; resource: string }, o
 });
 const configMaps = { group: '', version: 'v1', resource: 'configmaps' };
 
-/** The object's content as the member has it: what storage added (served rv, the panoptes.io annotations) taken off. */
-function content(served: string): string {
-  const o = JSON.parse(served) as KubeObject;
-  const md = { ...o.metadata! };
-  md.resourceVersion = md.annotations?.['panoptes.io/upstream-resource-version'];
-  const annotations = { ...md.annotations };
-  delete annotations['panoptes.io/cluster'];
-  delete annotations['panoptes.io/upstream-resource-version'];
-  if (Object.keys(annotations).length) md.annotations = annotations;
-  else delete md.annotations;
-  return canonical({ ...o, metadata: md });
-}
-
-/** JSON with metadata's keys sorted (storage rewrites metadata; everything else keeps the member's order), at any depth. */
-function canonical(o: KubeObject): string {
-  const sort = (x: unknown): unknown => {
-    if (Array.isArray(x)) return x.map(sort);
-    if (x === null || typeof x !== 'object') return x;
-    return Object.fromEntries(Object.keys(x).sort().map((k) => [k, sort((x as Record<string, unknown>)[k])]));
-  };
-  return stringifyJson({ ...o, metadata: sort(o.metadata) });
-}
-
 for (const backend of backends) {
   t.test(backend, async (t) => {
     const { store, close } = await openTestStore(backend);
@@ -62,7 +39,7 @@ for (const backend of backends) {
         if (r instanceof Error) t.fail(`${md.name!.slice(0, 60)}: ${r.message.slice(-200)}`);
         const got = await store.get({ cluster: 'east', group: e.group, resource: e.resource, namespace: ns, name: md.name! });
         if (!t.ok(got, `${md.name!.slice(0, 60)} is stored`)) continue;
-        t.ok(content(got!.object) === canonical(e.object), `${md.name!.slice(0, 60)}: the content is the member's`);
+        t.ok(servedContent(got!.object) === memberContent(e.object), `${md.name!.slice(0, 60)}: the content is the member's`);
       }
     });
 

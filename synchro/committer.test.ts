@@ -4,7 +4,7 @@ import t, { type Test } from 'tap';
 import { logger } from '../lib/log.ts';
 import { clusterLease, type Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
-import { backends, openTestStore, podEvent, stopTestPostgres, type Backend } from '../storage/testing.ts';
+import { backends, openTestStore, podEvent, refuseObjectsHolding, stopTestPostgres, type Backend } from '../storage/testing.ts';
 import type { BatchPart } from '../storage/write.ts';
 import { Batcher, defaultBatcherOptions } from './batcher.ts';
 import { Committer } from './committer.ts';
@@ -82,13 +82,6 @@ t.test('two batchers of one cluster (re-acquired while the old one drains) never
   await Promise.all([old.close(), fresh.close()]);
 });
 
-/** Refuses (from now on) every object whose JSON holds `poison-pill`: a constraint only a test adds, on either engine. */
-async function addPoisonConstraint(store: Store): Promise<void> {
-  const k = store.conn.knex;
-  if (store.dialect === 'postgres') await k.raw(`ALTER TABLE objects ADD CONSTRAINT test_poison CHECK (object NOT LIKE '%poison-pill%')`);
-  else for (const op of ['INSERT', 'UPDATE']) await k.raw(`CREATE TRIGGER test_poison_${op} BEFORE ${op} ON objects WHEN NEW.object LIKE '%poison-pill%' BEGIN SELECT RAISE(ABORT, 'test poison'); END`);
-}
-
 /** Resolves with `p`, or rejects after `ms` (a stalled committer must fail the test, not hang it). */
 const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
   Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms).unref())]);
@@ -96,7 +89,7 @@ const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
 for (const backend of backends) {
   t.test(`${backend}: a round storage refuses is split; the refused event is quarantined, everything else commits`, async (t) => {
     const { store, committer, metrics } = await setup(t, backend);
-    await addPoisonConstraint(store);
+    await refuseObjectsHolding(store, 'poison-pill');
     let failures = 0;
     const applyBatches = store.applyBatches.bind(store);
     store.applyBatches = (parts) => applyBatches(parts).catch((err: Error) => {
