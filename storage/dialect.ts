@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import { insertRows, quote } from './insert.ts';
 import { chunk, rowsOf } from './rows.ts';
 import { columnType } from './schema-types.ts';
+import { maxSqlDepth } from './sql-values.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -72,6 +73,8 @@ export interface Dialect {
 /** Rejects path keys the engines' path syntaxes cannot carry (callers validate first; this is a guard). */
 function checkPath(path: string[]): void {
   if (path.length === 0) throw new Error('empty JSON path');
+  // Documents are cut below maxSqlDepth where SQLite could not read them (storage/sql-values.ts): shorter paths read the same on both engines.
+  if (path.length >= maxSqlDepth) throw new Error(`JSON path of ${path.length} keys: at most ${maxSqlDepth - 1}`);
   for (const k of path) if (k === '' || /["\\\u0000-\u001f]/.test(k)) throw new Error(`JSON path key ${JSON.stringify(k)} is not supported`);
 }
 
