@@ -46,12 +46,18 @@ export function writeErrorKind(err: unknown): WriteErrorKind {
   return 'data';
 }
 
-/** What may be said of a write error in logs and status: its kind and code, never its text (which may quote the rows). */
+/**
+ * What may be said of a write error in logs and status: its kind, code and class, never the
+ * text of a refusal (which may quote the rows; Panoptes' own refusals name the field and say
+ * why, never the value). An outage's message is kept: it says what happened to storage.
+ */
 export function describeWriteError(err: unknown): { kind: WriteErrorKind; code: string; error: string } {
-  const e = err as { code?: unknown; name?: unknown } | null;
+  const kind = writeErrorKind(err);
+  const e = err as { code?: unknown; message?: unknown } | null;
   const code = typeof e?.code === 'string' ? e.code : '';
-  const name = typeof e?.name === 'string' ? e.name : 'Error';
-  // Panoptes' own refusals name the field and say why, never the value.
-  const error = err instanceof UnstorableError ? err.message : code ? `${name} ${code}` : name;
-  return { kind: writeErrorKind(err), code, error };
+  const name = (err as object | null)?.constructor?.name ?? 'Error';
+  const message = typeof e?.message === 'string' ? e.message : '';
+  if (err instanceof UnstorableError) return { kind, code, error: err.message };
+  if (kind === 'outage' || kind === 'fenced') return { kind, code, error: `${name}${code ? ` ${code}` : ''}: ${message.slice(-300)}` };
+  return { kind, code, error: code ? `${name} ${code}` : name };
 }
