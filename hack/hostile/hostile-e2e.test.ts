@@ -11,6 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { createApiserver } from '../../apiserver/server.ts';
+import { stringifyJson } from '../../kube/json-text.ts';
 import { setLogLevel } from '../../lib/log.ts';
 import { backends, openTestStore, refuseObjectsHolding, stopTestPostgres } from '../../storage/testing.ts';
 import type { KubeObject } from '../../storage/types.ts';
@@ -206,7 +207,21 @@ for (const backend of backends) {
         if (!event && events.length) events.splice(0, events.length);
       }
       if (!t.ok(event, 'MODIFIED within 15 s')) return;
-      t.ok(servedContent(JSON.stringify(event!.object)) === memberContent(after as KubeObject), "the event carries the member's new content");
+      t.ok(servedContent(stringifyJson(event!.object)) === memberContent(after as KubeObject), "the event carries the member's new content");
+    });
+
+    t.test('a selector watch over the 10,000-level object: in when it gains the label, out when it loses it', async (t) => {
+      const blobs = `${R}/apis/${blobResource.group}/${blobResource.version}/namespaces/${ns}/${blobResource.resource}`;
+      const list = await req(`${blobs}?limit=1`);
+      const w = await openWatch(`${base}${blobs}?watch=1&labelSelector=watched%3Dyes&resourceVersion=${list.json.metadata.resourceVersion}`);
+      t.teardown(() => w.close());
+      const deep = east.store.get(`${blobResource.group}/${blobResource.resource}`, ns, 'nested-max')!;
+      east.bulkCreate(`${blobResource.group}/${blobResource.resource}`, [{ ...deep, metadata: { ...deep.metadata, labels: { watched: 'yes' } } }]);
+      const labelled = east.store.get(`${blobResource.group}/${blobResource.resource}`, ns, 'nested-max')!;
+      east.bulkCreate(`${blobResource.group}/${blobResource.resource}`, [{ ...labelled, metadata: { ...labelled.metadata, labels: { watched: 'no' } } }]);
+      const events = await w.waitFor(2, 15_000);
+      t.same(events.map((e) => [e.type, e.object?.metadata?.name]), [['ADDED', 'nested-max'], ['DELETED', 'nested-max']], 'ADDED, then DELETED (its state before it stopped matching)');
+      if (events[1]) t.ok(servedContent(stringifyJson(events[1].object)) === memberContent(labelled as KubeObject), 'the DELETED event carries the whole object');
     });
 
     t.test('a relist does not bring the refusal back, and writes go on', async (t) => {
