@@ -149,6 +149,14 @@ export class Batcher {
     await this.flush().catch(() => undefined);
     this.committer.unregister(this);
     for (const w of this.spaceWaiters.splice(0)) w();
+    this.forgetQuarantine();
+  }
+
+  /** This queue's quarantine ends with it (a new owner of the cluster finds those objects again, once). */
+  private forgetQuarantine(): void {
+    if (this.quarantine.size === 0) return;
+    this.quarantine.clear();
+    this.metrics.quarantinedObjects.set({ cluster: this.cluster }, 0);
   }
 
   // --- the committer's side
@@ -250,6 +258,7 @@ export class Batcher {
   fail(err: Error): void {
     this.failed = err;
     this.closing = true;
+    this.forgetQuarantine();
     this.queue = [];
     this.head = 0;
     this.queuedBytes = 0;
