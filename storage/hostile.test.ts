@@ -123,3 +123,13 @@ for (const backend of backends) {
     });
   });
 }
+
+for (const backend of backends) {
+  t.test(`${backend}: a delete of a key too long to store is no refusal`, async (t) => {
+    const { store, close } = await openTestStore(backend);
+    t.teardown(close);
+    const name = 'x'.repeat(3000);
+    const r = await store.applyBatch('east', [{ type: 'DELETED', group: '', version: 'v1', resource: 'configmaps', object: { metadata: { name, namespace: ns, uid: 'u' } } }]);
+    t.same(r.changes, [], 'nothing to delete, nothing refused');
+  });
+}

@@ -71,14 +71,19 @@ const identityFields: Record<keyof Identity, string> = {
   upstreamRv: 'metadata.resourceVersion',
 };
 
-/** Throws UnstorableError unless the event's identity can be stored exactly on both engines. */
-export function checkIdentity(id: Identity): void {
+/**
+ * Throws UnstorableError unless the event's identity can be stored exactly on both engines.
+ * A delete stores no key (and may remove a row an older release stored): only the characters
+ * are checked, which no lookup could bind on PostgreSQL.
+ */
+export function checkIdentity(id: Identity, opts: { stores: boolean }): void {
   for (const k of Object.keys(identityFields) as Array<keyof Identity>) {
     const value = id[k];
     if (!unsafe.test(value)) continue;
     if (value.includes('\u0000')) throw new UnstorableError(identityFields[k], 'it contains a NUL character');
     if (hasLoneSurrogate(value)) throw new UnstorableError(identityFields[k], 'it contains a lone UTF-16 surrogate');
   }
+  if (!opts.stores) return;
   const bytes = Buffer.byteLength(id.group) + Buffer.byteLength(id.resource) + Buffer.byteLength(id.namespace) + Buffer.byteLength(id.name) + Buffer.byteLength(id.cluster);
   if (bytes > maxKeyBytes) throw new UnstorableError('metadata.name', `group, resource, namespace, name and cluster take ${bytes} bytes, more than the ${maxKeyBytes} an index row holds`);
 }

@@ -71,7 +71,7 @@ function describe(cluster: string, e: UpstreamEvent): { e: UpstreamEvent; namesp
   if (!md.name) throw new Error(`event ${e.type} ${e.group}/${e.resource} has no metadata.name`);
   const incoming: IncomingEvent = { type: e.type, version: e.version, uid: md.uid ?? '', upstreamRv: md.resourceVersion ?? '', object: e.object };
   const namespace = md.namespace ?? '';
-  checkIdentity({ cluster, group: e.group, version: e.version, resource: e.resource, namespace, name: md.name, uid: incoming.uid, upstreamRv: incoming.upstreamRv });
+  checkIdentity({ cluster, group: e.group, version: e.version, resource: e.resource, namespace, name: md.name, uid: incoming.uid, upstreamRv: incoming.upstreamRv }, { stores: e.type !== 'DELETED' });
   return { e, namespace, name: md.name, incoming };
 }
 
