@@ -7,6 +7,7 @@ import type { Knex } from 'knex';
 import type { Dialect } from './dialect.ts';
 import { whereMatches } from './filters.ts';
 import { readMeta } from './meta.ts';
+import { sqlText } from './sql-values.ts';
 import type { ListQuery } from './types.ts';
 
 export type AggregateFunction = 'count' | 'sum' | 'min' | 'max' | 'avg';
@@ -58,8 +59,10 @@ function matchSql(dialect: Dialect, ref: string, m: JsonRequirement): [string, u
       if (m.values.length === 0) throw new Error(`${m.operator} needs values`);
       const [text, b] = dialect.jsonScalarTextAt(ref, m.path);
       const list = m.values.map(() => '?').join(', ');
-      if (m.operator === 'In') return [`${text} IN (${list})`, [...b, ...m.values]];
-      return [`(${text} IS NULL OR ${text} NOT IN (${list}))`, [...b, ...b, ...m.values]];
+      // The document's strings are read through sqlText (storage/sql-values.ts): so are the values.
+      const values = m.values.map(sqlText);
+      if (m.operator === 'In') return [`${text} IN (${list})`, [...b, ...values]];
+      return [`(${text} IS NULL OR ${text} NOT IN (${list}))`, [...b, ...b, ...values]];
     }
     case 'Exists':
     case 'DoesNotExist': {

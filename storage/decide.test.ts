@@ -1,7 +1,7 @@
 // Every combination of event type × stored state × uid × upstream rv × API version, each
 // with the changes it must write: the whole idempotence contract of applyBatch in one table.
 import t from 'tap';
-import { decide, isNewer, type IncomingEvent, type StoredState } from './decide.ts';
+import { alreadyApplied, decide, isNewer, type IncomingEvent, type StoredState } from './decide.ts';
 
 type Kind = 'ADDED' | 'MODIFIED' | 'DELETED' | 'RECONCILE';
 type Stored = 'none' | 'same uid' | 'other uid';
@@ -102,4 +102,20 @@ t.test('isNewer', async (t) => {
   t.ok(isNewer('', '10'), 'an event without rv is newer');
   t.ok(isNewer('b', 'a'), 'opaque rvs: any other value is newer');
   t.notOk(isNewer('a', 'a'));
+});
+
+t.test('alreadyApplied: the events of a batch up to the one storage holds (opaque rvs replayed after a lost commit answer)', async (t) => {
+  const ev = (rv: string, opts: Partial<IncomingEvent> = {}): IncomingEvent => ({ type: 'MODIFIED', version: 'v1', uid: 'u', upstreamRv: rv, object: { metadata: { name: 'p', uid: 'u', resourceVersion: rv } }, ...opts });
+  const stored = (rv: string, version = 'v1'): StoredState => ({ uid: 'u', upstreamRv: rv, version, object: { metadata: { name: 'p' } } });
+  const run = (held: StoredState | null, events: IncomingEvent[], key = 'k') => [...alreadyApplied(events.map((incoming) => ({ key, incoming })), () => held)].sort();
+  t.same(run(stored('c'), [ev('a'), ev('b'), ev('c')]), [0, 1, 2], 'storage holds the last: all three were applied');
+  t.same(run(stored('b'), [ev('a'), ev('b'), ev('c')]), [0, 1], 'the events after the stored one are new');
+  t.same(run(stored('x'), [ev('a'), ev('b')]), [], 'an rv storage never held: nothing skipped');
+  t.same(run(null, [ev('a')]), [], 'nothing stored');
+  t.same(run(stored(''), [ev(''), ev('')]), [], 'no rv: never taken for a replay');
+  t.same(run(stored('c', 'v1'), [ev('c', { version: 'v2' })]), [], 'the same object at another version is served again, not skipped');
+  t.same(run(stored('c'), [ev('c', { uid: 'other' })]), [], 'another uid is not the stored object');
+  t.same(run(stored('c'), [ev('c', { type: 'DELETED' })]), [], 'a delete is never what storage holds');
+  const two = [...alreadyApplied([{ key: 'a', incoming: ev('c') }, { key: 'b', incoming: ev('a') }, { key: 'a', incoming: ev('d') }], (k) => (k === 'a' ? stored('c') : stored('z')))];
+  t.same(two, [0], 'per key');
 });

@@ -42,11 +42,39 @@ export interface Decision {
   object: KubeObject;
 }
 
-/** Whether upstream resourceVersion `incoming` is newer than `stored` (numbers compare as integers). */
+/**
+ * Whether upstream resourceVersion `incoming` is newer than `stored`. Kubernetes calls
+ * resourceVersions opaque, but every kube-apiserver's are etcd revisions (integers, compared
+ * as such). A server of another kind (an aggregated API server) may send anything: then a
+ * different value is taken as newer, the one order-free answer; replays of a committed run
+ * are recognized by alreadyApplied instead.
+ */
 export function isNewer(incoming: string, stored: string): boolean {
   if (incoming === '' || stored === '') return incoming !== stored || incoming === '';
   if (/^\d+$/.test(incoming) && /^\d+$/.test(stored)) return BigInt(incoming) > BigInt(stored);
   return incoming !== stored;
+}
+
+/**
+ * The events of a batch that storage already reflects, by index: for each key, the events up
+ * to (and including) the last one whose upstream rv, uid and version are what storage holds. A batch
+ * retried after a commit whose answer was lost (the connection broke at COMMIT) replays
+ * them; with integer rvs decide() refuses each anyway, but with opaque ones every event but
+ * the stored one looks newer and watchers would see the object go back through its
+ * intermediate states. Events without an rv (reconcile deletes, servers that send none) are
+ * never taken for replays.
+ */
+export function alreadyApplied(events: Array<{ key: string; incoming: IncomingEvent }>, stored: (key: string) => StoredState | null): Set<number> {
+  const last = new Map<string, number>();
+  for (const [i, { key, incoming }] of events.entries()) {
+    const s = stored(key);
+    if (!s || s.upstreamRv === '' || incoming.type === 'DELETED') continue;
+    if (incoming.upstreamRv === s.upstreamRv && incoming.uid === s.uid && incoming.version === s.version) last.set(key, i);
+  }
+  const skip = new Set<number>();
+  if (last.size === 0) return skip;
+  for (const [i, { key }] of events.entries()) if (i <= (last.get(key) ?? -1)) skip.add(i);
+  return skip;
 }
 
 /** The stored object as a change of `type` (a delete serves its last state). */

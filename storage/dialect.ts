@@ -1,9 +1,10 @@
 // Everything that differs between SQLite and PostgreSQL lives here; the rest of storage/
 // is portable knex.
 import type { Knex } from 'knex';
-import { insertRows } from './insert.ts';
+import { insertRows, quote } from './insert.ts';
 import { chunk, rowsOf } from './rows.ts';
 import { columnType } from './schema-types.ts';
+import { maxSqlDepth } from './sql-values.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -65,11 +66,22 @@ export interface Dialect {
   jsonScalarTextAt(ref: string, path: string[]): [string, unknown[]];
   /** Whether `path` holds something other than null (a boolean SQL expression). */
   jsonPresentAt(ref: string, path: string[]): [string, unknown[]];
+  /** SQL (and bindings) true where the JSON text in `column` is beyond the engine's JSON functions, or '' when none is. */
+  jsonUnreadable(column: string): [string, unknown[]];
+  /** Makes text columns unbounded: knex's string() is varchar(255) on PostgreSQL (SQLite bounds no text). */
+  unboundText(trx: Knex.Transaction, table: string, columns: string[]): Promise<void>;
+  /**
+   * (Re)creates index `name` for equality lookups of a text column of any length: PostgreSQL's
+   * btree refuses index rows over 2,704 bytes, its hash index stores a 4-byte hash.
+   */
+  equalityIndex(trx: Knex.Transaction, table: string, column: string, name: string): Promise<void>;
 }
 
 /** Rejects path keys the engines' path syntaxes cannot carry (callers validate first; this is a guard). */
 function checkPath(path: string[]): void {
   if (path.length === 0) throw new Error('empty JSON path');
+  // Documents are cut below maxSqlDepth where SQLite could not read them (storage/sql-values.ts): shorter paths read the same on both engines.
+  if (path.length >= maxSqlDepth) throw new Error(`JSON path of ${path.length} keys: at most ${maxSqlDepth - 1}`);
   for (const k of path) if (k === '' || /["\\\u0000-\u001f]/.test(k)) throw new Error(`JSON path key ${JSON.stringify(k)} is not supported`);
 }
 
@@ -233,7 +245,8 @@ export const sqlite: Dialect = {
     return out;
   },
   // json_* functions parse the text column; SQLite caches the parse of a row's document.
-  jsonDocument: { ref: 'o.object' },
+  // json_doc is set where the object's own text is not what SQL may read (storage/sql-values.ts).
+  jsonDocument: { ref: 'COALESCE(o.json_doc, o.object)' },
   jsonNumberAt(ref, path) {
     const p = sqlitePath(path);
     return [`(CASE WHEN json_type(${ref}, ?) IN ('integer', 'real') THEN json_extract(${ref}, ?) END)`, [p, p]];
@@ -247,6 +260,13 @@ export const sqlite: Dialect = {
   },
   jsonPresentAt(ref, path) {
     return [`(COALESCE(json_type(${ref}, ?), 'null') <> 'null')`, [sqlitePath(path)]];
+  },
+  // SQLite's JSON parser stops at 1,000 levels of nesting (json_valid is 0 past it).
+  jsonUnreadable: (column) => [`(length(${column}) > 1800 AND json_valid(${column}) = 0)`, []],
+  async unboundText() {},
+  async equalityIndex(trx, table, column, name) {
+    await trx.raw(`DROP INDEX IF EXISTS ${quote(name)}`);
+    await trx.raw(`CREATE INDEX ${quote(name)} ON ${quote(table)} (${quote(column)})`);
   },
 };
 
@@ -331,7 +351,8 @@ export const postgres: Dialect = {
   },
   // The text column is parsed to jsonb once per row (OFFSET 0 keeps the planner from inlining
   // the cast into every expression that uses it).
-  jsonDocument: { join: 'CROSS JOIN LATERAL (SELECT o.object::jsonb AS doc OFFSET 0) AS j', ref: 'j.doc' },
+  // json_doc is set where the object's own text is not what jsonb accepts (storage/sql-values.ts).
+  jsonDocument: { join: 'CROSS JOIN LATERAL (SELECT COALESCE(o.json_doc, o.object)::jsonb AS doc OFFSET 0) AS j', ref: 'j.doc' },
   jsonNumberAt(ref, path) {
     const p = pgPath(path);
     return [`(CASE WHEN jsonb_typeof(${ref} #> ?::text[]) = 'number' THEN (${ref} #>> ?::text[])::numeric END)`, [p, p]];
@@ -342,5 +363,15 @@ export const postgres: Dialect = {
   },
   jsonPresentAt(ref, path) {
     return [`(COALESCE(jsonb_typeof(${ref} #> ?::text[]), 'null') <> 'null')`, [pgPath(path)]];
+  },
+  // jsonb nests as deep as Kubernetes does (10,000 levels); \u0000 and lone surrogates are found by the LIKEs.
+  jsonUnreadable: () => ['', []],
+  async unboundText(trx, table, columns) {
+    // varchar to text is binary coercible: no table rewrite.
+    await trx.raw(`ALTER TABLE ${quote(table)} ${columns.map((c) => `ALTER COLUMN ${quote(c)} TYPE text`).join(', ')}`);
+  },
+  async equalityIndex(trx, table, column, name) {
+    await trx.raw(`DROP INDEX IF EXISTS ${quote(name)}`);
+    await trx.raw(`CREATE INDEX ${quote(name)} ON ${quote(table)} USING hash (${quote(column)})`);
   },
 };

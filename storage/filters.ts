@@ -2,16 +2,18 @@
 // the label index table, fields through the JSON `fields` column) and as a JS predicate over one object (for snapshot rows rebuilt from
 // the change log). Both must select the same objects.
 import type { Knex } from 'knex';
-import { matchesFields } from '../kube/fields.ts';
+import { kindFieldValues } from '../kube/fields.ts';
 import { matchesLabels, type Requirement } from '../kube/labels.ts';
 import type { Dialect } from './dialect.ts';
 import { labelNumber } from './label-number.ts';
 import { ownerUid } from './rows.ts';
+import { isSqlSafe, labelIndexKey, labelIndexValue, sqlText } from './sql-values.ts';
 import type { KubeObject, ListQuery, ObjectKey } from './types.ts';
 
 function labelSubquery(knex: Knex, r: Requirement): Knex.QueryBuilder {
-  const q = knex('object_labels').select('obj_id').where('key', r.key);
-  if (r.operator === 'in' || r.operator === 'notin') q.whereIn('value', r.values);
+  // As the index holds them (storage/sql-values.ts): the same as given for every valid key and value.
+  const q = knex('object_labels').select('obj_id').where('key', labelIndexKey(r.key));
+  if (r.operator === 'in' || r.operator === 'notin') q.whereIn('value', r.values.map(labelIndexValue));
   if (r.operator === 'gt' || r.operator === 'lt') {
     // num is the value's int64 (null when it is not one), by the matcher's own parseInt64.
     const bound = labelNumber(r.values[0]);
@@ -31,22 +33,34 @@ function requireLabel(qb: Knex.QueryBuilder, knex: Knex, r: Requirement): void {
 /** Adds the query's filters (everything but snapshot and paging) to a query over `objects o`. */
 export function whereMatches(qb: Knex.QueryBuilder, knex: Knex, dialect: Dialect, q: ListQuery): Knex.QueryBuilder {
   qb.where('o.grp', q.group).andWhere('o.resource', q.resource);
-  if (q.clusters) qb.whereIn('o.cluster', q.clusters);
-  if (q.namespaces) qb.whereIn('o.namespace', q.namespaces);
-  if (q.names) qb.whereIn('o.name', q.names);
-  if (q.ownerUIDs) qb.whereIn('o.owner_uid', q.ownerUIDs);
+  // Keys hold no NUL and no lone surrogate (storage refuses them): such a value names nothing.
+  if (q.clusters) qb.whereIn('o.cluster', q.clusters.filter(isSqlSafe));
+  if (q.namespaces) qb.whereIn('o.namespace', q.namespaces.filter(isSqlSafe));
+  if (q.names) qb.whereIn('o.name', q.names.filter(isSqlSafe));
+  if (q.ownerUIDs) qb.whereIn('o.owner_uid', q.ownerUIDs.map(sqlText));
   for (const r of q.labelSelector ?? []) requireLabel(qb, knex, r);
   for (const f of q.fieldSelector ?? []) {
     if (f.field === 'metadata.name' || f.field === 'metadata.namespace') {
       const column = f.field === 'metadata.name' ? 'o.name' : 'o.namespace';
-      qb.where(column, f.operator === '=' ? '=' : '<>', f.value);
+      if (isSqlSafe(f.value)) qb.where(column, f.operator === '=' ? '=' : '<>', f.value);
+      else if (f.operator === '=') qb.whereRaw('1 = 0');
     } else {
-      // Every selectable field of the kind is stored, '' when unset.
+      // Every selectable field of the kind is stored, '' when unset, through sqlText.
       const [sql, bindings] = dialect.jsonText('o.fields', f.field);
-      qb.whereRaw(`COALESCE(${sql}, '') ${f.operator === '=' ? '=' : '<>'} ?`, [...bindings, f.value]);
+      qb.whereRaw(`COALESCE(${sql}, '') ${f.operator === '=' ? '=' : '<>'} ?`, [...bindings, sqlText(f.value)]);
     }
   }
   return qb;
+}
+
+/** Field requirements as SQL compares them: names exactly, other fields through sqlText on both sides. */
+function fieldsMatch(q: ListQuery, key: ObjectKey, obj: KubeObject): boolean {
+  const values = kindFieldValues(q.group, q.resource, obj);
+  return q.fieldSelector!.every((f) => {
+    const actual = f.field === 'metadata.name' ? key.name : f.field === 'metadata.namespace' ? key.namespace : sqlText(values[f.field] ?? '');
+    const wanted = f.field === 'metadata.name' || f.field === 'metadata.namespace' ? f.value : sqlText(f.value);
+    return (actual === wanted) === (f.operator === '=');
+  });
 }
 
 /** The same filters, for one object outside SQL. */
@@ -57,9 +71,9 @@ export function objectMatches(q: ListQuery, key: ObjectKey, obj: KubeObject): bo
   if (q.names && !q.names.includes(key.name)) return false;
   if (q.ownerUIDs) {
     const owner = ownerUid(obj);
-    if (owner === null || !q.ownerUIDs.includes(owner)) return false;
+    if (owner === null || !q.ownerUIDs.map(sqlText).includes(sqlText(owner))) return false;
   }
   if (q.labelSelector && !matchesLabels(q.labelSelector, obj.metadata?.labels)) return false;
-  if (q.fieldSelector && !matchesFields(q.fieldSelector, q.group, q.resource, obj)) return false;
+  if (q.fieldSelector && !fieldsMatch(q, key, obj)) return false;
   return true;
 }

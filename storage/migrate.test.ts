@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { nested } from '../hack/hostile/objects.ts';
+import { stringifyJson } from '../kube/json-text.ts';
 import { connect } from './connect.ts';
 import { clusterLease } from './leases.ts';
 import { migrate } from './schema.ts';
@@ -33,6 +35,31 @@ for (const backend of backends) {
     const again = await migrateProcess(url);
     t.equal(again.code, 0, 'migrations are idempotent');
     t.equal(await store.watermark(), 2, 'and leave data alone');
+  });
+}
+
+for (const backend of backends) {
+  t.test(`${backend}: version 8 makes rows stored before it readable by JSON paths and field selectors`, async (t) => {
+    const { url, cleanup } = await emptyStorageUrl(backend);
+    t.teardown(cleanup);
+    const conn = connect(url);
+    await migrate(conn.knex, conn.dialect, 7);
+    // As version 7 wrote them: the object's text holds NUL and a lone surrogate as escapes, and
+    // so does the selectable fields' JSON; one object nests past SQLite's JSON limit.
+    const pod = podEvent('ADDED', 'n', 'nul', '1', { nodeName: 'node\u0000a' }).object;
+    pod.metadata!.annotations = { a: 'x\u0000y', b: 'x\ud800y' };
+    const deep = { ...podEvent('ADDED', 'n', 'deep', '2').object, spec: { tree: nested(1200) } };
+    const row = (name: string, o: object, fields: string) => ({ cluster: 'c', grp: '', version: 'v1', resource: 'pods', namespace: 'n', name, uid: `u-${name}`, rv: 2, upstream_rv: '1', created_at: '', owner_uid: null, fields, object: stringifyJson(o) });
+    await conn.knex('objects').insert([row('nul', pod, JSON.stringify({ 'spec.nodeName': 'node\u0000a' })), row('deep', deep, JSON.stringify({ 'spec.nodeName': 'node-1' }))]);
+    await conn.knex.destroy();
+
+    const store = await Store.open(url);
+    t.teardown(() => store.close());
+    const count = async (path: string[]) => (await store.aggregate({ select: { group: '', resource: 'pods' }, match: [{ path, operator: 'Exists', values: [] }], fn: 'count' })).rows[0].value;
+    t.equal(await count(['metadata', 'annotations', 'a']), 1, 'a NUL annotation');
+    t.equal(await count(['spec', 'tree', 'd']), 1, 'a deep tree');
+    const list = await store.list({ group: '', resource: 'pods', fieldSelector: [{ field: 'spec.nodeName', operator: '=', value: 'node\u0000a' }] });
+    t.same(list.items.map((i) => i.name), ['nul'], 'the field selector');
   });
 }
 

@@ -15,6 +15,8 @@ export interface ObjectRow {
   created_at: string;
   owner_uid: string | null;
   fields: string | null;
+  /** The document SQL reads when it differs from `object` (storage/sql-values.ts sqlDocument). */
+  json_doc?: string | null;
   object: string;
 }
 

@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import { labelNumber } from './label-number.ts';
 import type { Dialect } from './dialect.ts';
 import { epochSequence } from './leases.ts';
+import { sqlDocument, sqlText } from './sql-values.ts';
 
 type Migration = { version: number; up(trx: Knex.Transaction, dialect: Dialect): Promise<void> };
 
@@ -190,6 +191,28 @@ const migrations: Migration[] = [
     },
   },
   {
+    // Member values that Kubernetes does not bound get no bound here either (storage/sql-values.ts):
+    // an ownerReference uid may be any non-empty string (kube validates nothing more), a
+    // non-validating aggregated API server may send any uid, rv or version. knex's string()
+    // is varchar(255) on PostgreSQL: a 300-character owner uid failed the whole batch. The
+    // owner index over unbounded text is a hash index there (a btree row holds 2,704 bytes at
+    // most), and so is the index of the member-given OpenAPI hash. json_doc holds the document
+    // SQL's JSON functions read where the object's own text is not readable by both engines
+    // (NUL, lone surrogates, nesting past SQLite's limit); existing such rows get theirs here.
+    version: 8,
+    async up(trx, d) {
+      await d.unboundText(trx, 'objects', ['version', 'uid', 'upstream_rv', 'created_at', 'owner_uid']);
+      await d.unboundText(trx, 'changes', ['version', 'uid']);
+      await d.unboundText(trx, 'cluster_openapi', ['upstream_hash']);
+      await d.equalityIndex(trx, 'objects', 'owner_uid', 'objects_by_owner');
+      await d.equalityIndex(trx, 'cluster_openapi', 'upstream_hash', 'cluster_openapi_by_upstream');
+      await trx.schema.alterTable('objects', (t) => {
+        t.text('json_doc').nullable();
+      });
+      await backfillSqlDocuments(trx, d);
+    },
+  },
+  {
     // Lease epochs from one sequence for the whole database (storage/leases.ts), so that a lease
     // deleted with its cluster and created again never repeats an epoch: it starts above every
     // epoch still on record, in the leases and in the change log.
@@ -215,6 +238,34 @@ const migrations: Migration[] = [
     },
   },
 ];
+
+/** Sets json_doc (and maps the selectable fields) of rows stored before version 8 whose text SQL cannot read as it is. */
+async function backfillSqlDocuments(trx: Knex.Transaction, d: Dialect): Promise<void> {
+  let after = 0;
+  for (;;) {
+    const rows: Array<{ id: number | string; object: string; fields: string | null }> = await trx('objects')
+      .select('id', 'object', 'fields')
+      .where('id', '>', after)
+      .andWhere((q) => {
+        q.whereRaw(`object LIKE ? ESCAPE '!'`, ['%\\u0000%']).orWhereRaw(`object LIKE ? ESCAPE '!'`, ['%\\ud%']);
+        const [deep, bindings] = d.jsonUnreadable('object');
+        if (deep) q.orWhereRaw(deep, bindings as Knex.RawBinding[]);
+      })
+      .orderBy('id')
+      .limit(500);
+    if (rows.length === 0) return;
+    for (const r of rows) {
+      const update: { json_doc: string | null; fields?: string } = { json_doc: sqlDocument(JSON.parse(r.object), r.object) };
+      if (r.fields !== null) {
+        const fields = JSON.parse(r.fields) as Record<string, string>;
+        for (const k of Object.keys(fields)) fields[k] = sqlText(fields[k]);
+        update.fields = JSON.stringify(fields);
+      }
+      await trx('objects').where('id', r.id).update(update);
+    }
+    after = Number(rows[rows.length - 1].id);
+  }
+}
 
 /** Applies every migration not yet applied (up to `upTo`, for tests), each in the same locked transaction. */
 export async function migrate(knex: Knex, dialect: Dialect, upTo = Infinity): Promise<number[]> {

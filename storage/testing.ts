@@ -135,3 +135,15 @@ export function podEvent(
     },
   };
 }
+
+/**
+ * Makes storage refuse, from now on, every object whose JSON holds `marker`: a constraint only
+ * tests add (a CHECK on PostgreSQL, a trigger on SQLite), so a refusal by the database itself
+ * can be provoked on either engine.
+ */
+export async function refuseObjectsHolding(store: Store, marker: string): Promise<void> {
+  if (!/^[a-z0-9-]+$/.test(marker)) throw new Error('marker: lowercase letters, digits and dashes');
+  const k = store.conn.knex;
+  if (store.dialect === 'postgres') await k.raw(`ALTER TABLE objects ADD CONSTRAINT test_refuse_${marker.replace(/-/g, '_')} CHECK (object NOT LIKE '%${marker}%')`);
+  else for (const op of ['INSERT', 'UPDATE']) await k.raw(`CREATE TRIGGER test_refuse_${marker.replace(/-/g, '_')}_${op} BEFORE ${op} ON objects WHEN NEW.object LIKE '%${marker}%' BEGIN SELECT RAISE(ABORT, 'refused by a test'); END`);
+}

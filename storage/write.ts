@@ -2,13 +2,15 @@
 // their label and field index rows, and appends `changes` with rvs in commit order.
 import type { Knex } from 'knex';
 import { kindFieldNames, kindFieldValues } from '../kube/fields.ts';
-import { decide, stateAfter, type IncomingEvent, type StoredState } from './decide.ts';
+import { stringifyJson } from '../kube/json-text.ts';
+import { alreadyApplied, decide, stateAfter, type IncomingEvent, type StoredState } from './decide.ts';
 import type { Dialect } from './dialect.ts';
 import { insertRows } from './insert.ts';
 import { labelNumber } from './label-number.ts';
 import { fenceOf, writeTransaction } from './fenced.ts';
 import { clusterLease, type Fence } from './leases.ts';
 import { chunk, keyOf, ownerUid, type ObjectRow } from './rows.ts';
+import { checkIdentity, labelIndexKey, labelIndexValue, sqlDocument, sqlText, type Identity } from './sql-values.ts';
 import type { BatchResult, EventType, KubeObject, UpstreamEvent } from './types.ts';
 
 export const clusterAnnotation = 'panoptes.io/cluster';
@@ -25,18 +27,11 @@ interface Held extends StoredState {
   rv: number;
 }
 
-interface PendingChange {
+interface PendingChange extends Omit<Identity, 'upstreamRv'> {
   rv: number;
   type: EventType;
-  cluster: string;
   /** The lease epoch of the writer (null: written without a lease). */
   epoch: number | null;
-  group: string;
-  version: string;
-  resource: string;
-  namespace: string;
-  name: string;
-  uid: string;
   /** The object as served after the change, and before it (null when it did not exist). */
   object: string;
   prev: string | null;
@@ -54,11 +49,15 @@ function stamp(obj: KubeObject, rv: number, cluster: string, upstreamRv: string)
   };
 }
 
-/** The kind's selectable fields as JSON, or null for kinds without any. */
+/** The kind's selectable fields as JSON (as SQL compares them: storage/sql-values.ts), or null for kinds without any. */
 function fieldsJson(group: string, resource: string, obj: KubeObject): string | null {
   if (kindFieldNames(group, resource).length === 0) return null;
-  return JSON.stringify(kindFieldValues(group, resource, obj));
+  const values = kindFieldValues(group, resource, obj);
+  for (const k of Object.keys(values)) values[k] = sqlText(values[k]);
+  return JSON.stringify(values);
 }
+
+const nullableSqlText = (s: string | null): string | null => (s === null ? null : sqlText(s));
 
 function sameRecord(a: Record<string, string>, b: Record<string, string>): boolean {
   const ka = Object.keys(a);
@@ -66,15 +65,13 @@ function sameRecord(a: Record<string, string>, b: Record<string, string>): boole
   return ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && a[k] === b[k]);
 }
 
-function describe(e: UpstreamEvent): { e: UpstreamEvent; namespace: string; name: string; incoming: IncomingEvent } {
+function describe(cluster: string, e: UpstreamEvent): { e: UpstreamEvent; namespace: string; name: string; incoming: IncomingEvent } {
   const md = e.object.metadata ?? {};
   if (!md.name) throw new Error(`event ${e.type} ${e.group}/${e.resource} has no metadata.name`);
-  return {
-    e,
-    namespace: md.namespace ?? '',
-    name: md.name,
-    incoming: { type: e.type, version: e.version, uid: md.uid ?? '', upstreamRv: md.resourceVersion ?? '', object: e.object },
-  };
+  const incoming: IncomingEvent = { type: e.type, version: e.version, uid: md.uid ?? '', upstreamRv: md.resourceVersion ?? '', object: e.object };
+  const namespace = md.namespace ?? '';
+  checkIdentity({ cluster, group: e.group, version: e.version, resource: e.resource, namespace, name: md.name, uid: incoming.uid, upstreamRv: incoming.upstreamRv }, { stores: e.type !== 'DELETED' });
+  return { e, namespace, name: md.name, incoming };
 }
 
 /**
@@ -142,7 +139,7 @@ export async function applyBatch(knex: Knex, dialect: Dialect, cluster: string, 
  */
 export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPart[], opts: WriteOptions = {}): Promise<BatchResult[]> {
   if (new Set(parts.map((p) => p.cluster)).size !== parts.length) throw new Error('applyBatches: one part per cluster');
-  const described = parts.map((p) => p.events.map(describe));
+  const described = parts.map((p) => p.events.map((e) => describe(p.cluster, e)));
   const fences = parts.flatMap((p) => (p.fence ? [fenceOf(p.fence, clusterLease(p.cluster))] : []));
   return writeTransaction(knex, dialect, fences, 'rv', async (trx, locked) => {
     const { lockWaitMs } = locked;
@@ -176,7 +173,10 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
       const state = new Map<string, Held | null>();
       const touched = new Map<string, { group: string; resource: string; namespace: string; name: string }>();
       const mine: PendingChange[] = [];
-      for (const { e, namespace, name, incoming } of described[i]) {
+      // A replayed run (a round retried after a commit whose answer was lost) with opaque upstream rvs.
+      const replayed = alreadyApplied(described[i].map((d) => ({ key: keyOf(d.e.group, d.e.resource, d.namespace, d.name), incoming: d.incoming })), (key) => original.get(key)?.held ?? null);
+      for (const [j, { e, namespace, name, incoming }] of described[i].entries()) {
+        if (replayed.has(j)) continue;
         const key = keyOf(e.group, e.resource, namespace, name);
         let cur = state.has(key) ? state.get(key)! : (original.get(key)?.held ?? null);
         const decisions = decide(cur, incoming);
@@ -184,7 +184,7 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
         for (const d of decisions) {
           const changeRv = ++rv;
           const served = stamp(d.object, changeRv, cluster, d.upstreamRv);
-          const json = JSON.stringify(served);
+          const json = stringifyJson(served);
           mine.push({ rv: changeRv, type: d.type, cluster, epoch: part.fence?.epoch ?? null, group: e.group, version: d.version, resource: e.resource, namespace, name, uid: d.uid, object: json, prev: cur?.json ?? null });
           const next = stateAfter(d, served);
           cur = next ? { ...next, json, rv: changeRv } : null;
@@ -218,10 +218,11 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
           uid: after.uid,
           rv: after.rv,
           upstream_rv: after.upstreamRv,
-          created_at: md.creationTimestamp ?? '',
-          owner_uid: ownerUid(after.object),
+          created_at: sqlText(md.creationTimestamp ?? ''),
+          owner_uid: nullableSqlText(ownerUid(after.object)),
           fields: fieldsJson(ref.group, ref.resource, after.object),
           object: after.json,
+          json_doc: sqlDocument(after.object, after.json),
         });
         const labels = md.labels ?? {};
         if (before && sameRecord(before.held.object.metadata?.labels ?? {}, labels)) continue;
@@ -241,7 +242,7 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
     const ids = new Map<string, number>();
     const upserted = await insertRows<Omit<ObjectRow, 'id'>, Pick<ObjectRow, 'id' | 'cluster' | 'grp' | 'resource' | 'namespace' | 'name'>>(trx, dialect, 'objects', upserts, {
       conflict: ['grp', 'resource', 'namespace', 'name', 'cluster'],
-      update: ['version', 'uid', 'rv', 'upstream_rv', 'created_at', 'owner_uid', 'fields', 'object'],
+      update: ['version', 'uid', 'rv', 'upstream_rv', 'created_at', 'owner_uid', 'fields', 'object', 'json_doc'],
       returning: ['id', 'cluster', 'grp', 'resource', 'namespace', 'name'],
     });
     for (const r of upserted) ids.set(`${r.cluster}\u0000${keyOf(r.grp, r.resource, r.namespace, r.name)}`, Number(r.id));
@@ -251,7 +252,7 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
     const labelRows: Array<{ obj_id: number; key: string; value: string; num: string | null }> = [];
     for (const { key, labels } of reindex) {
       const id = ids.get(key)!;
-      for (const [k, v] of Object.entries(labels)) labelRows.push({ obj_id: id, key: k, value: String(v), num: labelNumber(String(v)) });
+      for (const [k, v] of Object.entries(labels)) labelRows.push({ obj_id: id, key: labelIndexKey(k), value: labelIndexValue(String(v)), num: labelNumber(String(v)) });
     }
     await insertRows(trx, dialect, 'object_labels', labelRows);
     await addCounts(trx, dialect, [...counts.values()].filter((c) => c.n !== 0));

@@ -2,10 +2,14 @@
 // wait — the reflector stops reading its watch stream — instead of growing), committed in
 // the order pushed (so order per object holds), under the cluster's lease. The process's
 // Committer takes what every queue holds and writes it in one transaction (group commit);
-// this queue keeps the bookkeeping: flushes, backpressure, metrics, and what happens when
-// storage fences the cluster.
+// this queue keeps the bookkeeping: flushes, backpressure, metrics, what happens when
+// storage fences the cluster, and the cluster's quarantine: objects whose event storage
+// refused for its content (the committer found it by splitting the round), kept out of
+// storage until a newer version of them arrives.
 import type { Logger } from '../lib/log.ts';
 import type { FencedError, Fence } from '../storage/leases.ts';
+import type { Identity } from '../storage/sql-values.ts';
+import { describeWriteError } from '../storage/write-errors.ts';
 import type { BatchResult, UpstreamEvent } from '../storage/types.ts';
 import type { Committer } from './committer.ts';
 import type { SynchroMetrics } from './metrics.ts';
@@ -37,7 +41,24 @@ export interface BatcherHooks {
   fence: Fence;
   /** Storage refused a batch because the lease moved on: the batcher has stopped, its queue dropped. */
   onFenced?: (err: FencedError) => void;
+  /** The set of quarantined objects changed. */
+  onQuarantine?: () => void;
 }
+
+/** An object whose latest version storage refused: which one (never its content), and why. */
+export interface QuarantinedObject extends Omit<Identity, 'cluster'> {
+  /** The storage error's kind and code, or Panoptes' own reason (no values). */
+  reason: string;
+  since: string;
+}
+
+/** Objects kept in quarantine per cluster at most; the oldest is let go first (and tried again when it comes by). */
+const maxQuarantined = 1000;
+
+/** A member-given identity value as logs and status show it: at most 253 characters (a name's limit), then how long it was. */
+export const clip = (s: string): string => (s.length <= 253 ? s : `${s.slice(0, 253)}… (${s.length} characters)`);
+
+const quarantineKey = (e: UpstreamEvent): string => `${e.group}\u0000${e.resource}\u0000${e.object.metadata?.namespace ?? ''}\u0000${e.object.metadata?.name ?? ''}`;
 
 export interface Item {
   event: UpstreamEvent;
@@ -57,6 +78,7 @@ export class Batcher {
   private spaceWaiters: Array<() => void> = [];
   private closing = false;
   private failed?: Error;
+  private readonly quarantine = new Map<string, QuarantinedObject>();
 
   constructor(
     private readonly committer: Committer,
@@ -80,6 +102,16 @@ export class Batcher {
   /** Closed: waiting for its last events to commit (the committer gives up on them after a few failures). */
   get isClosing(): boolean {
     return this.closing;
+  }
+
+  /** Failed (fenced, or given up while closing): nothing more of it is written. */
+  get isFailed(): boolean {
+    return this.failed !== undefined;
+  }
+
+  /** The objects in quarantine, oldest first. */
+  get quarantined(): QuarantinedObject[] {
+    return [...this.quarantine.values()];
   }
 
   private get full(): boolean {
@@ -117,6 +149,14 @@ export class Batcher {
     await this.flush().catch(() => undefined);
     this.committer.unregister(this);
     for (const w of this.spaceWaiters.splice(0)) w();
+    this.forgetQuarantine();
+  }
+
+  /** This queue's quarantine ends with it (a new owner of the cluster finds those objects again, once). */
+  private forgetQuarantine(): void {
+    if (this.quarantine.size === 0) return;
+    this.quarantine.clear();
+    this.metrics.quarantinedObjects.set({ cluster: this.cluster }, 0);
   }
 
   // --- the committer's side
@@ -148,8 +188,55 @@ export class Batcher {
     for (const b of items) this.metrics.lag.observe(c, (now - b.receivedAt) / 1000);
     for (const ch of result.changes) this.metrics.eventsApplied.inc({ cluster: this.cluster, resource: resourceLabel(ch), type: ch.type });
     this.hooks.onCommit?.(this.cluster, items.map((b) => b.event), items.map((b) => b.receivedAt), now);
+    this.done(items);
+  }
+
+  /**
+   * Whether `event` is the quarantined version of its object, which storage is not asked for
+   * again (a relist or a replayed watch brings it back). Any other event of a quarantined
+   * object (a newer version, a delete) lifts the quarantine and is written as usual.
+   */
+  held(event: UpstreamEvent): boolean {
+    if (this.quarantine.size === 0) return false;
+    const key = quarantineKey(event);
+    const q = this.quarantine.get(key);
+    if (!q) return false;
+    const md = event.object.metadata ?? {};
+    if (event.type !== 'DELETED' && event.version === q.version && (md.uid ?? '') === q.uid && (md.resourceVersion ?? '') === q.upstreamRv) return true;
+    this.quarantine.delete(key);
+    this.metrics.quarantinedObjects.set({ cluster: this.cluster }, this.quarantine.size);
+    this.log.info('a newer version of a quarantined object arrived; storing it is tried again', this.describe(q));
+    this.hooks.onQuarantine?.();
+    return false;
+  }
+
+  /** Storage refused `item`'s event on its own (for its content): it is set aside, the object quarantined, and the queue goes on. */
+  setAside(item: Item, err: unknown): void {
+    const e = item.event;
+    const md = e.object.metadata ?? {};
+    const { error } = describeWriteError(err);
+    const q: QuarantinedObject = { group: e.group, version: e.version, resource: e.resource, namespace: md.namespace ?? '', name: md.name ?? '', uid: md.uid ?? '', upstreamRv: md.resourceVersion ?? '', reason: error, since: new Date().toISOString() };
+    const key = quarantineKey(e);
+    this.quarantine.delete(key);
+    this.quarantine.set(key, q);
+    if (this.quarantine.size > maxQuarantined) this.quarantine.delete(this.quarantine.keys().next().value!);
+    this.metrics.quarantinedEvents.inc({ cluster: this.cluster, resource: resourceLabel(e) });
+    this.metrics.quarantinedObjects.set({ cluster: this.cluster }, this.quarantine.size);
+    this.log.error('storage refused an object; it is quarantined until a newer version of it arrives, and everything else is written', this.describe(q));
+    this.done([item]);
+    this.hooks.onQuarantine?.();
+  }
+
+  private describe(q: QuarantinedObject): Record<string, string> {
+    return { resource: resourceLabel(q), namespace: clip(q.namespace), name: clip(q.name), uid: clip(q.uid), upstreamResourceVersion: clip(q.upstreamRv), reason: q.reason };
+  }
+
+  /** `items` are through: committed, or set aside. */
+  private done(items: Item[]): void {
+    if (items.length === 0) return;
+    const c = { cluster: this.cluster };
     for (const b of items) this.queuedBytes -= b.bytes;
-    this.committedSeq = items[items.length - 1].seq;
+    this.committedSeq = Math.max(this.committedSeq, items[items.length - 1].seq);
     this.metrics.queued.set(c, this.size);
     if (this.flushWaiters.length) {
       const ready = this.flushWaiters.filter((w) => w.seq <= this.committedSeq);
@@ -171,6 +258,7 @@ export class Batcher {
   fail(err: Error): void {
     this.failed = err;
     this.closing = true;
+    this.forgetQuarantine();
     this.queue = [];
     this.head = 0;
     this.queuedBytes = 0;

@@ -7,7 +7,7 @@ import { FencedError, type Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import type { KubeObject } from '../storage/types.ts';
 import { Backoff, Waker, sleep, type BackoffOptions } from './backoff.ts';
-import { Batcher, type BatcherOptions, type CommitHook } from './batcher.ts';
+import { Batcher, clip, type BatcherOptions, type CommitHook } from './batcher.ts';
 import type { Committer } from './committer.ts';
 import { connectCluster, describeError, type ClusterClient } from '../member/client.ts';
 import { fileClusterSpec } from '../api/cluster.ts';
@@ -83,7 +83,9 @@ export interface ClusterStatus {
   lastTransitionTime: string;
   lastProbeTime?: string;
   server?: string;
-  conditions: Array<{ type: 'Ready'; status: 'True' | 'False' | 'Unknown'; reason: string; message: string; lastTransitionTime: string }>;
+  conditions: Array<{ type: 'Ready' | 'ObjectsQuarantined'; status: 'True' | 'False' | 'Unknown'; reason: string; message: string; lastTransitionTime: string }>;
+  /** Objects storage refused (synchro/batcher.ts), named, never shown: kept out until a newer version of them arrives. */
+  quarantinedObjects?: Array<{ resource: string; namespace?: string; name: string; upstreamResourceVersion: string; reason: string; since: string }>;
   initialSync: { resourcesSynced: number; resourcesTotal: number; objects: number; complete: boolean; startedAt: string; completedAt?: string };
   resources: ResourceStatus[];
   /** Discovery metadata (kind, scope, names) of every synced resource: the apiserver's discovery is built from it. */
@@ -167,7 +169,12 @@ export class ClusterSync {
       await this.writeStatus();
       return;
     }
-    this.batcher = new Batcher(this.deps.committer, this.name, this.deps.batch, this.deps.metrics, this.log, { onCommit: this.deps.onCommit, fence: this.lease.fence, onFenced: () => this.lease.onFenced() });
+    this.batcher = new Batcher(this.deps.committer, this.name, this.deps.batch, this.deps.metrics, this.log, {
+      onCommit: this.deps.onCommit,
+      fence: this.lease.fence,
+      onFenced: () => this.lease.onFenced(),
+      onQuarantine: () => this.scheduleStatus(true),
+    });
     this.openapi = new OpenAPIFetcher({ cluster: this.name, client: this.client, store, lease: this.lease, metrics: this.deps.metrics, log: this.log, v2RefreshMs: this.deps.timings.openapiV2RefreshMs });
     this.log.info('cluster registered', { server: this.client.server, resources: this.config.resources });
     for (const warning of this.client.warnings) this.log.warn(warning, { server: this.client.server });
@@ -228,9 +235,32 @@ export class ClusterSync {
     if (this.client?.warnings.length) s.warnings = [...this.client.warnings];
     if (this.discoveryErrors) s.discoveryErrors = this.discoveryErrors;
     if (this.openapi) s.openapi = this.openapi.status();
+    this.addQuarantine(s);
     const configError = this.deps.configError?.();
     if (configError) s.configError = configError;
     return s;
+  }
+
+  /** The quarantined objects as a condition (which ones, by cluster, resource and namespace/name) and a list. */
+  private addQuarantine(s: ClusterStatus): void {
+    const held = this.batcher?.quarantined ?? [];
+    if (held.length === 0) return;
+    const named = held.slice(0, 10).map((q) => `${resourceLabel(q)} ${q.namespace ? `${clip(q.namespace)}/` : ''}${clip(q.name)}`);
+    s.conditions.push({
+      type: 'ObjectsQuarantined',
+      status: 'True',
+      reason: 'StorageRefusedObjects',
+      message: `storage refused ${held.length} object(s) of cluster ${this.name}, kept out until a newer version of each arrives: ${named.join(', ')}${held.length > named.length ? ', ...' : ''}`,
+      lastTransitionTime: held[0].since,
+    });
+    s.quarantinedObjects = held.slice(0, 100).map((q) => ({
+      resource: resourceLabel(q),
+      ...(q.namespace ? { namespace: clip(q.namespace) } : {}),
+      name: clip(q.name),
+      upstreamResourceVersion: clip(q.upstreamRv),
+      reason: q.reason,
+      since: q.since,
+    }));
   }
 
   private transition(phase: ClusterPhase, reason: string, message: string): void {

@@ -4,7 +4,7 @@ import t, { type Test } from 'tap';
 import { logger } from '../lib/log.ts';
 import { clusterLease, type Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
-import { openTestStore, podEvent, takeLease } from '../storage/testing.ts';
+import { backends, openTestStore, podEvent, refuseObjectsHolding, stopTestPostgres, takeLease, type Backend } from '../storage/testing.ts';
 import type { BatchPart } from '../storage/write.ts';
 import { Batcher, defaultBatcherOptions } from './batcher.ts';
 import { Committer } from './committer.ts';
@@ -13,8 +13,10 @@ import { SynchroMetrics } from './metrics.ts';
 const opts = defaultBatcherOptions('sqlite');
 const log = logger('test');
 
-async function setup(t: Test): Promise<{ store: Store; committer: Committer; metrics: SynchroMetrics; rounds: BatchPart[][] }> {
-  const { store, close } = await openTestStore('sqlite');
+t.teardown(stopTestPostgres);
+
+async function setup(t: Test, backend: Backend = 'sqlite'): Promise<{ store: Store; committer: Committer; metrics: SynchroMetrics; rounds: BatchPart[][] }> {
+  const { store, close } = await openTestStore(backend);
   const metrics = new SynchroMetrics();
   // Record every round the committer writes.
   const rounds: BatchPart[][] = [];
@@ -81,3 +83,62 @@ t.test('two batchers of one cluster (re-acquired while the old one drains) never
   t.ok(rounds.every((r) => new Set(r.map((p) => p.cluster)).size === r.length), 'one part per cluster in every round');
   await Promise.all([old.close(), fresh.close()]);
 });
+
+/** Resolves with `p`, or rejects after `ms` (a stalled committer must fail the test, not hang it). */
+const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
+  Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms).unref())]);
+
+for (const backend of backends) {
+  t.test(`${backend}: a round storage refuses is split; the refused event is quarantined, everything else commits`, async (t) => {
+    const { store, committer, metrics } = await setup(t, backend);
+    await refuseObjectsHolding(store, 'poison-pill');
+    let failures = 0;
+    const applyBatches = store.applyBatches.bind(store);
+    store.applyBatches = (parts) => applyBatches(parts).catch((err: Error) => {
+      failures++;
+      throw err;
+    });
+    let told = 0;
+    const a = new Batcher(committer, 'a', opts, metrics, log, { fence: await takeLease(store, clusterLease('a')), onQuarantine: () => told++ });
+    const b = new Batcher(committer, 'b', opts, metrics, log, { fence: await takeLease(store, clusterLease('b')) });
+    const pill = (rv: string) => podEvent('ADDED', 'n', 'poisoned', rv, { labels: { note: 'poison-pill' } });
+    const nulName = { ...podEvent('ADDED', 'n', 'x', '13'), object: { ...podEvent('ADDED', 'n', 'x', '13').object, metadata: { name: 'bad\u0000name', namespace: 'n', uid: 'u-nul', resourceVersion: '13' } } };
+    // In one tick: one round of both clusters, a's events around the two it cannot store.
+    for (let i = 0; i < 10; i++) a.push(podEvent('ADDED', 'n', `before-${i}`, String(i)), 100);
+    a.push(pill('11'), 100);
+    a.push(podEvent('ADDED', 'n', 'long-owner', '12', { owner: 'o'.repeat(300) }), 100);
+    a.push(nulName, 100);
+    for (let i = 0; i < 10; i++) a.push(podEvent('ADDED', 'n', `after-${i}`, String(20 + i)), 100);
+    for (let i = 0; i < 5; i++) b.push(podEvent('ADDED', 'n', `b-${i}`, String(i)), 100);
+    await within(Promise.all([a.flush(), b.flush()]), 20_000, 'flush');
+
+    const names = async (cluster: string) => (await store.list({ group: '', resource: 'pods', clusters: [cluster] })).items.map((i) => i.name).sort();
+    const expected = [...Array.from({ length: 10 }, (_, i) => `after-${i}`), ...Array.from({ length: 10 }, (_, i) => `before-${i}`), 'long-owner'].sort();
+    t.same(await names('a'), expected, "every other event of the poisoned cluster committed, in order, the 300-character owner uid too");
+    t.same(await names('b'), ['b-0', 'b-1', 'b-2', 'b-3', 'b-4'], 'the other cluster of the round committed');
+    t.same(a.quarantined.map((q) => [q.namespace, q.name, q.upstreamRv]), [['n', 'poisoned', '11'], ['n', 'bad\u0000name', '13']], 'the two refused objects are quarantined');
+    t.match(a.quarantined[0].reason, backend === 'postgres' ? /23514/ : /SQLITE_CONSTRAINT/, 'by the storage error code');
+    t.notMatch(a.quarantined[0].reason, /poison-pill/, 'never by content');
+    t.match(a.quarantined[1].reason, /metadata\.name cannot be stored: it contains a NUL character/);
+    t.equal(told, 2, 'the cluster is told (its status names them)');
+    t.equal((await metrics.quarantinedEvents.get()).values.reduce((n, v) => n + v.value, 0), 2, 'a metric counts them');
+    t.equal((await metrics.quarantinedObjects.get()).values.find((v) => v.labels.cluster === 'a')?.value, 2);
+
+    // A relist brings the same versions back: storage is not asked again.
+    const failed = failures;
+    a.push(pill('11'), 100);
+    a.push(nulName, 100);
+    a.push(podEvent('ADDED', 'n', 'late', '40'), 100);
+    await within(a.flush(), 10_000, 'flush after relist');
+    t.equal(failures, failed, 'no failed write: the quarantined versions were not offered again');
+    t.ok(await store.get({ cluster: 'a', group: '', resource: 'pods', namespace: 'n', name: 'late' }));
+
+    // A newer version is tried again, and stored once it can be.
+    const fixed = podEvent('MODIFIED', 'n', 'poisoned', '41', { labels: { note: 'cured' } });
+    a.push(fixed, 100);
+    await within(a.flush(), 10_000, 'flush of the newer version');
+    t.equal((await store.get({ cluster: 'a', group: '', resource: 'pods', namespace: 'n', name: 'poisoned' }))?.upstreamRv, '41', 'the newer version is stored');
+    t.same(a.quarantined.map((q) => q.name), ['bad\u0000name'], 'and out of quarantine');
+    await Promise.all([a.close(), b.close()]);
+  });
+}

@@ -2,12 +2,21 @@
 // every cluster's queue (Batcher) holds, up to the transaction's limits, and writes it in one
 // transaction: the change log's rv counter is locked once per round instead of once per
 // cluster, and no batch waits for company — when storage is idle an event is written at
-// once; under load the next round forms while the previous one commits. A cluster whose
-// lease moved on (FencedError) is dropped from the round and the rest is written; other
-// failures retry the whole round with backoff, so order per cluster holds.
+// once; under load the next round forms while the previous one commits.
+//
+// A failed round is handled by why it failed (storage/write-errors.ts):
+// - fenced: the cluster whose lease moved on is dropped from the round, the rest is written;
+// - outage: the whole round is retried with backoff, so order per cluster holds;
+// - data (the rows were refused: a value too long, a constraint, anything not an outage):
+//   retrying cannot help, so the round is split — per cluster, then each cluster's events in
+//   halves, first half first, so order per cluster still holds — until the event that fails
+//   on its own is found. That event is set aside and its object quarantined (the batcher
+//   keeps it, its cluster's status names it, a metric counts it); everything else commits.
+//   One tenant's object cannot stall every cluster of the process.
 import type { Logger } from '../lib/log.ts';
 import { FencedError } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
+import { describeWriteError, writeErrorKind } from '../storage/write-errors.ts';
 import { Backoff } from './backoff.ts';
 import type { Batcher, Item } from './batcher.ts';
 import type { SynchroMetrics } from './metrics.ts';
@@ -18,6 +27,9 @@ export interface CommitterOptions {
   /** Bytes (of upstream JSON) per transaction at most. */
   maxBytes: number;
 }
+
+/** One cluster's share of a round: events taken from its queue, in order. */
+type Part = { b: Batcher; items: Item[] };
 
 /** Failed attempts after which the events of closing batchers are given up. */
 const attemptsWhenClosing = 3;
@@ -70,9 +82,9 @@ export class Committer {
   }
 
   /** One round: the oldest events of every queue, clusters in turn, within the limits. */
-  private take(): Array<{ b: Batcher; items: Item[] }> {
+  private take(): Part[] {
     const all = [...this.batchers];
-    const round: Array<{ b: Batcher; items: Item[] }> = [];
+    const round: Part[] = [];
     const clusters = new Set<string>();
     let events = 0;
     for (let i = 0; i < all.length && events < this.opts.maxEvents; i++) {
@@ -106,17 +118,27 @@ export class Committer {
     }
   }
 
-  /** Writes one round, retrying until it commits (dropping fenced clusters, and closing ones that keep failing). */
-  private async write(round: Array<{ b: Batcher; items: Item[] }>): Promise<void> {
+  /**
+   * Writes one round: commits it (retrying outages with backoff, dropping fenced clusters, and
+   * closing ones that keep failing), or, when storage refuses its rows, splits it until the
+   * refused event is found and set aside.
+   */
+  private async write(round: Part[]): Promise<void> {
     const backoff = new Backoff({ initialMs: 100, maxMs: 10_000 });
-    while (round.length > 0) {
+    for (;;) {
+      // Batchers fenced or given up while an earlier part of a split round was written.
+      round = round.filter(({ b }) => !b.isFailed);
+      if (round.length === 0) return;
       const started = performance.now();
       try {
-        const results = await this.store.applyBatches(round.map(({ b, items }) => ({ cluster: b.cluster, events: items.map((i) => i.event), fence: b.fence })));
+        // The quarantined version of an object is not offered to storage again.
+        const parts = round.map(({ b, items }) => ({ cluster: b.cluster, events: items.filter((i) => !b.held(i.event)).map((i) => i.event), fence: b.fence }));
+        const results = await this.store.applyBatches(parts);
         const now = performance.now();
         round.forEach(({ b, items }, i) => b.committed(items, results[i], started, now));
         return;
       } catch (err) {
+        const kind = writeErrorKind(err);
         if (err instanceof FencedError) {
           const i = round.findIndex(({ b }) => b.fence?.lease === err.fence.lease && b.fence.epoch === err.fence.epoch);
           if (i >= 0) {
@@ -125,15 +147,43 @@ export class Committer {
             continue;
           }
         }
+        if (kind === 'data') {
+          const single = round.length === 1 && round[0].items.length === 1;
+          if (!single) return this.split(round);
+          // Refused on its own; unless storage does not answer at all (then it is an outage after all).
+          if (await this.storageAnswers()) return round[0].b.setAside(round[0].items[0], err);
+        }
         for (const { b } of round) this.metrics.errors.inc({ cluster: b.cluster, kind: 'storage' });
         const delay = backoff.next();
-        this.log.error('storage write failed; retrying', { err: err as Error, clusters: round.map(({ b }) => b.cluster), events: round.reduce((n, r) => n + r.items.length, 0), retryInMs: delay, attempt: backoff.attempts });
+        this.log.error('storage write failed; retrying', { ...describeWriteError(err), clusters: round.map(({ b }) => b.cluster), events: round.reduce((n, r) => n + r.items.length, 0), retryInMs: delay, attempt: backoff.attempts });
         if (backoff.attempts >= attemptsWhenClosing) {
           for (const { b } of round.filter((r) => r.b.isClosing)) b.fail(new Error(`storage write failed: ${(err as Error).message}`));
           round.splice(0, round.length, ...round.filter((r) => !r.b.isClosing));
         }
         await new Promise((r) => setTimeout(r, delay));
       }
+    }
+  }
+
+  /** A round whose rows storage refused: each cluster alone, then each cluster's events in halves, in order. */
+  private async split(round: Part[]): Promise<void> {
+    this.log.warn('storage refused the rows of a batch; splitting it to find the event', { clusters: round.map(({ b }) => b.cluster), events: round.reduce((n, r) => n + r.items.length, 0) });
+    if (round.length > 1) {
+      for (const part of round) await this.write([part]);
+      return;
+    }
+    const [{ b, items }] = round;
+    const half = Math.ceil(items.length / 2);
+    await this.write([{ b, items: items.slice(0, half) }]);
+    await this.write([{ b, items: items.slice(half) }]);
+  }
+
+  private async storageAnswers(): Promise<boolean> {
+    try {
+      await this.store.ping();
+      return true;
+    } catch {
+      return false;
     }
   }
 }

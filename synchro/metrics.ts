@@ -25,6 +25,8 @@ export class SynchroMetrics {
   readonly members: Gauge;
   readonly rvLockWait: Histogram<'cluster'>;
   readonly openapiFetches: Counter<'cluster' | 'format' | 'result'>;
+  readonly quarantinedEvents: Counter<'cluster' | 'resource'>;
+  readonly quarantinedObjects: Gauge<'cluster'>;
 
   constructor(registry = new Registry()) {
     this.registry = registry;
@@ -48,6 +50,13 @@ export class SynchroMetrics {
     this.fencedBatches = new Counter({ name: 'panoptes_synchro_fenced_batches_total', help: 'Batches refused by storage because this process no longer held the cluster lease (nothing written)', labelNames: ['cluster'], registers: r });
     this.members = new Gauge({ name: 'panoptes_synchro_members', help: 'Live synchro processes seen in storage', registers: r });
     this.rvLockWait = new Histogram({ name: 'panoptes_synchro_rv_lock_wait_seconds', help: "Time a batch waited for the change log's rv counter (held by other writers until they commit)", labelNames: ['cluster'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: r });
+    this.quarantinedEvents = new Counter({
+      name: 'panoptes_synchro_quarantined_events_total',
+      help: 'Events storage refused on their own, for their content (found by splitting the failed batch); their object is quarantined and everything else is written',
+      labelNames: ['cluster', 'resource'],
+      registers: r,
+    });
+    this.quarantinedObjects = new Gauge({ name: 'panoptes_synchro_quarantined_objects', help: 'Objects kept out of storage until a newer version of them arrives (their cluster status names them)', labelNames: ['cluster'], registers: r });
     this.openapiFetches = new Counter({
       name: 'panoptes_synchro_openapi_fetches_total',
       help: 'OpenAPI documents by outcome: fetched, unchanged (same hash, not fetched), shared (stored by another cluster, not fetched), failed',
@@ -58,7 +67,7 @@ export class SynchroMetrics {
 
   /** Drops every series of a removed cluster. */
   async forget(cluster: string): Promise<void> {
-    const all = [this.eventsReceived, this.eventsApplied, this.lag, this.batchSize, this.batchDuration, this.errors, this.reconnects, this.relists, this.objects, this.clusterReady, this.queued, this.openapiFetches, this.fencedBatches, this.rvLockWait];
+    const all = [this.eventsReceived, this.eventsApplied, this.lag, this.batchSize, this.batchDuration, this.errors, this.reconnects, this.relists, this.objects, this.clusterReady, this.queued, this.openapiFetches, this.fencedBatches, this.rvLockWait, this.quarantinedEvents, this.quarantinedObjects];
     for (const m of all) {
       const seen = new Set<string>();
       for (const v of (await m.get()).values) {

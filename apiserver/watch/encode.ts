@@ -2,6 +2,7 @@
 // encoder id, so N watchers of one output format share one Buffer. A change from the log
 // becomes at most three OutEvents (as ADDED, MODIFIED or DELETED, by selector transition),
 // each shared by every watcher that sees that transition.
+import { stringifyJson } from '../../kube/json-text.ts';
 import type { Change, KubeObject } from '../../storage/types.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
@@ -144,7 +145,7 @@ export class ChangeEvent {
     if (type === 'DELETED' && c.type !== 'DELETED' && c.prevObject !== null) {
       const prev = JSON.parse(c.prevObject) as KubeObject;
       const atRv: KubeObject = { ...prev, metadata: { ...prev.metadata, resourceVersion: String(c.rv) } };
-      out = new OutEvent('DELETED', JSON.stringify(atRv), c.rv, c.cluster, atRv);
+      out = new OutEvent('DELETED', stringifyJson(atRv), c.rv, c.cluster, atRv);
       this.grow(out.objectJson.length);
     } else {
       out = new OutEvent(type, c.object, c.rv, c.cluster, this.obj);

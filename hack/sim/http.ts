@@ -1,5 +1,6 @@
 // HTTP plumbing of the simulator: bodies, JSON and Status answers (Accept negotiation:
 // output.ts and apiserver/negotiate.ts).
+import { stringifyJson } from '../../kube/json-text.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
 import { StatusError } from '../../kube/status.ts';
@@ -26,7 +27,7 @@ export async function readBody(req: IncomingMessage): Promise<unknown> {
 }
 
 export function sendJson(res: ServerResponse, code: number, body: unknown, contentType = 'application/json'): void {
-  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  const text = typeof body === 'string' ? body : stringifyJson(body);
   res.writeHead(code, { 'Content-Type': contentType, 'Cache-Control': 'no-cache, private', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
 }

@@ -7,6 +7,7 @@
 // Every answer is `Content-Type: application/json`: kube-apiserver writes Tables and
 // PartialObjectMetadata with the JSON serializer's own media type, without the `as=`
 // parameters (WriteObjectNegotiated), and watches as application/json too.
+import { stringifyJson } from '../../kube/json-text.ts';
 import { negotiateOutput } from '../../apiserver/negotiate.ts';
 import type { OutputFormat, Verb } from '../../apiserver/request.ts';
 import { partialObjectMetadataListJson, tableJson, tablePrinter, tableRowJson, toPartialObjectMetadata, type PrintedResource, type TablePrinter } from '../../kube/table.ts';
@@ -35,12 +36,12 @@ export function negotiate(accept: string | undefined, verb: Verb, includeObject:
 }
 
 function tableRow(out: Output, obj: KObject, now: number): string {
-  return tableRowJson(out.printer!.cells(obj, now), out.resource, obj, JSON.stringify(obj), out.format);
+  return tableRowJson(out.printer!.cells(obj, now), out.resource, obj, stringifyJson(obj), out.format);
 }
 
 /** One object (get, and the answers of writes); a Status passes through as it is. */
 export function objectBody(out: Output, obj: KObject): string {
-  if (out.format.kind === 'json' || obj.kind === 'Status') return JSON.stringify(obj);
+  if (out.format.kind === 'json' || obj.kind === 'Status') return stringifyJson(obj);
   if (out.format.kind === 'partial') return JSON.stringify(toPartialObjectMetadata(obj, out.format.metaVersion));
   const meta = obj.metadata.resourceVersion ? { resourceVersion: obj.metadata.resourceVersion } : {};
   return tableJson(out.printer!.columns, out.format.metaVersion, meta, [tableRow(out, obj, Date.now())]);
@@ -54,7 +55,7 @@ export function listBody(out: Output, listKind: string, apiVersion: string, list
     return tableJson(out.printer!.columns, out.format.metaVersion, listMeta, items.map((o) => tableRow(out, o, now)));
   }
   const head = JSON.stringify({ kind: listKind, apiVersion, metadata: listMeta });
-  return `${head.slice(0, -1)},"items":[${items.map((o) => JSON.stringify(o)).join(',')}]}`;
+  return `${head.slice(0, -1)},"items":[${items.map((o) => stringifyJson(o)).join(',')}]}`;
 }
 
 /** Encodes `{"type","object"}` lines of one watch. */

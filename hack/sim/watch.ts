@@ -3,6 +3,7 @@
 // history), or one ERROR 410 when that rv is compacted; unset or "0": synthetic ADDED first.
 // Selector transitions become ADDED/DELETED. Bookmarks, timeoutSeconds, watch-list. Events
 // are JSON objects, or Tables / PartialObjectMetadata when an encoder from output.ts is given.
+import { stringifyJson } from '../../kube/json-text.ts';
 import type { ServerResponse } from 'node:http';
 import type { WatchLineEncoder } from './output.ts';
 import type { ResourceInfo } from './resources.ts';
@@ -66,7 +67,7 @@ export class WatchHub {
     const inNamespace = (o: KObject) => !req.namespace || o.metadata.namespace === req.namespace;
     const served = (o: KObject): KObject => (o.apiVersion === apiVersion ? o : { ...o, apiVersion });
     const encode = req.encode;
-    const line = (type: string, o: KObject) => (encode ? encode(type, served(o)) : `${JSON.stringify({ type, object: served(o) })}\n`);
+    const line = (type: string, o: KObject) => (encode ? encode(type, served(o)) : `{"type":${JSON.stringify(type)},"object":${stringifyJson(served(o))}}\n`);
 
     res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
     res.flushHeaders();
