@@ -1,8 +1,10 @@
 // Hostile requests: what a client may send the apiserver. Each answer must be 2xx or 4xx
 // (never 5xx) and the server must stay up. The hostile-data suite (hostile-e2e.test.ts) sends
-// every case after the members' hostile objects are synced. This is the place for request-side
-// cases of the write API too (JSON patch bombs, oversized and deeply nested bodies): add them
-// to requestCases.
+// every case after the members' hostile objects are synced: reads with hostile parameters,
+// then the write API's bombs (hack/testing/patch-bombs.ts: JSON patch amplification, bodies
+// oversized, deeply nested or expanding) against a Cluster object, each with the answer it must
+// get, on whichever storage the suite runs on.
+import { bodyBombs, patchBombs } from '../testing/patch-bombs.ts';
 
 export interface RequestCase {
   name: string;
@@ -16,6 +18,23 @@ export interface RequestCase {
 }
 
 const R = '/apis/panoptes.io/v1alpha1/resources';
+
+const clusters = '/apis/panoptes.io/v1alpha1/clusters';
+
+/** The Cluster object the write cases patch: a member that is not there (nothing is sent to it). */
+export const writeTarget = 'hostile-target';
+
+/** The write API's cases: the target created, every patch bomb on it, every body bomb as a create, then the target read back. */
+export function writeCases(): RequestCase[] {
+  const target = `${clusters}/${writeTarget}`;
+  const create = { apiVersion: 'panoptes.io/v1alpha1', kind: 'Cluster', metadata: { name: writeTarget }, spec: { server: 'https://member.example.com:6443' } };
+  return [
+    { name: 'create the target Cluster', method: 'POST', path: clusters, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(create), expect: [201] },
+    ...patchBombs().map((b): RequestCase => ({ name: `PATCH: ${b.name}`, method: 'PATCH', path: target, headers: { 'Content-Type': b.contentType }, body: b.body, expect: [b.expect.code] })),
+    ...bodyBombs().map((b): RequestCase => ({ name: `POST: ${b.name}`, method: 'POST', path: clusters, headers: { 'Content-Type': b.contentType }, body: b.body, expect: [b.expect.code] })),
+    { name: 'the target is still served', method: 'GET', path: target, expect: [200] },
+  ];
+}
 
 export function requestCases(namespace: string): RequestCase[] {
   const cms = `${R}/api/v1/namespaces/${namespace}/configmaps`;
