@@ -9,6 +9,8 @@
 // endpoint. `startSynchro` is what `panoptes synchro` runs and what all-in-one embeds.
 import { FileWatcher } from '../lib/file-watcher.ts';
 import { logger, type Logger } from '../lib/log.ts';
+import { redact } from '../lib/redact.ts';
+import type { MemberNetworks } from '../member/networks.ts';
 import type { Store } from '../storage/store.ts';
 import { Batcher, defaultBatcherOptions, type BatcherOptions, type CommitHook } from './batcher.ts';
 import { Committer } from './committer.ts';
@@ -37,6 +39,8 @@ export interface SynchroOptions {
   hostCluster?: ClusterConnection;
   /** The namespace of those Secrets (default `panoptes`). */
   credentialsNamespace?: string;
+  /** --allow-member-networks: networks API-registered clusters may reach although refused by default (loopback, link-local, unspecified). */
+  memberNetworks?: MemberNetworks;
   /** ...all of them, or these (default: all). */
   contexts?: 'all' | string[];
   /** Resource patterns for kubeconfig clusters (default: the default set). */
@@ -157,7 +161,8 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   };
 
   const writeInvalid = async (name: string, entry: InvalidEntry, source: ObjectSource) => {
-    const { spec, message } = entry;
+    const { spec } = entry;
+    const message = redact(entry.message);
     const now = new Date().toISOString();
     await store.upsertCluster(name, spec);
     const status: Partial<ClusterStatus> = {
@@ -191,7 +196,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     const configured = new Map(cfg.clusters.map((c) => [c.name, c]));
     const invalid = new Map(cfg.invalid.filter((i) => i.name).map((i) => [i.name!, i]));
     // The file's names are the file's: an API object of the same name is reported as a conflict, never used.
-    const api = apiClusters(registrations, new Set([...configured.keys(), ...invalid.keys()]), hostSecrets);
+    const api = apiClusters(registrations, new Set([...configured.keys(), ...invalid.keys()]), hostSecrets, opts.memberNetworks);
     for (const [name, c] of api.configs) configured.set(name, c);
     for (const [name, i] of api.invalid) invalid.set(name, i);
     const universe = new Set([...configured.keys(), ...invalid.keys(), ...api.objects.keys(), ...(await store.knownClusterNames())]);
