@@ -156,6 +156,11 @@ t.test('kubeconfig files: paths relative to the kubeconfig, token file, client c
   writeFileSync(`${dir}/bad`, stringify({ clusters: [{ name: 'x', cluster: {} }], contexts: [{ name: 'x', context: { cluster: 'x' } }], 'current-context': 'x' }));
   await t.rejects(connectCluster({ kubeconfig: `${dir}/bad` }), /clusters\[0\]\.cluster\.server is missing/);
   await t.rejects(connectCluster({ kubeconfig: file, context: 'nope' }), /has no context "nope"/);
+  // The parser's message would quote the line of the error: here, the token's.
+  writeFileSync(`${dir}/broken`, 'users:\n- name: u\n  user:\n    token: broken-kubeconfig-SECRET-7\n     x: y\n');
+  const broken = await connectCluster({ kubeconfig: `${dir}/broken` }).catch((e: Error) => e);
+  t.match(broken, { message: /kubeconfig .*broken is not valid YAML at line \d+, column \d+/ }, 'a kubeconfig that does not parse: where');
+  t.notOk(String((broken as Error).message).includes('SECRET'), 'never what (the parser quotes the source)');
 });
 
 t.test('inline http:// settings keep their token and warn that it is sent in clear text', async (t) => {

@@ -126,7 +126,7 @@ t.test('credentials go only where they were given for', async (t) => {
   t.match(one(via('kc-name')).config, { tlsServerName: 'api.internal', certificateAuthorityData: CA });
   t.match(one(via('kc-name', { tlsServerName: 'evil.internal' })).message, /spec.tlsServerName differs from tls-server-name/);
   const broken = one(via('kc-broken'));
-  t.match(broken.message, /key kubeconfig: not a kubeconfig \(YAML error at line \d+, column \d+\)/);
+  t.match(broken.message, /key kubeconfig is not valid YAML at line \d+, column \d+ \([A-Z_]+\)/);
   t.notOk(broken.message?.includes('kc-broken-SECRET-42'), 'a bad kubeconfig is reported by position, never by content');
 
   const bound = { token: 'inline-tok-1234', endpoint: { server: 'https://a', caData: CA } };

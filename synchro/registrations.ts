@@ -13,7 +13,6 @@
 // verification needs the Secret's own kubeconfig to skip it. Every configuration gets the
 // network guard (member/networks.ts), and the credentials loaded are registered with the
 // redactor (lib/redact.ts).
-import { parse as parseYaml, YAMLParseError } from 'yaml';
 import type { ClusterRegistration } from '../storage/cluster-objects.ts';
 import type { KubeObject } from '../storage/types.ts';
 import {
@@ -30,6 +29,7 @@ import {
   type ClusterSpec,
 } from '../api/cluster.ts';
 import type { ClusterConnection } from '../member/client.ts';
+import { parseKubeconfigYaml } from '../member/kubeconfig.ts';
 import { MemberNetworks } from '../member/networks.ts';
 import { isSecretKey, redact, rememberSecrets } from '../lib/redact.ts';
 import { settingsConfig, type ClusterConfig, type CredentialsSource, type InvalidEntry } from './config.ts';
@@ -75,11 +75,9 @@ interface SecretKubeconfig {
 function fromKubeconfig(text: string, where: string): SecretKubeconfig {
   let doc: unknown;
   try {
-    doc = parseYaml(text);
+    doc = parseKubeconfigYaml(text, where);
   } catch (err) {
-    // Where, never what: the parser's message may quote the Secret's text.
-    const at = err instanceof YAMLParseError && err.linePos ? ` at line ${err.linePos[0].line}, column ${err.linePos[0].col}` : '';
-    throw new Unusable(`${where}: not a kubeconfig (YAML error${at})`);
+    throw new Unusable((err as Error).message);
   }
   if (!isRecord(doc)) throw new Unusable(`${where}: not a kubeconfig`);
   const list = (k: string) => (Array.isArray(doc[k]) ? (doc[k] as unknown[]).filter(isRecord) : []);
