@@ -5,11 +5,13 @@
 // unspecified address outside the operator's allowance, however its name resolves
 // (member/networks.ts). An answer that is not a success is reported by its HTTP status and
 // Kubernetes reason only: nothing of the body of a server that may not be a kube-apiserver
-// goes into an error.
+// goes into an error. Every credential a connection loads (token, token file, password,
+// client key, a plugin's token) is registered with the redactor (lib/redact.ts).
 import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { dirname } from 'node:path';
+import { rememberSecrets } from '../lib/redact.ts';
 import { kubeconfigContext, rawContext, readKubeconfig } from './kubeconfig.ts';
 import { allowHint, guardedLookup, MemberNetworks, memberNetworksFlag, RefusedAddressError, type Resolve } from './networks.ts';
 
@@ -83,11 +85,16 @@ const plainHttp = (server: URL, credentials: string) =>
  * rotate); `readNow` reads it at once (a missing file fails here), otherwise at first use.
  */
 function rotatingToken(file: string, readNow: boolean): () => string {
-  let token = readNow ? readFileSync(file, 'utf8').trim() : '';
+  const read = () => {
+    const t = readFileSync(file, 'utf8').trim();
+    rememberSecrets(t);
+    return t;
+  };
+  let token = readNow ? read() : '';
   let readAt = readNow ? Date.now() : 0;
   return () => {
     if (Date.now() - readAt > 60_000) {
-      token = readFileSync(file, 'utf8').trim();
+      token = read();
       readAt = Date.now();
     }
     return token;
@@ -103,6 +110,7 @@ function readMaybe(file?: string, data?: string): Buffer | undefined {
 async function fromKubeconfig(c: ClusterConnection): Promise<Settings> {
   const kc = readKubeconfig(c.kubeconfig!);
   const { context, cluster, user } = kubeconfigContext(kc, c.context);
+  rememberSecrets(user?.token, user?.password, user?.keyData);
   const server = new URL(cluster.server);
   if (server.protocol === 'http:') {
     // As kubectl: client-go's clientcmd reads a context's credentials and TLS settings only for
@@ -167,12 +175,15 @@ async function pluginSettings(file: string, context: string, tls: https.AgentOpt
     headers: async () => {
       const o: https.RequestOptions = {};
       await kc.applyToHTTPSOptions(o);
-      return toHeaders(o);
+      const h = toHeaders(o);
+      rememberSecrets(h.Authorization?.replace(/^\S+\s+/, ''));
+      return h;
     },
   };
 }
 
 function fromInline(c: ClusterConnection): Settings {
+  rememberSecrets(c.token, c.clientKeyData);
   const tls: https.AgentOptions = {
     ca: readMaybe(c.certificateAuthority, c.certificateAuthorityData),
     cert: readMaybe(c.clientCertificate, c.clientCertificateData),
