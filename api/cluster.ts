@@ -1,8 +1,9 @@
 // The spec of a `Cluster` object (clusters.panoptes.io): what an API-registered cluster says
 // about its connection and selection, validated field by field (the apiserver answers 422
-// with one cause per field), and the form clusters.yaml entries are served in
-// (`source: file`). Pure: no I/O, shared by the apiserver (validation) and synchro
-// (turning objects into cluster configurations).
+// with one cause per field; synchro validates again with its own network allowance), the
+// one allowlist of what is served of a spec (API objects and clusters.yaml entries, `source:
+// file`), and the endpoint inline credentials are bound to. Pure: no I/O, shared by the
+// apiserver (validation) and synchro (turning objects into cluster configurations).
 import { fieldDuplicate, fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired, type FieldError } from '../kube/field-errors.ts';
 import { allowHint, MemberNetworks, memberNetworksFlag } from '../member/networks.ts';
 import { parsePattern, PatternError } from './resource-patterns.ts';
