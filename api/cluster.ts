@@ -1,9 +1,11 @@
 // The spec of a `Cluster` object (clusters.panoptes.io): what an API-registered cluster says
 // about its connection and selection, validated field by field (the apiserver answers 422
-// with one cause per field), and the form clusters.yaml entries are served in
-// (`source: file`). Pure: no I/O, shared by the apiserver (validation) and synchro
-// (turning objects into cluster configurations).
+// with one cause per field; synchro validates again with its own network allowance), the
+// one allowlist of what is served of a spec (API objects and clusters.yaml entries, `source:
+// file`), and the endpoint inline credentials are bound to. Pure: no I/O, shared by the
+// apiserver (validation) and synchro (turning objects into cluster configurations).
 import { fieldDuplicate, fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired, type FieldError } from '../kube/field-errors.ts';
+import { allowHint, MemberNetworks, memberNetworksFlag } from '../member/networks.ts';
 import { parsePattern, PatternError } from './resource-patterns.ts';
 
 /** spec.credentials: a Secret of the host cluster, or inline values (write-only: never served). */
@@ -38,6 +40,133 @@ export const secretKeys = { token: 'token', ca: 'ca.crt', cert: 'tls.crt', key: 
 
 /** The label a Secret must carry, naming the cluster it is for, before synchro uses it. */
 export const secretClusterLabel = 'panoptes.io/cluster';
+
+/** The annotation a Secret must carry, naming the server (spec.server) its credentials are for, or `*` for any. */
+export const secretServerAnnotation = 'panoptes.io/server';
+export const anyServer = '*';
+
+/**
+ * The one allowlist of what is served of a Cluster spec (objects of the API and of
+ * clusters.yaml, the clusters table): these fields, of these types, and nothing else. A key
+ * that is not here — a typo such as `tokn:` — is never copied, whatever its value.
+ */
+type FieldType = 'string' | 'boolean' | 'strings' | { [field: string]: FieldType };
+const publicSpecFields: Record<string, FieldType> = {
+  source: 'string',
+  server: 'string',
+  caData: 'string',
+  insecureSkipTLSVerify: 'boolean',
+  tlsServerName: 'string',
+  resources: 'strings',
+  namespaces: { include: 'strings', exclude: 'strings' },
+  credentials: { secretRef: { name: 'string' } },
+  // clusters.yaml: a kubeconfig context, and paths of files (not their contents).
+  kubeconfig: 'string',
+  context: 'string',
+  certificateAuthority: 'string',
+  tokenFile: 'string',
+  clientCertificate: 'string',
+  clientKey: 'string',
+};
+/** clusters.yaml keys whose values are credentials: served as "(redacted)" to say they are set, never their value. */
+export const fileSecretFields = ['token', 'clientCertificateData', 'clientKeyData', 'certificateAuthorityData'] as const;
+export const redactedValue = '(redacted)';
+
+function allowed(v: unknown, type: FieldType): unknown {
+  if (type === 'string') return typeof v === 'string' ? v : undefined;
+  if (type === 'boolean') return typeof v === 'boolean' ? v : undefined;
+  if (type === 'strings') return Array.isArray(v) && v.every((x) => typeof x === 'string') ? [...(v as string[])] : undefined;
+  if (!isRecord(v)) return undefined;
+  const out: Record<string, unknown> = {};
+  // In the object's own key order: a spec served back reads as it was written (kubectl apply compares its annotation as text).
+  for (const k of Object.keys(v)) {
+    const sub = Object.hasOwn(type, k) ? type[k] : undefined;
+    const x = sub === undefined ? undefined : allowed(v[k], sub);
+    if (x !== undefined) out[k] = x;
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
+const isFileSecret = (k: string): boolean => (fileSecretFields as readonly string[]).includes(k);
+
+/** The served form of a spec (or of a clusters.yaml entry): its allowlisted public fields; credentials never. */
+export function servedSpec(spec: unknown): Record<string, unknown> {
+  if (!isRecord(spec)) return {};
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(spec)) {
+    if (isFileSecret(k)) {
+      if (spec[k] !== undefined && spec[k] !== null && spec[k] !== '') out[k] = redactedValue;
+      continue;
+    }
+    const type = Object.hasOwn(publicSpecFields, k) ? publicSpecFields[k] : undefined;
+    const x = type === undefined ? undefined : allowed(spec[k], type);
+    if (x !== undefined) out[k] = k === 'server' ? withoutUserinfo(x as string) : x;
+  }
+  return out;
+}
+
+/** A URL without the user:password it may carry (refused as a server, but never served either). */
+function withoutUserinfo(url: string): string {
+  try {
+    const u = new URL(url);
+    if (!u.username && !u.password) return url;
+    u.username = '';
+    u.password = '';
+    return u.href;
+  } catch {
+    return url;
+  }
+}
+
+/** What inline credentials are bound to: where synchro connects with them and how it trusts the server. */
+export interface ClusterEndpoint {
+  server: string;
+  caData?: string;
+  insecureSkipTLSVerify?: boolean;
+  tlsServerName?: string;
+}
+export const endpointFields = ['server', 'caData', 'insecureSkipTLSVerify', 'tlsServerName'] as const;
+
+/** A server URL as compared: scheme, lowercase host, port unless the default, path without trailing slashes. */
+export function normalizeServer(server: string): string {
+  try {
+    const u = new URL(server.trim());
+    return `${u.protocol}//${u.host}${u.pathname.replace(/\/+$/, '')}`;
+  } catch {
+    return server.trim();
+  }
+}
+
+/** The endpoint a spec says (normalised: what two specs are compared by). */
+export function clusterEndpoint(spec: unknown): ClusterEndpoint {
+  const s = isRecord(spec) ? spec : {};
+  const str = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined);
+  return {
+    server: typeof s.server === 'string' ? normalizeServer(s.server) : '',
+    ...(str(s.caData) ? { caData: str(s.caData) } : {}),
+    ...(s.insecureSkipTLSVerify === true ? { insecureSkipTLSVerify: true } : {}),
+    ...(str(s.tlsServerName) ? { tlsServerName: str(s.tlsServerName) } : {}),
+  };
+}
+
+/** The endpoint fields that differ between two endpoints (normalised). */
+export function endpointChanges(from: ClusterEndpoint, to: ClusterEndpoint): Array<(typeof endpointFields)[number]> {
+  const a = clusterEndpoint(from);
+  const b = clusterEndpoint(to);
+  return endpointFields.filter((k) => a[k] !== b[k]);
+}
+
+/** The rule a change of endpoint without new inline credentials breaks (the 422's cause, synchro's refusal). */
+export const endpointBindingRule =
+  'inline credentials are bound to the endpoint they were given for: give spec.credentials again with a change of server, caData, insecureSkipTLSVerify or tlsServerName';
+
+/** What validation knows besides the spec: the operator's network allowance, and whether credentials come with it. */
+export interface ValidationContext {
+  /** The operator's --allow-member-networks (default: none). */
+  networks?: MemberNetworks;
+  /** Inline credentials are stored for the object already (the request gives none). */
+  storedCredentials?: boolean;
+}
 
 /** clusters.yaml keys that only a file entry may use, and what an API object says instead. */
 const fileOnly: Record<string, string> = {
@@ -146,19 +275,24 @@ function stringList(errs: FieldError[], path: string, v: unknown, each: (s: stri
   });
 }
 
-function optionalString(errs: FieldError[], path: string, v: unknown): v is string | undefined {
+function optionalString(errs: FieldError[], path: string, v: unknown, secret = false): v is string | undefined {
   if (v === undefined) return true;
   if (typeof v !== 'string') {
-    errs.push(fieldInvalid(path, v, 'must be a string'));
+    errs.push(fieldInvalid(path, secret ? hidden : v, secret ? `must be a string (got ${kindOf(v)})` : 'must be a string'));
     return false;
   }
   return true;
 }
 
+/** What a credential field's error shows instead of its value. */
+const hidden = '(hidden)';
+const kindOf = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'a list' : `a ${typeof v}`);
+
 function validateCredentials(errs: FieldError[], c: unknown): void {
   const p = 'spec.credentials';
   if (c === undefined) return;
-  if (!isRecord(c)) return void errs.push(fieldInvalid(p, c, 'must be an object with secretRef, or token and/or clientCertData and clientKeyData'));
+  // The value is never shown: a string here is most likely a token.
+  if (!isRecord(c)) return void errs.push(fieldInvalid(p, hidden, `must be an object with secretRef, or token and/or clientCertData and clientKeyData (got ${kindOf(c)})`));
   const inline = inlineCredentialFields.filter((k) => c[k] !== undefined);
   if (c.secretRef !== undefined) {
     if (inline.length) errs.push(fieldForbidden(`${p}.${inline[0]}`, 'give either secretRef or inline credentials, not both'));
@@ -170,23 +304,43 @@ function validateCredentials(errs: FieldError[], c: unknown): void {
       if (why) errs.push(fieldInvalid(`${p}.secretRef.name`, c.secretRef.name, why));
     }
   }
-  if (optionalString(errs, `${p}.token`, c.token) && c.token !== undefined && (c.token === '' || /\s/.test(c.token))) {
-    errs.push(fieldInvalid(`${p}.token`, '(hidden)', 'must be a bearer token: not empty, no whitespace'));
+  if (optionalString(errs, `${p}.token`, c.token, true) && c.token !== undefined && (c.token === '' || /\s/.test(c.token))) {
+    errs.push(fieldInvalid(`${p}.token`, hidden, 'must be a bearer token: not empty, no whitespace'));
   }
   const cert = c.clientCertData;
   const key = c.clientKeyData;
-  if (optionalString(errs, `${p}.clientCertData`, cert) && cert !== undefined && !isBase64Pem(cert, certificatePem)) {
-    errs.push(fieldInvalid(`${p}.clientCertData`, '(hidden)', 'must be base64 of a PEM certificate, as client-certificate-data in a kubeconfig'));
+  if (optionalString(errs, `${p}.clientCertData`, cert, true) && cert !== undefined && !isBase64Pem(cert, certificatePem)) {
+    errs.push(fieldInvalid(`${p}.clientCertData`, hidden, 'must be base64 of a PEM certificate, as client-certificate-data in a kubeconfig'));
   }
-  if (optionalString(errs, `${p}.clientKeyData`, key) && key !== undefined && !isBase64Pem(key, keyPem)) {
-    errs.push(fieldInvalid(`${p}.clientKeyData`, '(hidden)', 'must be base64 of a PEM private key, as client-key-data in a kubeconfig'));
+  if (optionalString(errs, `${p}.clientKeyData`, key, true) && key !== undefined && !isBase64Pem(key, keyPem)) {
+    errs.push(fieldInvalid(`${p}.clientKeyData`, hidden, 'must be base64 of a PEM private key, as client-key-data in a kubeconfig'));
   }
   if (cert !== undefined && key === undefined) errs.push(fieldRequired(`${p}.clientKeyData`, 'a client certificate needs its key'));
   if (key !== undefined && cert === undefined) errs.push(fieldRequired(`${p}.clientCertData`, 'a client key needs its certificate'));
 }
 
+/**
+ * Where spec.server may not go: a loopback, link-local or unspecified address (or a localhost
+ * name) outside the operator's allowance; plain http:// with credentials to anything but an
+ * address inside it (the credentials would travel in clear text to wherever the name leads).
+ */
+function serverReach(errs: FieldError[], u: URL, spec: Record<string, unknown>, ctx: ValidationContext): void {
+  const networks = ctx.networks ?? new MemberNetworks();
+  const refused = networks.hostRefused(u.hostname);
+  if (refused) return void errs.push(fieldForbidden('spec.server', `${refused}: ${allowHint}`));
+  const credentials = spec.credentials !== undefined || ctx.storedCredentials === true;
+  if (u.protocol === 'http:' && credentials && !networks.hostAllowed(u.hostname)) {
+    errs.push(
+      fieldForbidden(
+        'spec.server',
+        `plain http:// would send the credentials in clear text: use https://, or (for a test cluster on a network the operator allows with ${memberNetworksFlag}) give the server as an address inside it`,
+      ),
+    );
+  }
+}
+
 /** Every problem with the spec of an API-registered Cluster, one error per field. */
-export function validateClusterSpec(spec: unknown): FieldError[] {
+export function validateClusterSpec(spec: unknown, ctx: ValidationContext = {}): FieldError[] {
   const errs: FieldError[] = [];
   if (spec === undefined || spec === null) return [fieldRequired('spec', 'the member cluster to register: at least spec.server')];
   if (!isRecord(spec)) return [fieldInvalid('spec', spec, 'must be an object')];
@@ -208,6 +362,7 @@ export function validateClusterSpec(spec: unknown): FieldError[] {
       if (u.protocol !== 'https:' && u.protocol !== 'http:') errs.push(fieldInvalid('spec.server', spec.server, 'must be an https:// (or, for a local test cluster, http://) URL'));
       else if (u.username || u.password) errs.push(fieldInvalid('spec.server', spec.server, 'must not carry credentials: give them in spec.credentials'));
       else if (u.search || u.hash) errs.push(fieldInvalid('spec.server', spec.server, 'must not have a query or a fragment'));
+      else serverReach(errs, u, spec, ctx);
     }
   }
   if (optionalString(errs, 'spec.caData', spec.caData) && spec.caData !== undefined && !isBase64Pem(spec.caData, certificatePem)) {
@@ -254,7 +409,7 @@ export function validateClusterSpec(spec: unknown): FieldError[] {
 /** The inline credentials given in a spec (undefined when none are), and the spec without them (what is served). */
 export function splitCredentials(spec: Record<string, unknown>): { served: Record<string, unknown>; inline?: { token?: string; clientCertData?: string; clientKeyData?: string }; secretRef: boolean } {
   const c = spec.credentials;
-  if (!isRecord(c)) return { served: spec, secretRef: false };
+  if (!isRecord(c)) return { served: servedSpec(spec), secretRef: false };
   const inline: Record<string, string> = {};
   const rest: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(c)) {
@@ -262,14 +417,12 @@ export function splitCredentials(spec: Record<string, unknown>): { served: Recor
       if (typeof v === 'string') inline[k] = v;
     } else rest[k] = v;
   }
-  const served = { ...spec };
-  if (Object.keys(rest).length) served.credentials = rest;
-  else delete served.credentials;
+  const served = servedSpec(spec);
   return { served, ...(Object.keys(inline).length ? { inline } : {}), secretRef: rest.secretRef !== undefined };
 }
 
-/** The served spec of a clusters.yaml (or kubeconfig context) entry: its public settings, `source: file`. */
-export function fileClusterSpec(publicEntry: Record<string, unknown>): Record<string, unknown> {
-  const { name: _name, ...rest } = publicEntry;
+/** The served spec of a clusters.yaml (or kubeconfig context) entry: its allowlisted public settings, `source: file`. */
+export function fileClusterSpec(entry: Record<string, unknown>): Record<string, unknown> {
+  const { source: _source, ...rest } = servedSpec(entry);
   return { source: 'file', ...rest };
 }

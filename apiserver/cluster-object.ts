@@ -5,8 +5,10 @@
 // writes), generation grows when the spec (or the inline credentials) change, an update
 // that changes nothing writes nothing, a stale resourceVersion is a 409, and a delete of an
 // object with finalizers marks it (deletionTimestamp) for synchro to finish. Inline
-// credentials are split off for storage apart and stripped from what is served, also from
-// kubectl's last-applied-configuration annotation. Objects of clusters.yaml are refused (403).
+// credentials are split off for storage apart, with the endpoint they were given for, and
+// stripped from what is served (the spec is served from api/cluster.ts's allowlist, also in
+// kubectl's last-applied-configuration annotation); a change of that endpoint without new
+// inline credentials is refused (422). Objects of clusters.yaml are refused (403).
 import { randomUUID } from 'node:crypto';
 import { fieldForbidden, fieldInvalid, fieldRequired, fieldTooLong, invalidObject, type FieldError } from '../kube/field-errors.ts';
 import { invalidLabelKey, invalidLabelValue } from '../kube/labels.ts';
@@ -14,7 +16,17 @@ import { canonicalJson } from '../kube/patch.ts';
 import { StatusError } from '../kube/status.ts';
 import { credentialsDigest, type ClusterCredentials, type ClusterObjectState, type ClusterObjectWrite } from '../storage/cluster-objects.ts';
 import type { KubeObject } from '../storage/types.ts';
-import { clusterFinalizer, dnsLabelProblem, splitCredentials, validateClusterSpec } from '../api/cluster.ts';
+import {
+  clusterEndpoint,
+  clusterFinalizer,
+  dnsLabelProblem,
+  endpointBindingRule,
+  endpointChanges,
+  servedSpec,
+  splitCredentials,
+  validateClusterSpec,
+  type ValidationContext,
+} from '../api/cluster.ts';
 import { lastAppliedAnnotation } from '../kube/annotations.ts';
 import { panoptesApiVersion, panoptesGroupName } from './clusters.ts';
 
@@ -44,16 +56,34 @@ function refuseFileCluster(current: ClusterObjectState, verb: string): void {
 /** RFC 3339 at second precision, as metav1.Time serializes. */
 const kubeTime = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-/** kubectl's last-applied-configuration without the inline credentials it recorded. */
-function sanitizeLastApplied(text: string): string {
+/**
+ * kubectl's last-applied-configuration with the served spec only (the allowlist): without the
+ * inline credentials it recorded, nor the value of a mistyped key. Not JSON: dropped (kubectl
+ * writes JSON; anything else there is not served unchecked).
+ */
+function sanitizeLastApplied(text: string): string | undefined {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch {
-    return text;
+    return undefined;
   }
-  if (!isRecord(doc) || !isRecord(doc.spec) || !isRecord(doc.spec.credentials)) return text;
-  return JSON.stringify({ ...doc, spec: splitCredentials(doc.spec).served }) + (text.endsWith('\n') ? '\n' : '');
+  if (!isRecord(doc)) return undefined;
+  if (doc.spec === undefined) return text;
+  return JSON.stringify({ ...doc, spec: servedSpec(doc.spec) }) + (text.endsWith('\n') ? '\n' : '');
+}
+
+/** An object as it may be shown in an error: its spec from the allowlist, its last-applied annotation sanitized. */
+export function shownObject(obj: Obj): Obj {
+  const md = isRecord(obj.metadata) ? withSanitizedAnnotation(obj.metadata) : obj.metadata;
+  return { ...obj, ...(md !== undefined ? { metadata: md } : {}), ...(obj.spec !== undefined ? { spec: servedSpec(obj.spec) } : {}) };
+}
+
+function withSanitizedAnnotation(md: Obj): Obj {
+  if (!isRecord(md.annotations) || typeof md.annotations[lastAppliedAnnotation] !== 'string') return md;
+  const { [lastAppliedAnnotation]: text, ...others } = md.annotations;
+  const clean = sanitizeLastApplied(text as string);
+  return { ...md, annotations: clean === undefined ? others : { ...others, [lastAppliedAnnotation]: clean } };
 }
 
 function metadataErrors(md: Obj, creds: ClusterCredentials | undefined): FieldError[] {
@@ -122,18 +152,29 @@ interface Shaped {
   credentials?: ClusterCredentials | null;
 }
 
-function shape(body: Obj, name: string, forCreate: boolean): Shaped {
-  const md: Obj = isRecord(body.metadata) ? { ...body.metadata } : {};
-  const errs: FieldError[] = [];
-  const specErrs = validateClusterSpec(body.spec);
-  errs.push(...specErrs);
+/**
+ * Stored inline credentials go only where they were given for: a change of endpoint (server,
+ * caData, insecureSkipTLSVerify, tlsServerName) needs new inline credentials (or a Secret
+ * instead) in the same request.
+ */
+function bindingErrors(current: ClusterObjectState, spec: unknown): FieldError[] {
+  if (current.credentialsDigest === undefined) return [];
+  const { inline, secretRef } = splitCredentials(isRecord(spec) ? spec : {});
+  if (inline || secretRef) return [];
+  return endpointChanges(clusterEndpoint(current.object.spec), clusterEndpoint(spec)).map((f) => fieldForbidden(`spec.${f}`, endpointBindingRule));
+}
+
+function shape(body: Obj, name: string, forCreate: boolean, ctx: ValidationContext, extra: FieldError[] = []): Shaped {
+  const md: Obj = isRecord(body.metadata) ? withSanitizedAnnotation({ ...body.metadata }) : {};
+  const errs: FieldError[] = [...extra];
   const rawSpec = isRecord(body.spec) ? body.spec : {};
   const { served, inline, secretRef } = splitCredentials(rawSpec);
+  // Stored credentials stay only while the request gives neither new ones nor a Secret.
+  const specErrs = validateClusterSpec(body.spec, { ...ctx, storedCredentials: ctx.storedCredentials === true && !inline && !secretRef });
+  errs.push(...specErrs);
   const spec: Obj = { ...served, source: 'api' };
-  const credentials: ClusterCredentials | null | undefined = secretRef ? null : inline ? inline : undefined;
-  if (isRecord(md.annotations) && typeof md.annotations[lastAppliedAnnotation] === 'string') {
-    md.annotations = { ...md.annotations, [lastAppliedAnnotation]: sanitizeLastApplied(md.annotations[lastAppliedAnnotation] as string) };
-  }
+  // New inline credentials are bound to the endpoint of the spec they come with.
+  const credentials: ClusterCredentials | null | undefined = secretRef ? null : inline ? { ...inline, endpoint: clusterEndpoint(spec) } : undefined;
   errs.push(...metadataErrors(md, inline));
   if (forCreate) {
     const why = dnsLabelProblem(name);
@@ -156,12 +197,17 @@ export function createName(body: Obj): string {
   throw invalidObject(kind, '', [fieldRequired('metadata.name', 'name or generateName is required')]);
 }
 
+/** What a write is checked against besides the object: the operator's network allowance. */
+export interface WriteRules {
+  networks?: ValidationContext['networks'];
+}
+
 /** POST: a new Cluster (uid, creationTimestamp, generation 1, the finalizer), 409 when the name is taken. */
-export function decideCreate(current: ClusterObjectState | undefined, body: Obj, name: string, now: Date): ClusterObjectWrite {
+export function decideCreate(current: ClusterObjectState | undefined, body: Obj, name: string, now: Date, rules: WriteRules = {}): ClusterObjectWrite {
   checkTypeMeta(body);
   const md0 = isRecord(body.metadata) ? body.metadata : {};
   if (typeof md0.resourceVersion === 'string' && md0.resourceVersion !== '') throw new StatusError('BadRequest', 'resourceVersion should not be set on objects to be created');
-  const s = shape(body, name, true);
+  const s = shape(body, name, true, { networks: rules.networks });
   if (current) throw alreadyExists(name);
   const md: Obj = { ...s.metadata, name, uid: randomUUID(), generation: 1, creationTimestamp: kubeTime(now) };
   for (const k of ['namespace', 'selfLink', 'resourceVersion', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'managedFields']) delete md[k];
@@ -176,7 +222,7 @@ export function decideCreate(current: ClusterObjectState | undefined, body: Obj,
  * fields and status. `requireRv`: an update must say which version it replaces (a custom
  * resource allows no unconditional update); a patch need not.
  */
-export function decideUpdate(current: ClusterObjectState | undefined, body: Obj, name: string, requireRv: boolean): ClusterObjectWrite {
+export function decideUpdate(current: ClusterObjectState | undefined, body: Obj, name: string, requireRv: boolean, rules: WriteRules = {}): ClusterObjectWrite {
   checkTypeMeta(body);
   const md0 = isRecord(body.metadata) ? body.metadata : {};
   if (md0.name !== undefined && md0.name !== name) throw new StatusError('BadRequest', `the name of the object (${String(md0.name)}) does not match the name on the URL (${name})`);
@@ -187,7 +233,7 @@ export function decideUpdate(current: ClusterObjectState | undefined, body: Obj,
   if (rv !== '' && rv !== String(current.rv)) throw modified(name);
   if (typeof md0.uid === 'string' && md0.uid !== '' && md0.uid !== current.uid) throw conflict(name, `Precondition failed: UID in precondition: ${md0.uid}, UID in object meta: ${current.uid}`);
 
-  const s = shape(body, name, false);
+  const s = shape(body, name, false, { networks: rules.networks, storedCredentials: current.credentialsDigest !== undefined }, bindingErrors(current, body.spec));
   const old = current.object;
   const oldMd = (old.metadata ?? {}) as Obj;
   const md: Obj = { ...s.metadata, name, uid: current.uid, creationTimestamp: oldMd.creationTimestamp, generation: oldMd.generation ?? 1 };

@@ -4,7 +4,9 @@
 // deletionTimestamp while synchro removes the cluster's objects, then gone with a DELETED
 // event). Each decision is made in storage's write transaction against the latest object
 // (apiserver/cluster-object.ts); `dryRun=All` decides against the current object and writes
-// nothing. `.../status` is synchro's: 405 for writes.
+// nothing. `.../status` is synchro's: 405 for writes. The credentials a request carries are
+// registered with the redactor (lib/redact.ts) while it is handled: no error, Warning or log
+// line of it can echo them.
 import type { Context } from 'koa';
 import { fieldInvalid, invalidObject } from '../kube/field-errors.ts';
 import { applyPatch, type JsonValue } from '../kube/patch.ts';
@@ -12,8 +14,9 @@ import { StatusError } from '../kube/status.ts';
 import { toPartialObjectMetadata } from '../kube/table.ts';
 import { clusterObjectsCluster, type ClusterObjectState, type ClusterObjectWrite } from '../storage/cluster-objects.ts';
 import type { KubeObject } from '../storage/types.ts';
-import { inlineCredentialFields, pruneUnknownFields } from '../api/cluster.ts';
-import { createName, decideCreate, decideDelete, decideUpdate, notFound } from './cluster-object.ts';
+import { pruneUnknownFields } from '../api/cluster.ts';
+import { redact, secretValuesIn, withSecrets } from '../lib/redact.ts';
+import { createName, decideCreate, decideDelete, decideUpdate, notFound, shownObject, type WriteRules } from './cluster-object.ts';
 import { clusterInfo, clusterPatchTypes, panoptesGroupName } from './clusters.ts';
 import type { Deps, Reply } from './deps.ts';
 import { negotiateOutput } from './negotiate.ts';
@@ -60,14 +63,6 @@ function pruneForWrite(body: Obj, validation: FieldValidation, warnings: string[
   return pruned as Obj;
 }
 
-/** A patched object without inline credentials, for error messages. */
-function withoutCredentials(obj: Obj): Obj {
-  if (!isRecord(obj.spec) || !isRecord(obj.spec.credentials)) return obj;
-  const creds = { ...obj.spec.credentials };
-  for (const k of inlineCredentialFields) delete creds[k];
-  return { ...obj, spec: { ...obj.spec, credentials: creds } };
-}
-
 /** The patch applied to the current object, checked as kube checks a patch's result (422 `patch: Invalid value`). */
 function patched(current: ClusterObjectState | undefined, name: string, type: 'merge' | 'json', text: string, validation: FieldValidation, warnings: string[]): Obj {
   if (!current) throw notFound(name);
@@ -75,7 +70,8 @@ function patched(current: ClusterObjectState | undefined, name: string, type: 'm
   if (!isRecord(result)) throw invalidObject({ group: '', kind: '' }, '', [fieldInvalid('patch', JSON.stringify(result), 'the patched object is not a JSON object')]);
   const { pruned, unknown } = pruneUnknownFields(result);
   if (unknown.length && validation === 'Strict') {
-    throw invalidObject({ group: '', kind: '' }, '', [fieldInvalid('patch', JSON.stringify(withoutCredentials(result)), strictDecodingError(unknown))]);
+    // kube shows the patched object: shown with its served spec and sanitized last-applied annotation only.
+    throw invalidObject({ group: '', kind: '' }, '', [fieldInvalid('patch', JSON.stringify(shownObject(result)), strictDecodingError(unknown))]);
   }
   if (unknown.length && validation === 'Warn') warnings.push(...unknownFieldWarnings(unknown));
   return pruned as Obj;
@@ -99,6 +95,34 @@ export async function serveClusterWrite(ctx: Context, deps: Deps, name: string |
   const opts = parseWriteOptions(qs, verb);
   const accept = ctx.get('Accept') || undefined;
   const body = await readBody(ctx, deps.limits.maxBodyBytes);
+  return withSecrets(requestSecrets(body, ctx.get('Content-Type')), () => decideAndWrite(ctx, deps, { verb, name, patchType, opts, accept, body }));
+}
+
+/** The credentials a request body carries (JSON or YAML; nothing when it does not parse: the redactor's structure rules still apply). */
+function requestSecrets(body: Buffer, contentType: string | undefined): string[] {
+  try {
+    return secretValuesIn(decodeObject(body, contentType?.includes('json') ? 'application/json' : contentType, 'Cluster'));
+  } catch {
+    try {
+      return secretValuesIn(JSON.parse(body.toString('utf8')));
+    } catch {
+      return [];
+    }
+  }
+}
+
+interface WriteRequest {
+  verb: WriteVerb;
+  name: string | undefined;
+  patchType: ReturnType<typeof patchTypeOf> | undefined;
+  opts: ReturnType<typeof parseWriteOptions>;
+  accept: string | undefined;
+  body: Buffer;
+}
+
+async function decideAndWrite(ctx: Context, deps: Deps, req: WriteRequest): Promise<Reply> {
+  const { verb, name, patchType, opts, accept, body } = req;
+  const rules: WriteRules = { networks: deps.memberNetworks };
   const warnings: string[] = [];
   const now = new Date();
   const store = deps.store;
@@ -110,13 +134,13 @@ export async function serveClusterWrite(ctx: Context, deps: Deps, name: string |
     case 'create': {
       const obj = pruneForWrite(decodeObject(body, ctx.get('Content-Type'), 'Cluster'), opts.fieldValidation, warnings);
       target = createName(obj);
-      decide = (cur) => decideCreate(cur, obj, target, now);
+      decide = (cur) => decideCreate(cur, obj, target, now, rules);
       break;
     }
     case 'update': {
       const obj = pruneForWrite(decodeObject(body, ctx.get('Content-Type'), 'Cluster'), opts.fieldValidation, warnings);
       target = name!;
-      decide = (cur) => decideUpdate(cur, obj, target, true);
+      decide = (cur) => decideUpdate(cur, obj, target, true, rules);
       break;
     }
     case 'patch': {
@@ -125,7 +149,7 @@ export async function serveClusterWrite(ctx: Context, deps: Deps, name: string |
       target = name!;
       decide = (cur) => {
         warnings.length = 0; // the decision may run again: keep one set
-        return decideUpdate(cur, patched(cur, target, type, text, opts.fieldValidation, warnings), target, false);
+        return decideUpdate(cur, patched(cur, target, type, text, opts.fieldValidation, warnings), target, false, rules);
       };
       break;
     }
@@ -140,8 +164,14 @@ export async function serveClusterWrite(ctx: Context, deps: Deps, name: string |
 
   let json: string;
   if (dryRun) {
-    const current = await store.getClusterObject(target);
-    const w = decide(current);
+    // Decided as the write would be, against the same state (the stored credentials' digest
+    // included), in the write transaction that then writes nothing.
+    let decided: { current: ClusterObjectState | undefined; w: ClusterObjectWrite } | undefined;
+    await store.writeClusterObjectWithoutLease(target, (cur) => {
+      decided = { current: cur, w: decide(cur) };
+      return { action: 'none' };
+    });
+    const { current, w } = decided!;
     if (w.action === 'put') json = JSON.stringify(verb === 'create' ? w.object : { ...w.object, metadata: { ...w.object.metadata, resourceVersion: String(current?.rv ?? '') } });
     else json = JSON.stringify(current!.object);
   } else {
@@ -150,6 +180,6 @@ export async function serveClusterWrite(ctx: Context, deps: Deps, name: string |
   }
   const reply = render(json, accept);
   reply.status = verb === 'create' ? 201 : 200;
-  if (warnings.length) reply.headers = { Warning: warnings };
+  if (warnings.length) reply.headers = { Warning: warnings.map(redact) };
   return reply;
 }

@@ -49,8 +49,8 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
   throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
 }
 
-function spawnPanoptes(t: Test, args: string[]): { proc: ChildProcess; stderr: () => string } {
-  const proc = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+function spawnPanoptes(t: Test, args: string[], env: NodeJS.ProcessEnv = {}): { proc: ChildProcess; stderr: () => string } {
+  const proc = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-20_000)));
   const exited = new Promise<void>((r) => proc.on('exit', () => r()));
@@ -108,7 +108,7 @@ t.test('registering clusters with kubectl: all-in-one, SQLite', async (t) => {
   t.teardown(cleanup);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const aio = spawnPanoptes(t, ['all-in-one', '--storage', storage, '--clusters', clustersFile, '--host-kubeconfig', hostKubeconfig, '--credentials-namespace', 'panoptes', '--insecure-listen', `127.0.0.1:${port}`, '--probe-interval', '500ms', '--log-level', 'warn']);
+  const aio = spawnPanoptes(t, ['all-in-one', '--storage', storage, '--clusters', clustersFile, '--host-kubeconfig', hostKubeconfig, '--credentials-namespace', 'panoptes', '--insecure-listen', `127.0.0.1:${port}`, '--probe-interval', '500ms', '--log-level', 'warn', '--allow-member-networks', '127.0.0.0/8']);
   await until('all-in-one serving the file cluster', async () => (await get(`${base}${C}/filed`)).json?.status?.ready === true, 60_000).catch((err: Error) => {
     throw new Error(`${err.message}; stderr: ${aio.stderr()}`);
   });
@@ -130,7 +130,7 @@ t.test('registering clusters with kubectl: all-in-one, SQLite', async (t) => {
     bad: join(dir, 'bad.yaml'),
   };
   writeFileSync(files.secret, stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'panoptes' } }) + '---\n' + stringify({
-    apiVersion: 'v1', kind: 'Secret', metadata: { name: 'east-credentials', namespace: 'panoptes', labels: { 'panoptes.io/cluster': 'east' } }, type: 'Opaque', stringData: { token: SECRET_TOKEN },
+    apiVersion: 'v1', kind: 'Secret', metadata: { name: 'east-credentials', namespace: 'panoptes', labels: { 'panoptes.io/cluster': 'east' }, annotations: { 'panoptes.io/server': east.url } }, type: 'Opaque', stringData: { token: SECRET_TOKEN },
   }));
   const eastManifest = { apiVersion: 'panoptes.io/v1alpha1', kind: 'Cluster', metadata: { name: 'east', labels: { env: 'prod' } }, spec: { server: east.url, resources: ['configmaps', 'apps/deployments'], credentials: { secretRef: { name: 'east-credentials' } } } };
   writeFileSync(files.east, stringify(eastManifest));
@@ -279,6 +279,7 @@ t.test('registering clusters with kubectl: all-in-one, SQLite', async (t) => {
     await store.close();
     for (const secret of [SECRET_TOKEN, INLINE_TOKEN]) {
       t.notOk([...answers, ...k.outputs].some((a) => a.includes(secret)), `no answer carries ${secret}`);
+      t.notOk(aio.stderr().includes(secret), `no log line carries ${secret}`);
       t.notOk(rows.includes(secret), `no served row carries ${secret}`);
     }
   });
@@ -294,9 +295,10 @@ t.test('on PostgreSQL: a Cluster created through one apiserver is synced by sync
   });
   const { url } = await emptyStorageUrl('postgres');
   const [p1, p2] = [await freePort(), await freePort()];
-  const synchro = spawnPanoptes(t, ['synchro', '--storage', url, '--identity', 's1', '--probe-interval', '500ms', '--metrics-listen', 'off', '--log-level', 'warn']);
-  const a1 = spawnPanoptes(t, ['apiserver', '--storage', url, '--insecure-listen', `127.0.0.1:${p1}`, '--log-level', 'warn']);
-  spawnPanoptes(t, ['apiserver', '--storage', url, '--insecure-listen', `127.0.0.1:${p2}`, '--log-level', 'warn']);
+  // The simulated member listens on 127.0.0.1: the operator allows it (flag, or its environment variable).
+  const synchro = spawnPanoptes(t, ['synchro', '--storage', url, '--identity', 's1', '--probe-interval', '500ms', '--metrics-listen', 'off', '--log-level', 'warn', '--allow-member-networks', '127.0.0.0/8']);
+  const a1 = spawnPanoptes(t, ['apiserver', '--storage', url, '--insecure-listen', `127.0.0.1:${p1}`, '--log-level', 'warn'], { PANOPTES_ALLOW_MEMBER_NETWORKS: '127.0.0.0/8' });
+  spawnPanoptes(t, ['apiserver', '--storage', url, '--insecure-listen', `127.0.0.1:${p2}`, '--log-level', 'warn', '--allow-member-networks', '127.0.0.0/8']);
   const [one, two] = [`http://127.0.0.1:${p1}`, `http://127.0.0.1:${p2}`];
   await until('both apiservers serving', async () => (await get(`${one}${C}`)).status === 200 && (await get(`${two}${C}`)).status === 200, 60_000).catch((err: Error) => {
     throw new Error(`${err.message}; ${a1.stderr()} ${synchro.stderr()}`);

@@ -62,7 +62,7 @@ t.test('clusters.panoptes.io is writable', async (t) => {
     t.equal(r.json.status, undefined, 'status is synchro\'s: not taken from a create');
     t.equal(r.json.spec.credentials, undefined, 'inline credentials are not served');
     const [reg] = await store.listClusterRegistrations();
-    t.same(reg.credentials, { token: TOKEN }, 'stored apart for synchro');
+    t.same(reg.credentials, { token: TOKEN, endpoint: { server: 'https://east.example:6443', caData: b64(ca.cert) } }, 'stored apart for synchro, with the endpoint they were given for');
 
     const again = await call('POST', C, east);
     t.match(again, { status: 409, json: { reason: 'AlreadyExists', message: 'clusters.panoptes.io "east" already exists', details: { name: 'east', group: 'panoptes.io', kind: 'clusters' } } });
@@ -71,7 +71,7 @@ t.test('clusters.panoptes.io is writable', async (t) => {
     const gen = await call('POST', C, { spec: { server: 'https://gen.example' }, metadata: { generateName: 'gen-' } });
     t.equal(gen.status, 201);
     t.match(gen.json.metadata.name, /^gen-[a-z0-9]{5}$/, 'generateName');
-    const yaml = await call('POST', C, 'apiVersion: panoptes.io/v1alpha1\nkind: Cluster\nmetadata: {name: yamled}\nspec: {server: "http://127.0.0.1:1"}\n', { 'Content-Type': 'application/yaml' });
+    const yaml = await call('POST', C, 'apiVersion: panoptes.io/v1alpha1\nkind: Cluster\nmetadata: {name: yamled}\nspec: {server: "http://10.0.0.1:1"}\n', { 'Content-Type': 'application/yaml' });
     t.equal(yaml.status, 201, 'a YAML body');
     t.match(await call('POST', C, 'x', { 'Content-Type': 'application/vnd.kubernetes.protobuf' }), { status: 415, json: { reason: 'UnsupportedMediaType' } });
     t.match(await call('POST', C, '{nope', JSONCT), { status: 400, json: { reason: 'BadRequest', message: /must be of type Cluster/ } });
@@ -179,10 +179,10 @@ t.test('clusters.panoptes.io is writable', async (t) => {
     const labelled = await call('PUT', `${C}/east`, { ...r.json, metadata: { ...r.json.metadata, labels: { team: 'b' } } });
     t.equal(labelled.json.metadata.generation, 2, 'metadata alone does not change the generation');
     const [reg] = (await store.listClusterRegistrations()).filter((x) => x.name === 'east');
-    t.same(reg.credentials, { token: TOKEN }, 'credentials not given in an update are kept');
+    t.same(reg.credentials, { token: TOKEN, endpoint: { server: 'https://east.example:6443', caData: b64(ca.cert) } }, 'credentials not given in an update are kept');
     const rotated = await call('PUT', `${C}/east`, { ...labelled.json, spec: { ...labelled.json.spec, credentials: { token: `${TOKEN}-2` } } });
     t.equal(rotated.json.metadata.generation, 3, 'new credentials: generation grows');
-    t.same((await store.listClusterRegistrations()).find((x) => x.name === 'east')?.credentials, { token: `${TOKEN}-2` });
+    t.match((await store.listClusterRegistrations()).find((x) => x.name === 'east')?.credentials, { token: `${TOKEN}-2`, endpoint: { server: 'https://east.example:6443' } });
   });
 
   t.test('patch: merge and JSON patch; 415 for strategic merge and apply', async (t) => {

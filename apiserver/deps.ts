@@ -3,6 +3,7 @@
 // answer is simply dropped).
 import { maxRequestBodyBytes } from '../kube/json-limits.ts';
 import type { Logger } from '../lib/log.ts';
+import type { MemberNetworks } from '../member/networks.ts';
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
 import type { OpenAPIService } from './openapi/service.ts';
@@ -48,6 +49,8 @@ export interface Deps {
   openapi: OpenAPIService;
   /** external.metrics.k8s.io: the metrics file's rules, their metrics, the authorizer (apiserver/external/). */
   externalMetrics: ExternalMetricsDeps;
+  /** Networks the operator lets API-registered clusters reach although they are refused by default (--allow-member-networks). */
+  memberNetworks: MemberNetworks;
 }
 
 export interface Reply {

@@ -15,6 +15,7 @@ import type { SecureServing } from './auth/config.ts';
 import type { AddressInfo, Socket } from 'node:net';
 import Koa, { type Context } from 'koa';
 import { logger, type Logger } from '../lib/log.ts';
+import { MemberNetworks } from '../member/networks.ts';
 import { StatusError } from '../kube/status.ts';
 import type { Store } from '../storage/store.ts';
 import { Catalog, type CatalogOptions } from './catalog.ts';
@@ -50,6 +51,8 @@ export interface ApiserverOptions {
   secure?: Pick<SecureServing, 'tls' | 'authenticator' | 'authorizer'>;
   /** external.metrics.k8s.io: the metrics file of declared metrics (watched), and how often it is checked (default 1 s). */
   externalMetrics?: { file?: string; reloadIntervalMs?: number };
+  /** --allow-member-networks: networks API-registered clusters may reach although refused by default (loopback, link-local, unspecified). */
+  memberNetworks?: MemberNetworks;
 }
 
 export interface Apiserver {
@@ -117,7 +120,16 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     },
   });
   rules.start();
-  const deps: Deps = { store: opts.store, catalog, log, limits, watch: hub, openapi, externalMetrics: { rules, metrics, authorizer: opts.secure?.authorizer } };
+  const deps: Deps = {
+    store: opts.store,
+    catalog,
+    log,
+    limits,
+    watch: hub,
+    openapi,
+    externalMetrics: { rules, metrics, authorizer: opts.secure?.authorizer },
+    memberNetworks: opts.memberNetworks ?? new MemberNetworks(),
+  };
   const checks = { healthz: [pingCheck], livez: [pingCheck], readyz: [pingCheck, storageCheck(opts.store), catalogCheck(catalog), ...(opts.readyChecks ?? [])] };
 
   const app = new Koa();

@@ -1,10 +1,12 @@
 // Warning headers (RFC 7234 `299 - "text"`) for reads that include clusters that are not
-// Ready: their objects are served from storage as last seen and may be stale.
+// Ready: their objects are served from storage as last seen and may be stale. The text (a
+// cluster's status message among it) goes through the one redactor.
+import { redact } from '../lib/redact.ts';
 import { clusterObjectsCluster } from '../storage/cluster-objects.ts';
 import type { Catalog } from './catalog.ts';
 
 function quote(text: string): string {
-  const clean = text.replace(/[\r\n\t]+/g, ' ').slice(0, 240);
+  const clean = redact(text.replace(/[\r\n\t]+/g, ' ')).slice(0, 240);
   return `299 - "${clean.replace(/["\\]/g, (c) => `\\${c}`)}"`;
 }
 

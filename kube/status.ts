@@ -1,4 +1,7 @@
-// Kubernetes `Status` errors. Every failure a client sees is one of these.
+// Kubernetes `Status` errors. Every failure a client sees is one of these; its message and
+// causes go through the one redactor (lib/redact.ts) when the error is made, so no
+// credential a request carried, or synchro loaded, reaches an answer.
+import { redact } from '../lib/redact.ts';
 
 export type StatusReason =
   | 'BadRequest'
@@ -66,6 +69,12 @@ const codes: Record<StatusReason, number> = {
   Timeout: 504,
 };
 
+const redactCause = (c: StatusCause): StatusCause => ({
+  ...c,
+  ...(c.message !== undefined ? { message: redact(c.message) } : {}),
+  ...(c.field !== undefined ? { field: redact(c.field) } : {}),
+});
+
 /** An error that carries the Kubernetes reason and HTTP code it is served with. */
 export class StatusError extends Error {
   override name = 'StatusError';
@@ -74,10 +83,10 @@ export class StatusError extends Error {
   readonly details?: StatusDetails;
 
   constructor(reason: StatusReason, message: string, details?: StatusDetails) {
-    super(message);
+    super(redact(message));
     this.reason = reason;
     this.code = codes[reason];
-    this.details = details;
+    this.details = details?.causes ? { ...details, causes: details.causes.map(redactCause) } : details;
   }
 
   toStatus(): Status {
@@ -86,7 +95,7 @@ export class StatusError extends Error {
       apiVersion: 'v1',
       metadata: {},
       status: 'Failure',
-      message: this.message,
+      message: redact(this.message),
       reason: this.reason,
       code: this.code,
     };

@@ -1,4 +1,7 @@
 // Structured logs: one JSON object per line on stderr, with a level, a component and fields.
+// Every line goes through the one redactor (lib/redact.ts): its message and every field.
+import { redact, redactDeep } from './redact.ts';
+
 export type Level = 'debug' | 'info' | 'warn' | 'error';
 
 const order: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -26,7 +29,7 @@ function errorFields(fields: Record<string, unknown>): Record<string, unknown> {
 export function logger(component: string, base: Record<string, unknown> = {}): Logger {
   const write = (level: Level, msg: string, fields: Record<string, unknown> = {}) => {
     if (order[level] < order[minLevel]) return;
-    const line = { time: new Date().toISOString(), level, component, msg, ...base, ...errorFields(fields) };
+    const line = { time: new Date().toISOString(), level, component, msg: redact(msg), ...redactDeep({ ...base, ...errorFields(fields) }) };
     process.stderr.write(JSON.stringify(line) + '\n');
   };
   return {

@@ -129,6 +129,7 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   t.same(validateClusterSpec(exCluster?.spec), [], 'the example Cluster is valid');
   const exSecret = find(reg, 'Secret', 'east-credentials');
   t.equal(exSecret?.metadata.labels?.['panoptes.io/cluster'], 'east', 'its Secret is labelled for it');
+  t.equal(exSecret?.metadata.annotations?.['panoptes.io/server'], exCluster?.spec?.server, 'and annotated for its server');
   t.equal(exSecret?.metadata.namespace, 'panoptes');
 
   const reader = find(rendered['member-cluster'], 'ClusterRole', 'panoptes:reader');

@@ -156,6 +156,11 @@ t.test('kubeconfig files: paths relative to the kubeconfig, token file, client c
   writeFileSync(`${dir}/bad`, stringify({ clusters: [{ name: 'x', cluster: {} }], contexts: [{ name: 'x', context: { cluster: 'x' } }], 'current-context': 'x' }));
   await t.rejects(connectCluster({ kubeconfig: `${dir}/bad` }), /clusters\[0\]\.cluster\.server is missing/);
   await t.rejects(connectCluster({ kubeconfig: file, context: 'nope' }), /has no context "nope"/);
+  // The parser's message would quote the line of the error: here, the token's.
+  writeFileSync(`${dir}/broken`, 'users:\n- name: u\n  user:\n    token: broken-kubeconfig-SECRET-7\n     x: y\n');
+  const broken = await connectCluster({ kubeconfig: `${dir}/broken` }).catch((e: Error) => e);
+  t.match(broken, { message: /kubeconfig .*broken is not valid YAML at line \d+, column \d+/ }, 'a kubeconfig that does not parse: where');
+  t.notOk(String((broken as Error).message).includes('SECRET'), 'never what (the parser quotes the source)');
 });
 
 t.test('inline http:// settings keep their token and warn that it is sent in clear text', async (t) => {
@@ -168,4 +173,75 @@ t.test('inline http:// settings keep their token and warn that it is sent in cle
   const anon = await connectCluster({ server: plain.url });
   t.teardown(() => anon.close());
   t.match(anon.warnings, [/\(no credentials\)/]);
+});
+
+/** A server that answers every request with `status` and `body` (closing each connection), counting requests. */
+async function answering(t: Test, status: number, body: string, type = 'text/html', at: { host?: string; port?: number } = {}) {
+  let hits = 0;
+  const server = createHttpServer((_req, res) => {
+    hits++;
+    res.writeHead(status, { 'Content-Type': type, Connection: 'close' });
+    res.end(body);
+  });
+  await new Promise<void>((r, reject) => {
+    server.once('error', reject);
+    server.listen(at.port ?? 0, at.host ?? '127.0.0.1', r);
+  });
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  return { port: (server.address() as AddressInfo).port, hits: () => hits };
+}
+
+t.test('an answer that is not a success: its HTTP status and kube reason, never its body', async (t) => {
+  const BODY = 'ami-id instance-id iam/security-credentials/role SECRET-METADATA-1234';
+  const metadata = await answering(t, 404, `<html>${BODY}</html>`);
+  const c = await connectCluster({ server: `http://127.0.0.1:${metadata.port}` });
+  t.teardown(() => c.close());
+  const err = await c.get('/api').catch((e: Error) => e);
+  t.match(err, { status: 404, message: 'HTTP 404' });
+  t.notOk(String((err as Error).message).includes('SECRET'), 'no part of the body');
+  await t.rejects(c.stream('/api?watch=1'), { message: 'HTTP 404' }, 'streams too');
+
+  const kube = await answering(t, 403, JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Forbidden', code: 403, message: `pods is forbidden: ${BODY}` }), 'application/json');
+  const k = await connectCluster({ server: `http://127.0.0.1:${kube.port}` });
+  t.teardown(() => k.close());
+  await t.rejects(k.get('/api/v1/pods'), { status: 403, reason: 'Forbidden', message: 'HTTP 403 Forbidden' }, 'a kube Status: its reason');
+  const odd = await answering(t, 500, JSON.stringify({ kind: 'Status', apiVersion: 'v1', reason: `x ${BODY}` }), 'application/json');
+  const o = await connectCluster({ server: `http://127.0.0.1:${odd.port}` });
+  t.teardown(() => o.close());
+  await t.rejects(o.get('/'), { message: 'HTTP 500' }, 'a reason that is not a kube reason is not shown');
+});
+
+t.test('the network guard of API-registered clusters: at connect time, every resolved address', async (t) => {
+  const member = await answering(t, 200, '{"major":"1","minor":"28"}', 'application/json');
+  const none = { networkGuard: { allow: [] } };
+  await t.rejects(connectCluster({ server: `http://127.0.0.1:${member.port}`, ...none }), { code: 'EREFUSEDADDRESS', message: /127\.0\.0\.1 is loopback: .*--allow-member-networks/ }, 'a literal loopback address');
+  await t.rejects(connectCluster({ server: `https://[::ffff:169.254.169.254]`, ...none }), { code: 'EREFUSEDADDRESS' }, 'the metadata address, IPv4-mapped');
+  await t.rejects(connectCluster({ server: `http://localhost:${member.port}`, ...none }), { code: 'EREFUSEDADDRESS' }, 'localhost');
+
+  // A name that rebinds after a first good answer: the operator allows 127.0.0.2 only, the
+  // name first resolves there, then to 127.0.0.1 where another server listens on the same port.
+  const good = await answering(t, 200, '{"major":"1","minor":"28"}', 'application/json', { host: '127.0.0.2' });
+  const trap = await answering(t, 200, '{"trap":true}', 'application/json', { host: '127.0.0.1', port: good.port });
+  const answers = [['127.0.0.2'], ['127.0.0.1']];
+  const seen: string[][] = [];
+  const resolve = (_h: string, _o: unknown, cb: (err: NodeJS.ErrnoException | null, a: Array<{ address: string; family: number }>) => void) => {
+    const next = answers.shift() ?? ['127.0.0.1'];
+    seen.push(next);
+    cb(null, next.map((address) => ({ address, family: 4 })));
+  };
+  const named = await connectCluster({ server: `http://member.test:${good.port}`, networkGuard: { allow: ['127.0.0.2/32'] } }, { resolve });
+  t.teardown(() => named.close());
+  t.same(await named.get('/version', { timeoutMs: 2000 }), { major: '1', minor: '28' }, 'the first answer is allowed');
+  const rebound = await named.get('/version', { timeoutMs: 2000 }).catch((e: Error) => e);
+  t.match(rebound, { code: 'EREFUSEDADDRESS', message: /member.test resolves to 127.0.0.1 is loopback/ }, 'rebound to loopback: refused');
+  t.equal(trap.hits(), 0, 'the loopback server was never reached');
+  t.same(seen, [['127.0.0.2'], ['127.0.0.1']], 'each connection resolved the name again');
+
+  const allowed = await connectCluster({ server: `http://member.test:${member.port}`, token: 'tok-abcdef', networkGuard: { allow: ['127.0.0.0/8'] } }, { resolve: (_h, _o, cb) => cb(null, [{ address: '127.0.0.1', family: 4 }]) });
+  t.teardown(() => allowed.close());
+  t.same(await allowed.get('/version'), { major: '1', minor: '28' }, 'inside the operator allowance');
+  await t.rejects(connectCluster({ server: `http://10.0.0.1:${member.port}`, token: 'tok-abcdef', networkGuard: { allow: ['127.0.0.0/8'] } }), /plain http:\/\/ with a token reaches only networks allowed/);
+  const free = await connectCluster({ server: `http://127.0.0.1:${member.port}` });
+  t.teardown(() => free.close());
+  t.same(await free.get('/version'), { major: '1', minor: '28' }, 'without a guard (clusters.yaml, kubeconfig): free');
 });

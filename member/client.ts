@@ -1,11 +1,19 @@
 // HTTP to one member cluster: connection settings from a kubeconfig context or inline
 // credentials, JSON GETs with a timeout, and streaming GETs for watches. Plain node:http(s)
-// with a keep-alive agent: the list and watch paths parse JSON themselves.
+// with a keep-alive agent: the list and watch paths parse JSON themselves. A connection with
+// a network guard (clusters registered through the API) reaches no loopback, link-local or
+// unspecified address outside the operator's allowance, however its name resolves
+// (member/networks.ts). An answer that is not a success is reported by its HTTP status and
+// Kubernetes reason only: nothing of the body of a server that may not be a kube-apiserver
+// goes into an error. Every credential a connection loads (token, token file, password,
+// client key, a plugin's token) is registered with the redactor (lib/redact.ts).
 import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { dirname } from 'node:path';
+import { rememberSecrets } from '../lib/redact.ts';
 import { kubeconfigContext, rawContext, readKubeconfig } from './kubeconfig.ts';
+import { allowHint, guardedLookup, MemberNetworks, memberNetworksFlag, RefusedAddressError, type Resolve } from './networks.ts';
 
 /** How to reach a cluster: a kubeconfig context, or inline connection settings. */
 export interface ClusterConnection {
@@ -22,6 +30,12 @@ export interface ClusterConnection {
   clientKeyData?: string;
   insecureSkipTLSVerify?: boolean;
   tlsServerName?: string;
+  /**
+   * Set for clusters registered through the API: the networks (CIDRs) the operator allows
+   * although they are refused by default; every other loopback, link-local or unspecified
+   * address is refused, and plain http:// with a token reaches only these.
+   */
+  networkGuard?: { allow: string[] };
 }
 
 /** A non-2xx answer, with the Kubernetes Status reason when the body had one. */
@@ -71,11 +85,16 @@ const plainHttp = (server: URL, credentials: string) =>
  * rotate); `readNow` reads it at once (a missing file fails here), otherwise at first use.
  */
 function rotatingToken(file: string, readNow: boolean): () => string {
-  let token = readNow ? readFileSync(file, 'utf8').trim() : '';
+  const read = () => {
+    const t = readFileSync(file, 'utf8').trim();
+    rememberSecrets(t);
+    return t;
+  };
+  let token = readNow ? read() : '';
   let readAt = readNow ? Date.now() : 0;
   return () => {
     if (Date.now() - readAt > 60_000) {
-      token = readFileSync(file, 'utf8').trim();
+      token = read();
       readAt = Date.now();
     }
     return token;
@@ -91,6 +110,7 @@ function readMaybe(file?: string, data?: string): Buffer | undefined {
 async function fromKubeconfig(c: ClusterConnection): Promise<Settings> {
   const kc = readKubeconfig(c.kubeconfig!);
   const { context, cluster, user } = kubeconfigContext(kc, c.context);
+  rememberSecrets(user?.token, user?.password, user?.keyData);
   const server = new URL(cluster.server);
   if (server.protocol === 'http:') {
     // As kubectl: client-go's clientcmd reads a context's credentials and TLS settings only for
@@ -155,12 +175,15 @@ async function pluginSettings(file: string, context: string, tls: https.AgentOpt
     headers: async () => {
       const o: https.RequestOptions = {};
       await kc.applyToHTTPSOptions(o);
-      return toHeaders(o);
+      const h = toHeaders(o);
+      rememberSecrets(h.Authorization?.replace(/^\S+\s+/, ''));
+      return h;
     },
   };
 }
 
 function fromInline(c: ClusterConnection): Settings {
+  rememberSecrets(c.token, c.clientKeyData);
   const tls: https.AgentOptions = {
     ca: readMaybe(c.certificateAuthority, c.certificateAuthorityData),
     cert: readMaybe(c.clientCertificate, c.clientCertificateData),
@@ -182,25 +205,51 @@ function fromInline(c: ClusterConnection): Settings {
   };
 }
 
+/**
+ * The error of a non-success answer: its HTTP status, and the reason of a Kubernetes v1 Status
+ * body (a CamelCase word such as Forbidden). Nothing else of the body: a server that is not a
+ * kube-apiserver (a metadata service, any internal service a Cluster's server points at)
+ * must not have its answer copied into a status anyone who reads Clusters sees.
+ */
 function statusMessage(status: number, body: string): HttpError {
+  let reason: string | undefined;
   try {
-    const s = JSON.parse(body) as { kind?: string; message?: string; reason?: string };
-    if (s.kind === 'Status') return new HttpError(status, `HTTP ${status}${s.reason ? ` ${s.reason}` : ''}: ${s.message ?? ''}`.trim(), s.reason);
+    const s = JSON.parse(body) as { kind?: unknown; apiVersion?: unknown; reason?: unknown };
+    if (s.kind === 'Status' && s.apiVersion === 'v1' && typeof s.reason === 'string' && /^[A-Z][A-Za-z]{0,63}$/.test(s.reason)) reason = s.reason;
   } catch {
     // not JSON
   }
-  const text = body.trim().slice(0, 200);
-  return new HttpError(status, `HTTP ${status}${text ? `: ${text}` : ''}`);
+  return new HttpError(status, reason ? `HTTP ${status} ${reason}` : `HTTP ${status}`, reason);
 }
 
-/** Builds a client for a cluster; throws when its settings cannot be loaded (bad kubeconfig, missing files). */
-export async function connectCluster(c: ClusterConnection): Promise<ClusterClient> {
+/** The guard of a connection: refuses its server now when it is an address, and checks every resolved address when it is a name. */
+function guard(c: ClusterConnection, server: URL, resolve: ConnectOptions['resolve']): http.AgentOptions {
+  if (!c.networkGuard) return {};
+  const networks = new MemberNetworks(c.networkGuard.allow);
+  const onlyAllowed = server.protocol === 'http:' && Boolean(c.token || c.tokenFile);
+  const refused = networks.hostRefused(server.hostname);
+  if (refused) throw new RefusedAddressError(`server ${server.host}: ${refused}: ${allowHint}`);
+  const literal = /^\[.*\]$|^[\d.]+$/.test(server.hostname);
+  if (onlyAllowed && literal && !networks.hostAllowed(server.hostname)) {
+    throw new RefusedAddressError(`server ${server.host}: plain http:// with a token reaches only networks allowed with ${memberNetworksFlag}`);
+  }
+  return { lookup: guardedLookup(networks, { onlyAllowed, ...(resolve ? { resolve } : {}) }) };
+}
+
+export interface ConnectOptions {
+  /** The resolver behind a guarded connection's lookup (tests give their own). */
+  resolve?: Resolve;
+}
+
+/** Builds a client for a cluster; throws when its settings cannot be loaded (bad kubeconfig, missing files) or its guard refuses the server. */
+export async function connectCluster(c: ClusterConnection, opts: ConnectOptions = {}): Promise<ClusterClient> {
   const s = c.kubeconfig ? await fromKubeconfig(c) : fromInline(c);
   const secure = s.server.protocol === 'https:';
   if (!secure && s.server.protocol !== 'http:') throw new Error(`server ${s.server.href}: only http:// and https:// are supported`);
+  const guarded = guard(c, s.server, opts.resolve);
   const agent = secure
-    ? new https.Agent({ ...s.tls, keepAlive: true, maxSockets: Infinity, maxFreeSockets: 16 })
-    : new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 16 });
+    ? new https.Agent({ ...s.tls, ...guarded, keepAlive: true, maxSockets: Infinity, maxFreeSockets: 16 })
+    : new http.Agent({ ...guarded, keepAlive: true, maxSockets: Infinity, maxFreeSockets: 16 });
   const base = s.server.pathname.replace(/\/+$/, '');
   const transport = secure ? https : http;
 

@@ -6,7 +6,7 @@
 // its generated API is about 70 MB of a process's memory.
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { parse as parseYaml, YAMLParseError } from 'yaml';
 
 export interface KubeconfigCluster {
   name: string;
@@ -52,9 +52,24 @@ const record = (v: unknown): Record<string, unknown> => (v !== null && typeof v 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 const entries = (v: unknown): Record<string, unknown>[] => (Array.isArray(v) ? v.map(record) : []);
 
+/**
+ * The YAML of a kubeconfig; an error says where, never what: the parser's message quotes the
+ * source around the error, which in a kubeconfig is as likely as not a token or a key, and
+ * the error goes into a Cluster's status.
+ */
+export function parseKubeconfigYaml(text: string, what: string): unknown {
+  try {
+    return parseYaml(text);
+  } catch (err) {
+    if (!(err instanceof YAMLParseError)) throw err;
+    const at = err.linePos ? ` at line ${err.linePos[0].line}, column ${err.linePos[0].col}` : '';
+    throw new Error(`${what} is not valid YAML${at} (${err.code})`);
+  }
+}
+
 /** Reads and checks a kubeconfig file; throws an Error that says what is wrong. */
 export function readKubeconfig(file: string): Kubeconfig {
-  const root = record(parseYaml(readFileSync(file, 'utf8')));
+  const root = record(parseKubeconfigYaml(readFileSync(file, 'utf8'), `kubeconfig ${file}`));
   const dir = dirname(file);
   const path = (p: string | undefined) => (p === undefined || isAbsolute(p) ? p : join(dir, p));
   const clusters = entries(root.clusters).map((e, i): KubeconfigCluster => {

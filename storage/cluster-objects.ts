@@ -29,6 +29,12 @@ export interface ClusterCredentials {
   /** Base64 PEM, as kubeconfig's client-certificate-data. */
   clientCertData?: string;
   clientKeyData?: string;
+  /**
+   * The endpoint they were given for (the spec's server, caData, insecureSkipTLSVerify and
+   * tlsServerName when they were written): synchro uses them there only. Absent on
+   * credentials stored before endpoints were recorded.
+   */
+  endpoint?: { server: string; caData?: string; insecureSkipTLSVerify?: boolean; tlsServerName?: string };
 }
 
 /** A stored Cluster object as a writer sees it. */
@@ -77,7 +83,9 @@ interface Row {
 
 /** sha256 of credentials in a canonical form (the apiserver compares digests, never values). */
 export function credentialsDigest(c: ClusterCredentials): string {
-  const canonical = JSON.stringify([c.token ?? null, c.clientCertData ?? null, c.clientKeyData ?? null]);
+  const e = c.endpoint;
+  const endpoint = e ? [[e.server, e.caData ?? null, e.insecureSkipTLSVerify === true, e.tlsServerName ?? null]] : [];
+  const canonical = JSON.stringify([c.token ?? null, c.clientCertData ?? null, c.clientKeyData ?? null, ...endpoint]);
   return createHash('sha256').update(canonical).digest('hex');
 }
 

@@ -7,6 +7,7 @@
 // object gone with it).
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../lib/log.ts';
+import { redactDeep } from '../lib/redact.ts';
 import { canonicalJson } from '../kube/patch.ts';
 import type { ClusterObjectState, ClusterObjectWrite } from '../storage/cluster-objects.ts';
 import type { Fence } from '../storage/leases.ts';
@@ -110,7 +111,8 @@ export class ClusterObjectWriter {
       }
     }
     const previous = isRecord(obj.status) ? obj.status : {};
-    const next = this.decorate(status, source, obj, previous);
+    // Every message and condition of the status goes through the one redactor.
+    const next = redactDeep(this.decorate(status, source, obj, previous));
     const a = statusDigest(previous);
     const b = statusDigest(next);
     const countsDue = a.counts !== b.counts && Date.now() - this.lastWrite >= this.countsIntervalMs;

@@ -4,6 +4,8 @@
 // left the configuration removed (a DELETED per object, its row, its OpenAPI references, its
 // Cluster object), then its lease deleted. Every write carries the cluster's lease fence.
 import type { Logger } from '../lib/log.ts';
+import { redact } from '../lib/redact.ts';
+import type { MemberNetworks } from '../member/networks.ts';
 import { clusterLease, FencedError, type Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import { fileClusterSpec } from '../api/cluster.ts';
@@ -26,13 +28,13 @@ export interface Desired {
 }
 
 /** The file's clusters and the Cluster objects registered through the API, merged. */
-export async function desiredClusters(store: Store, config: ParsedConfig, hostSecrets?: HostSecrets): Promise<Desired> {
+export async function desiredClusters(store: Store, config: ParsedConfig, hostSecrets?: HostSecrets, networks?: MemberNetworks): Promise<Desired> {
   const registrations = await store.listClusterRegistrations();
   if (needsSecrets(registrations)) hostSecrets?.start();
   const configured = new Map(config.clusters.map((c) => [c.name, c]));
   const invalid = new Map(config.invalid.filter((i) => i.name).map((i) => [i.name!, i]));
   // The file's names are the file's: an API object of the same name is reported as a conflict, never used.
-  const api = apiClusters(registrations, new Set([...configured.keys(), ...invalid.keys()]), hostSecrets);
+  const api = apiClusters(registrations, new Set([...configured.keys(), ...invalid.keys()]), hostSecrets, networks);
   for (const [name, c] of api.configs) configured.set(name, c);
   for (const [name, i] of api.invalid) invalid.set(name, i);
   const universe = new Set([...configured.keys(), ...invalid.keys(), ...api.objects.keys(), ...(await store.knownClusterNames())]);
@@ -176,7 +178,8 @@ export class ClusterWork {
 
   private async writeInvalid(name: string, entry: InvalidEntry, source: ObjectSource): Promise<void> {
     const { store, log } = this.deps;
-    const { spec, message } = entry;
+    const { spec } = entry;
+    const message = redact(entry.message);
     const now = new Date().toISOString();
     await store.upsertCluster(name, spec, this.fenceOf(name));
     const status: Partial<ClusterStatus> = {

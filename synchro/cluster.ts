@@ -3,6 +3,7 @@
 // deleted, the configuration changed) and removed clusters get a DELETED change per object.
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../lib/log.ts';
+import { redactDeep } from '../lib/redact.ts';
 import { FencedError, type Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import type { KubeObject } from '../storage/types.ts';
@@ -238,7 +239,8 @@ export class ClusterSync {
     this.addQuarantine(s);
     const configError = this.deps.configError?.();
     if (configError) s.configError = configError;
-    return s;
+    // What goes into the status row and the Cluster object: through the one redactor.
+    return redactDeep(s);
   }
 
   /** The quarantined objects as a condition (which ones, by cluster, resource and namespace/name) and a list. */

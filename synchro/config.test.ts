@@ -110,3 +110,39 @@ current-context: two
   t.match(some.invalid[0].message, /no context "three"/);
   t.throws(() => loadKubeconfigClusters(`${dir}/missing`, 'all'), ConfigError);
 });
+
+t.test('a mistyped credential key: the entry is invalid, reported by key name, and nothing of its value is served', async (t) => {
+  const SECRET = 'typo-secret-VALUE-4711';
+  const cfg = parseClustersYaml(
+    `
+clusters:
+  - name: tokn
+    server: https://10.0.0.1:6443
+    tokn: ${SECRET}
+  - name: keydat
+    server: https://10.0.0.2:6443
+    clientCertificateData: Y2VydA==
+    clientKeyDat: ${SECRET}
+  - name: nested
+    server: https://10.0.0.3:6443
+    namespaces: { include: [a], token: ${SECRET} }
+  - name: typed
+    server: { token: ${SECRET} }
+    resources: [pods]
+`,
+    '/',
+  );
+  t.same(cfg.clusters, []);
+  const byName = Object.fromEntries(cfg.invalid.map((i) => [i.name, i]));
+  t.match(byName.tokn.message, /unknown key "tokn"/);
+  t.match(byName.keydat.message, /unknown key "clientKeyDat"/);
+  t.same(byName.tokn.spec, { name: 'tokn', server: 'https://10.0.0.1:6443' }, 'the served spec holds allowlisted fields only');
+  t.same(byName.keydat.spec, { name: 'keydat', server: 'https://10.0.0.2:6443', clientCertificateData: '(redacted)' });
+  t.same(byName.nested.spec.namespaces, { include: ['a'] }, 'nested fields too');
+  t.same(byName.typed.spec, { name: 'typed', resources: ['pods'] }, 'a public field of the wrong type is not served');
+  t.notOk(JSON.stringify(cfg.invalid).includes(SECRET), 'no message or spec carries the value');
+  t.same(publicSpec({ name: 'x', server: 'https://x', tokn: SECRET, token: SECRET, patterns: [], fingerprint: 'f' }), { name: 'x', server: 'https://x', token: '(redacted)' });
+  const userinfo = parseClustersYaml(`clusters:\n  - name: ui\n    server: https://admin:${SECRET}@10.0.0.4:6443\n`, '/');
+  t.match(userinfo.invalid[0].message, /server must not carry credentials/);
+  t.same(userinfo.invalid[0].spec, { name: 'ui', server: 'https://10.0.0.4:6443/' }, 'nor is its user:password served');
+});

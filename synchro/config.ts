@@ -7,6 +7,7 @@ import { parse as parseYaml, YAMLParseError } from 'yaml';
 import type { ClusterConnection } from '../member/client.ts';
 import { readKubeconfig } from '../member/kubeconfig.ts';
 import { defaultResources, parsePattern, PatternError, type ResourcePattern } from '../api/resource-patterns.ts';
+import { servedSpec } from '../api/cluster.ts';
 
 export interface NamespaceFilter {
   /** Only these namespaces (namespaced objects, and Namespace objects by name). */
@@ -71,19 +72,18 @@ export class ConfigError extends Error {
 const clusterName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const pathKeys = ['kubeconfig', 'certificateAuthority', 'tokenFile', 'clientCertificate', 'clientKey'] as const;
 const stringKeys = ['kubeconfig', 'context', 'server', 'certificateAuthority', 'certificateAuthorityData', 'token', 'tokenFile', 'clientCertificate', 'clientCertificateData', 'clientKey', 'clientKeyData', 'tlsServerName'] as const;
-const secretKeys = new Set(['token', 'clientKeyData', 'clientCertificateData', 'certificateAuthorityData']);
 const entryKeys = new Set<string>(['name', 'resources', 'namespaces', 'insecureSkipTLSVerify', ...stringKeys]);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The registration as stored in the clusters table: everything but secrets. */
+/**
+ * The registration as stored in the clusters table and served on a file cluster's object:
+ * its name and the allowlisted public fields (api/cluster.ts servedSpec), credentials as
+ * "(redacted)"; nothing else of the entry, so a mistyped key's value goes nowhere.
+ */
 export function publicSpec(c: Partial<ClusterConfig> & Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(c)) {
-    if (k === 'patterns' || k === 'fingerprint' || k === 'source' || k === 'generation' || k === 'credentials' || v === undefined) continue;
-    out[k] = secretKeys.has(k) ? '(redacted)' : v;
-  }
-  return out;
+  const { source: _source, ...spec } = servedSpec(c);
+  return { ...(typeof c.name === 'string' ? { name: c.name } : {}), ...spec };
 }
 
 function stringList(v: unknown, what: string): string[] {
@@ -146,6 +146,7 @@ function parseEntry(raw: Record<string, unknown>, baseDir: string, defaults: { r
       throw new ConfigError(`server ${JSON.stringify(c.server)} is not a URL`);
     }
     if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new ConfigError(`server ${JSON.stringify(c.server)} must be an http:// or https:// URL`);
+    if (u.username || u.password) throw new ConfigError('server must not carry credentials (user:password@): give token, or a client certificate');
     if (c.token && c.tokenFile) throw new ConfigError('give token or tokenFile, not both');
     if (c.certificateAuthority && c.certificateAuthorityData) throw new ConfigError('give certificateAuthority or certificateAuthorityData, not both');
     const cert = c.clientCertificate || c.clientCertificateData;
@@ -260,11 +261,11 @@ export function loadKubeconfigClusters(path: string, contexts: 'all' | string[],
     const name = contextClusterName(context);
     const raw = { name, kubeconfig: resolve(path), context, ...(resources ? { resources } : {}) };
     if (!available.includes(context)) {
-      out.invalid.push({ index, name, message: `kubeconfig ${path} has no context ${JSON.stringify(context)} (it has: ${available.join(', ') || 'none'})`, spec: raw });
+      out.invalid.push({ index, name, message: `kubeconfig ${path} has no context ${JSON.stringify(context)} (it has: ${available.join(', ') || 'none'})`, spec: publicSpec(raw) });
       return;
     }
     if (names.has(name)) {
-      out.invalid.push({ index, message: `contexts: two contexts map to cluster name ${JSON.stringify(name)}`, spec: raw });
+      out.invalid.push({ index, message: `contexts: two contexts map to cluster name ${JSON.stringify(name)}`, spec: publicSpec(raw) });
       return;
     }
     names.add(name);
@@ -272,7 +273,7 @@ export function loadKubeconfigClusters(path: string, contexts: 'all' | string[],
       out.clusters.push(parseEntry(raw, dirname(resolve(path)), {}));
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      out.invalid.push({ index, name, message: `context ${context}: ${err.message}`, spec: raw });
+      out.invalid.push({ index, name, message: `context ${context}: ${err.message}`, spec: publicSpec(raw) });
     }
   });
   return out;

@@ -14,6 +14,8 @@ export interface HostSecret {
   namespace: string;
   resourceVersion: string;
   labels: Record<string, string>;
+  /** The panoptes.io/server annotation says which server its credentials are for. */
+  annotations: Record<string, string>;
   /** Base64 values, as the Secret API serves them. */
   data: Record<string, string>;
 }
@@ -22,13 +24,20 @@ export interface HostSecret {
 export type SecretLookup = { state: 'pending' } | { state: 'known'; secret?: HostSecret } | { state: 'error'; message: string };
 
 interface SecretObject {
-  metadata?: { name?: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string> };
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
   data?: Record<string, string>;
 }
 
 const toSecret = (o: SecretObject): HostSecret | undefined =>
   o.metadata?.name
-    ? { name: o.metadata.name, namespace: o.metadata.namespace ?? '', resourceVersion: o.metadata.resourceVersion ?? '', labels: o.metadata.labels ?? {}, data: o.data ?? {} }
+    ? {
+        name: o.metadata.name,
+        namespace: o.metadata.namespace ?? '',
+        resourceVersion: o.metadata.resourceVersion ?? '',
+        labels: o.metadata.labels ?? {},
+        annotations: o.metadata.annotations ?? {},
+        data: o.data ?? {},
+      }
     : undefined;
 
 /** Where API clusters' Secrets are looked up (HostSecrets; a fixed set in tests). */

@@ -333,10 +333,11 @@ export class Reflector {
     try {
       ev = JSON.parse(line) as WatchLine;
     } catch {
-      throw new Error(`watch sent a line that is not JSON: ${line.slice(0, 100)}`);
+      // Never the line itself: whatever answered is not shown in a status (member/client.ts says why).
+      throw new Error(`watch sent a line that is not JSON (${line.length} bytes)`);
     }
     const obj = ev.object;
-    if (!obj || typeof obj !== 'object') throw new Error(`watch event without object: ${line.slice(0, 100)}`);
+    if (!obj || typeof obj !== 'object') throw new Error(`watch event without object (${line.length} bytes)`);
     switch (ev.type) {
       case 'BOOKMARK': {
         const rv = obj.metadata?.resourceVersion;
@@ -346,7 +347,9 @@ export class Reflector {
       case 'ERROR': {
         const message = obj.message ?? 'watch error';
         if (obj.code === 410 || obj.reason === 'Expired' || obj.reason === 'Gone') throw new ExpiredError(message);
-        throw new HttpError(obj.code ?? 500, `watch ERROR: ${message}`, obj.reason);
+        const reason = typeof obj.reason === 'string' && /^[A-Z][A-Za-z]{0,63}$/.test(obj.reason) ? obj.reason : undefined;
+        const code = typeof obj.code === 'number' ? obj.code : 500;
+        throw new HttpError(code, `watch ERROR: HTTP ${code}${reason ? ` ${reason}` : ''}`, reason);
       }
       case 'ADDED':
       case 'MODIFIED':
@@ -367,7 +370,7 @@ export class Reflector {
         return batcher.push(event, line.length, receivedAt);
       }
       default:
-        throw new Error(`watch sent an unknown event type ${JSON.stringify(ev.type)}`);
+        throw new Error(`watch sent an unknown event type${typeof ev.type === 'string' && /^[A-Z]{1,20}$/.test(ev.type) ? ` ${ev.type}` : ''}`);
     }
   }
 }

@@ -1,7 +1,11 @@
 // Cluster objects into cluster configurations: the connection from the spec, credentials
 // inline or from every kind of Secret (token, tls.crt/tls.key, ca.crt, kubeconfig), what is
-// refused in a Secret's kubeconfig, the file's names, deletion marks and pending Secrets.
+// refused in a Secret's kubeconfig, the file's names, deletion marks and pending Secrets;
+// and credentials used only where they were given for: inline ones at their recorded
+// endpoint, a Secret's at the server it names and with the trust it gives, never at an
+// address the network guard refuses.
 import t from 'tap';
+import { MemberNetworks } from '../member/networks.ts';
 import type { ClusterRegistration } from '../storage/cluster-objects.ts';
 import type { HostSecret, SecretSource } from './host-secrets.ts';
 import { apiClusters, needsSecrets } from './registrations.ts';
@@ -23,7 +27,14 @@ function source(secrets: HostSecret[] | 'pending'): SecretSource {
     lookup: (name) => (secrets === 'pending' ? { state: 'pending' } : { state: 'known', secret: secrets.find((s) => s.name === name) }),
   };
 }
-const secret = (name: string, cluster: string, data: Record<string, string>): HostSecret => ({ name, namespace: 'panoptes', resourceVersion: '1', labels: { 'panoptes.io/cluster': cluster }, data });
+const secret = (name: string, cluster: string, data: Record<string, string>, server = 'https://a'): HostSecret => ({
+  name,
+  namespace: 'panoptes',
+  resourceVersion: '1',
+  labels: { 'panoptes.io/cluster': cluster },
+  annotations: server === '' ? {} : { 'panoptes.io/server': server },
+  data,
+});
 
 t.test('configurations from Cluster objects', async (t) => {
   const kubeconfig = (user: Record<string, unknown>, cluster: Record<string, unknown> = {}) =>
@@ -78,4 +89,58 @@ t.test('configurations from Cluster objects', async (t) => {
   t.match(noHost.invalid.get('p')?.message, /no host cluster client: run it in the host cluster \(in-cluster configuration\) or give --host-kubeconfig/);
   t.ok(needsSecrets([reg('x', { credentials: { secretRef: { name: 's' } } })]));
   t.notOk(needsSecrets([reg('x', { credentials: { token: 'T' } })]));
+});
+
+t.test('credentials go only where they were given for', async (t) => {
+  const CA2 = b64('-----BEGIN CERTIFICATE-----\nT1RIRVI=\n-----END CERTIFICATE-----\n');
+  const kubeconfig = (cluster: Record<string, unknown>) =>
+    b64(JSON.stringify({ 'current-context': 'c', contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }], clusters: [{ name: 'k', cluster }], users: [{ name: 'u', user: { token: 'kc-token-123456' } }] }));
+  const secrets = source([
+    secret('unannotated', 'x', { token: b64('tok-unannotated') }, ''),
+    secret('elsewhere', 'x', { token: b64('tok-elsewhere') }, 'https://b'),
+    secret('spelled', 'x', { token: b64('tok-spelled') }, 'https://A:443/'),
+    secret('any', 'x', { token: b64('tok-any') }, '*'),
+    secret('with-ca', 'x', { token: b64('tok-ca'), 'ca.crt': CA }),
+    secret('no-ca', 'x', { token: b64('tok-noca') }),
+    secret('kc-skips', 'x', { kubeconfig: kubeconfig({ 'insecure-skip-tls-verify': true }) }),
+    secret('kc-name', 'x', { kubeconfig: kubeconfig({ 'certificate-authority-data': CA, 'tls-server-name': 'api.internal' }) }),
+    secret('kc-broken', 'x', { kubeconfig: b64('users:\n  - token: kc-broken-SECRET-42\n  bad: [unclosed\n') }),
+  ]);
+  const via = (name: string, spec: Record<string, unknown> = {}) => reg('x', { server: 'https://a', credentials: { secretRef: { name } }, ...spec });
+  const one = (r: ClusterRegistration, networks?: MemberNetworks) => {
+    const out = apiClusters([r], new Set(), secrets, networks);
+    return { config: out.configs.get(r.name), message: out.invalid.get(r.name)?.message };
+  };
+
+  t.match(one(via('unannotated')).message, /does not say which server its credentials are for: add the annotation panoptes.io\/server: https:\/\/a \(kubectl -n panoptes annotate secret unannotated panoptes.io\/server=https:\/\/a\), or panoptes.io\/server: "\*" to allow any server/);
+  t.match(one(via('elsewhere')).message, /is for server https:\/\/b \(annotation panoptes.io\/server\), not https:\/\/a/);
+  t.match(one(via('spelled')).config, { token: 'tok-spelled' }, 'the server compared normalised on both sides');
+  t.match(one(via('any', { server: 'https://anywhere.example' })).config, { token: 'tok-any' }, '"*": any server');
+
+  t.match(one(via('with-ca', { insecureSkipTLSVerify: true })).message, /spec.insecureSkipTLSVerify: Secret panoptes\/with-ca has a CA/, 'the spec cannot skip the verification a Secret with a CA asks for');
+  t.match(one(via('with-ca', { caData: CA2 })).message, /spec.caData differs from the CA of Secret panoptes\/with-ca/, 'nor replace its CA');
+  t.match(one(via('with-ca', { caData: CA })).config, { certificateAuthorityData: CA }, 'repeating it is fine');
+  t.match(one(via('no-ca', { caData: CA2 })).config, { certificateAuthorityData: CA2 }, 'a Secret without a CA leaves it to the spec');
+  t.match(one(via('no-ca', { insecureSkipTLSVerify: true })).message, /does not allow its credentials to be sent without verifying the server/);
+  t.match(one(via('kc-skips', { insecureSkipTLSVerify: true })).config, { insecureSkipTLSVerify: true, token: 'kc-token-123456' }, 'unless its kubeconfig skips verification itself');
+  t.match(one(via('kc-name')).config, { tlsServerName: 'api.internal', certificateAuthorityData: CA });
+  t.match(one(via('kc-name', { tlsServerName: 'evil.internal' })).message, /spec.tlsServerName differs from tls-server-name/);
+  const broken = one(via('kc-broken'));
+  t.match(broken.message, /key kubeconfig is not valid YAML at line \d+, column \d+ \([A-Z_]+\)/);
+  t.notOk(broken.message?.includes('kc-broken-SECRET-42'), 'a bad kubeconfig is reported by position, never by content');
+
+  const bound = { token: 'inline-tok-1234', endpoint: { server: 'https://a', caData: CA } };
+  t.match(one(reg('i', { server: 'https://a', caData: CA }, { credentials: bound })).config, { token: 'inline-tok-1234' }, 'inline credentials at their endpoint');
+  const moved = one(reg('i', { server: 'https://evil.example', caData: CA }, { credentials: bound }));
+  t.match(moved.message, /the stored inline credentials were given for another spec.server \(server https:\/\/a\), so they are not used: inline credentials are bound to the endpoint they were given for/);
+  t.equal(moved.config, undefined);
+  t.match(one(reg('i', { server: 'https://a' }, { credentials: bound })).message, /another spec.caData/, 'the CA is part of the endpoint');
+  t.match(one(reg('i', { server: 'https://legacy.example' }, { credentials: { token: 'legacy-tok-1234' } })).config, { token: 'legacy-tok-1234' }, 'credentials stored before endpoints were recorded: used with the spec\'s endpoint');
+
+  const loop = one(reg('l', { server: 'https://127.0.0.1:6443' }));
+  t.match(loop.message, /spec.server: Forbidden: 127.0.0.1 is loopback: .*--allow-member-networks/, 'synchro validates with its own allowance');
+  const allowed = one(reg('l', { server: 'https://127.0.0.1:6443' }), MemberNetworks.parse('127.0.0.0/8'));
+  t.match(allowed.config, { server: 'https://127.0.0.1:6443', networkGuard: { allow: ['127.0.0.0/8'] } }, 'allowed: the connection carries the guard');
+  t.match(one(reg('h', { server: 'http://10.0.0.1' }, { credentials: { token: 'clear-tok-1234' } })).message, /plain http:\/\/ would send the credentials in clear text/);
+  t.match(one(via('any')).config, { networkGuard: { allow: [] } }, 'every API cluster is guarded');
 });

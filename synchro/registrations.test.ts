@@ -1,12 +1,16 @@
 // Clusters registered through the API, followed by synchro (in process, SQLite, simulated
-// clusters; the apiserver serves the writes): inline credentials, a Secret of the host
-// cluster and its rotation, a spec change, a Secret that is missing or not labelled for the
-// cluster, a name in both clusters.yaml and the API (the file wins, the object says so), the
-// objects of clusters.yaml, and deletion (the cluster's objects go as DELETED, then the object).
+// clusters on 127.0.0.1, which the operator allows with --allow-member-networks; the
+// apiserver serves the writes): inline credentials, a Secret of the host cluster and its
+// rotation, a spec change, a Secret that is missing, not labelled for the cluster or not
+// annotated for its server, inline credentials stored for another endpoint, a name in both
+// clusters.yaml and the API (the file
+// wins, the object says so), the objects of clusters.yaml, and deletion (the cluster's
+// objects go as DELETED, then the object).
 import t from 'tap';
 import { createApiserver } from '../apiserver/server.ts';
 import { startSimCluster, type SimCluster } from '../hack/sim/cluster.ts';
 import { http } from '../hack/sim/testutil.ts';
+import { MemberNetworks } from '../member/networks.ts';
 import { clusterObjectsCluster } from '../storage/cluster-objects.ts';
 import { openTestStore } from '../storage/testing.ts';
 import { startSynchro } from './synchro.ts';
@@ -25,10 +29,12 @@ t.test('API-registered clusters', async (t) => {
   const { dir, cleanup } = tempDir();
   const file = `${dir}/clusters.yaml`;
   writeClusters(file, [{ name: 'west', server: west.url, resources: ['configmaps'] }]);
-  const api = await createApiserver({ store, catalogOptions: { refreshMs: 200 } });
+  const memberNetworks = MemberNetworks.parse('127.0.0.0/8');
+  const api = await createApiserver({ store, catalogOptions: { refreshMs: 200 }, memberNetworks });
   const base = await api.listen('127.0.0.1', 0);
   const synchro = await startSynchro({
     store,
+    memberNetworks,
     clustersFile: file,
     hostCluster: { server: host.url },
     credentialsNamespace: 'panoptes',
@@ -75,7 +81,7 @@ t.test('API-registered clusters', async (t) => {
   });
 
   t.test('credentials from a Secret of the host cluster, and its rotation', async (t) => {
-    const secret = (token: string) => ({ metadata: { name: 'north-creds', namespace: 'panoptes', labels: { 'panoptes.io/cluster': 'north' } }, type: 'Opaque', data: { token: b64(token) } });
+    const secret = (token: string) => ({ metadata: { name: 'north-creds', namespace: 'panoptes', labels: { 'panoptes.io/cluster': 'north' }, annotations: { 'panoptes.io/server': north.url } }, type: 'Opaque', data: { token: b64(token) } });
     t.equal((await hostPost('/api/v1/namespaces/panoptes/secrets', secret('north-token-1'))).status, 201);
     const r = await call('POST', C, { metadata: { name: 'north' }, spec: { server: north.url, resources: ['configmaps'], credentials: { secretRef: { name: 'north-creds' } } } });
     t.equal(r.status, 201, 'created');
@@ -93,8 +99,9 @@ t.test('API-registered clusters', async (t) => {
   });
 
   t.test('a Secret that is missing or not labelled for the cluster', async (t) => {
-    await hostPost('/api/v1/namespaces/panoptes/secrets', { metadata: { name: 'unlabelled', namespace: 'panoptes' }, data: { token: b64('x') } });
-    await hostPost('/api/v1/namespaces/panoptes/secrets', { metadata: { name: 'for-north', namespace: 'panoptes', labels: { 'panoptes.io/cluster': 'north' } }, data: { token: b64('x') } });
+    const annotations = { 'panoptes.io/server': '*' };
+    await hostPost('/api/v1/namespaces/panoptes/secrets', { metadata: { name: 'unlabelled', namespace: 'panoptes', annotations }, data: { token: b64('x') } });
+    await hostPost('/api/v1/namespaces/panoptes/secrets', { metadata: { name: 'for-north', namespace: 'panoptes', labels: { 'panoptes.io/cluster': 'north' }, annotations }, data: { token: b64('x') } });
     for (const [name, secret, why] of [
       ['south', 'unlabelled', /Secret panoptes\/unlabelled not found with label panoptes.io\/cluster=south/],
       ['south2', 'for-north', /is labelled panoptes.io\/cluster=north: it is for that cluster, not south2/],
@@ -107,6 +114,47 @@ t.test('API-registered clusters', async (t) => {
       t.match(o.status.message, why);
       t.equal(north.auth.seen.includes('x'), false, 'the Secret was not used');
     }
+  });
+
+  t.test('a Secret names the server it is for', async (t) => {
+    const TOKEN = 'south-token-PLANTED-31';
+    const created = await hostPost('/api/v1/namespaces/panoptes/secrets', { metadata: { name: 'southeast-creds', namespace: 'panoptes', labels: { 'panoptes.io/cluster': 'southeast' } }, data: { token: b64(TOKEN) } });
+    t.equal(created.status, 201);
+    t.equal((await call('POST', C, { metadata: { name: 'southeast' }, spec: { server: north.url, resources: ['configmaps'], credentials: { secretRef: { name: 'southeast-creds' } } } })).status, 201);
+    const invalid = await waitUntil('southeast Invalid', async () => {
+      const c = await cluster('southeast');
+      return c.status?.phase === 'Invalid' ? c : undefined;
+    });
+    t.match(invalid.status.message, new RegExp(`does not say which server its credentials are for: add the annotation panoptes.io/server: ${north.url.replace(/[.]/g, '\\.')}`));
+    t.notOk(north.auth.seen.includes(TOKEN), 'not sent anywhere');
+    const cur = (await http('GET', `${host.url}/api/v1/namespaces/panoptes/secrets/southeast-creds`)).json;
+    await http('PUT', `${host.url}/api/v1/namespaces/panoptes/secrets/southeast-creds`, { ...cur, metadata: { ...cur.metadata, annotations: { 'panoptes.io/server': 'https://elsewhere.example' } } });
+    await waitUntil('southeast says which server its Secret is for', async () => /is for server https:\/\/elsewhere\.example/.test((await cluster('southeast')).status?.message ?? ''));
+    t.notOk(north.auth.seen.includes(TOKEN), 'nor to a server it is not for');
+    const again = (await http('GET', `${host.url}/api/v1/namespaces/panoptes/secrets/southeast-creds`)).json;
+    north.auth.tokens = [...north.auth.tokens, TOKEN];
+    await http('PUT', `${host.url}/api/v1/namespaces/panoptes/secrets/southeast-creds`, { ...again, metadata: { ...again.metadata, annotations: { 'panoptes.io/server': `${north.url}/` } } });
+    await waitUntil('southeast Ready once annotated for its server', async () => (await cluster('southeast')).status?.ready === true);
+    t.ok(north.auth.seen.includes(TOKEN));
+    t.equal((await call('DELETE', `${C}/southeast`)).status, 200);
+  });
+
+  t.test('inline credentials stored for another endpoint are not used', async (t) => {
+    const TOKEN = 'moved-token-PLANTED-77';
+    east.auth.tokens = [...east.auth.tokens, TOKEN];
+    // As a writer that does not check the endpoint (an apiserver of the previous release) could leave it.
+    await store.writeClusterObjectWithoutLease('moved', () => ({
+      action: 'put',
+      object: { apiVersion: 'panoptes.io/v1alpha1', kind: 'Cluster', metadata: { name: 'moved', uid: 'uid-moved', generation: 1, finalizers: ['panoptes.io/synchro'] }, spec: { source: 'api', server: east.url, resources: ['configmaps'] } },
+      credentials: { token: TOKEN, endpoint: { server: 'https://where-it-was-given.example' } },
+    }));
+    const o = await waitUntil('moved Invalid', async () => {
+      const c = await cluster('moved');
+      return c.status?.phase === 'Invalid' ? c : undefined;
+    });
+    t.match(o.status.message, /the stored inline credentials were given for another spec.server \(server https:\/\/where-it-was-given.example\), so they are not used: inline credentials are bound to the endpoint they were given for/);
+    t.notOk(east.auth.seen.includes(TOKEN), 'the token was not sent');
+    t.equal((await call('DELETE', `${C}/moved`)).status, 200);
   });
 
   t.test('a name in clusters.yaml and in the API: the file wins, the object says so', async (t) => {

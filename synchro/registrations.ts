@@ -4,13 +4,36 @@
 // host cluster (synchro/host-secrets.ts) — or an invalid entry saying what is missing. A
 // name clusters.yaml also has is the file's: the object is reported as a conflict. An object
 // with a deletionTimestamp is to be removed.
-import { parse as parseYaml } from 'yaml';
+//
+// Credentials go only where they were given for. Inline credentials record the endpoint they
+// were written with: used only while the spec says the same endpoint. A Secret names the
+// server it is for (annotation panoptes.io/server, or `*` for any), and the spec cannot
+// weaken the trust the Secret's owner gave: a Secret with a CA is trusted with that CA only
+// (spec.caData must be the same, spec.insecureSkipTLSVerify is refused), and skipping
+// verification needs the Secret's own kubeconfig to skip it. Every configuration gets the
+// network guard (member/networks.ts), and the credentials loaded are registered with the
+// redactor (lib/redact.ts).
 import type { ClusterRegistration } from '../storage/cluster-objects.ts';
 import type { KubeObject } from '../storage/types.ts';
-import { clusterFinalizer, secretClusterLabel, secretKeys, validateClusterSpec, type ClusterSpec } from '../api/cluster.ts';
+import {
+  anyServer,
+  clusterEndpoint,
+  clusterFinalizer,
+  endpointBindingRule,
+  endpointChanges,
+  normalizeServer,
+  secretClusterLabel,
+  secretKeys,
+  secretServerAnnotation,
+  validateClusterSpec,
+  type ClusterSpec,
+} from '../api/cluster.ts';
 import type { ClusterConnection } from '../member/client.ts';
+import { parseKubeconfigYaml } from '../member/kubeconfig.ts';
+import { MemberNetworks } from '../member/networks.ts';
+import { isSecretKey, redact, rememberSecrets } from '../lib/redact.ts';
 import { settingsConfig, type ClusterConfig, type CredentialsSource, type InvalidEntry } from './config.ts';
-import type { SecretSource } from './host-secrets.ts';
+import type { HostSecret, SecretSource } from './host-secrets.ts';
 import { defaultResources, PatternError } from '../api/resource-patterns.ts';
 import { errorText } from '../kube/field-errors.ts';
 
@@ -38,13 +61,23 @@ export const isFileObject = (o: KubeObject): boolean => isRecord(o.spec) && o.sp
 
 class Unusable extends Error {}
 
+/** What a kubeconfig held in a Secret gives: user credentials, and how its cluster is trusted. */
+interface SecretKubeconfig {
+  token?: string;
+  cert?: string;
+  key?: string;
+  ca?: string;
+  insecure?: boolean;
+  tlsServerName?: string;
+}
+
 /** User credentials and a CA from a kubeconfig held in a Secret: no exec plugins, auth providers or file references. */
-function fromKubeconfig(text: string, where: string): { token?: string; cert?: string; key?: string; ca?: string } {
+function fromKubeconfig(text: string, where: string): SecretKubeconfig {
   let doc: unknown;
   try {
-    doc = parseYaml(text);
+    doc = parseKubeconfigYaml(text, where);
   } catch (err) {
-    throw new Unusable(`${where}: not a kubeconfig: ${(err as Error).message.split('\n')[0]}`);
+    throw new Unusable((err as Error).message);
   }
   if (!isRecord(doc)) throw new Unusable(`${where}: not a kubeconfig`);
   const list = (k: string) => (Array.isArray(doc[k]) ? (doc[k] as unknown[]).filter(isRecord) : []);
@@ -59,23 +92,59 @@ function fromKubeconfig(text: string, where: string): { token?: string; cert?: s
   }
   if (isRecord(cluster) && cluster['certificate-authority'] !== undefined) throw new Unusable(`${where}: certificate-authority (a file) is not supported; give certificate-authority-data`);
   const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+  const c = isRecord(cluster) ? cluster : {};
   return {
     token: str(u.token),
     cert: str(u['client-certificate-data']),
     key: str(u['client-key-data']),
-    ca: isRecord(cluster) ? str(cluster['certificate-authority-data']) : undefined,
+    ca: str(c['certificate-authority-data']),
+    insecure: c['insecure-skip-tls-verify'] === true,
+    tlsServerName: str(c['tls-server-name']),
   };
 }
 
+const samePem = (a: string, b: string) => unb64(a).replace(/\s+/g, '') === unb64(b).replace(/\s+/g, '');
+
+/**
+ * The Secret names the server its credentials are for, and the spec keeps the TLS trust the
+ * Secret gives: its CA (spec.caData may only repeat it; skipping verification is refused),
+ * and no skipping of verification the Secret's kubeconfig does not itself skip.
+ */
+function checkSecretTrust(where: string, secret: HostSecret, spec: ClusterSpec, ca: string | undefined, k: SecretKubeconfig | undefined): void {
+  const server = secret.annotations[secretServerAnnotation];
+  const annotate = `kubectl -n ${secret.namespace} annotate secret ${secret.name} ${secretServerAnnotation}=${spec.server}`;
+  if (server === undefined || server.trim() === '') {
+    throw new Unusable(`${where} does not say which server its credentials are for: add the annotation ${secretServerAnnotation}: ${spec.server} (${annotate}), or ${secretServerAnnotation}: "${anyServer}" to allow any server`);
+  }
+  if (server.trim() !== anyServer && normalizeServer(server) !== normalizeServer(spec.server ?? '')) {
+    throw new Unusable(`${where} is for server ${server} (annotation ${secretServerAnnotation}), not ${spec.server}: its credentials are not sent elsewhere; if they are for ${spec.server}, ${annotate} --overwrite`);
+  }
+  if (ca) {
+    if (spec.insecureSkipTLSVerify) throw new Unusable(`spec.insecureSkipTLSVerify: ${where} has a CA for its server, and its credentials are sent only to a server that CA verifies`);
+    if (spec.caData && !samePem(spec.caData, ca)) throw new Unusable(`spec.caData differs from the CA of ${where}: its credentials are sent only to a server that CA verifies; leave spec.caData out (the Secret's CA is used) or give the same CA`);
+  } else if (spec.insecureSkipTLSVerify && !k?.insecure) {
+    throw new Unusable(`spec.insecureSkipTLSVerify: ${where} does not allow its credentials to be sent without verifying the server (its kubeconfig would say insecure-skip-tls-verify: true)`);
+  }
+  if (k?.tlsServerName && spec.tlsServerName && spec.tlsServerName !== k.tlsServerName) {
+    throw new Unusable(`spec.tlsServerName differs from tls-server-name of the kubeconfig in ${where}: leave it out or give the same name`);
+  }
+}
+
 /** The connection of one API cluster; `undefined` while its Secret is not known yet. Throws Unusable with the reason. */
-function connection(name: string, spec: ClusterSpec, reg: ClusterRegistration, secrets: SecretSource | undefined): { conn: ClusterConnection; credentials: CredentialsSource } | undefined {
-  const conn: ClusterConnection = { server: spec.server };
+function connection(name: string, spec: ClusterSpec, reg: ClusterRegistration, secrets: SecretSource | undefined, networks: MemberNetworks): { conn: ClusterConnection; credentials: CredentialsSource } | undefined {
+  const conn: ClusterConnection = { server: spec.server, networkGuard: { allow: [...networks.cidrs] } };
   if (spec.caData) conn.certificateAuthorityData = spec.caData;
   if (spec.insecureSkipTLSVerify) conn.insecureSkipTLSVerify = true;
   if (spec.tlsServerName) conn.tlsServerName = spec.tlsServerName;
   const ref = spec.credentials?.secretRef?.name;
   if (!ref) {
     const c = reg.credentials ?? {};
+    rememberSecrets(c.token, c.clientKeyData, c.clientKeyData && unb64(c.clientKeyData));
+    // Bound to the endpoint they were given for (credentials stored before endpoints were recorded have none: see synchro/README.md).
+    if (c.endpoint && (c.token || c.clientKeyData)) {
+      const changed = endpointChanges(c.endpoint, clusterEndpoint(spec));
+      if (changed.length) throw new Unusable(`the stored inline credentials were given for another ${changed.map((f) => `spec.${f}`).join(', ')} (server ${c.endpoint.server}), so they are not used: ${endpointBindingRule}`);
+    }
     const kinds: string[] = [];
     if (c.token) {
       conn.token = c.token;
@@ -98,8 +167,12 @@ function connection(name: string, spec: ClusterSpec, reg: ClusterRegistration, s
   const labelled = secret.labels[secretClusterLabel];
   if (labelled !== name) throw new Unusable(`${where} is labelled ${secretClusterLabel}=${labelled}: it is for that cluster, not ${name}`);
   const d = secret.data;
+  for (const [key, value] of Object.entries(d)) if (isSecretKey(key)) rememberSecrets(value, unb64(value));
   const kinds: string[] = [];
   let ca: string | undefined = d[secretKeys.ca];
+  const k = d[secretKeys.kubeconfig] ? fromKubeconfig(unb64(d[secretKeys.kubeconfig]), `${where} key ${secretKeys.kubeconfig}`) : undefined;
+  if (k) rememberSecrets(k.token, k.key, k.key && unb64(k.key));
+  checkSecretTrust(where, secret, spec, ca ?? k?.ca, k);
   if (d[secretKeys.token]) {
     conn.token = unb64(d[secretKeys.token]).trim();
     kinds.push('token');
@@ -110,27 +183,29 @@ function connection(name: string, spec: ClusterSpec, reg: ClusterRegistration, s
     conn.clientKeyData = d[secretKeys.key];
     kinds.push('clientCertificate');
   }
-  if (d[secretKeys.kubeconfig]) {
-    const k = fromKubeconfig(unb64(d[secretKeys.kubeconfig]), `${where} key ${secretKeys.kubeconfig}`);
+  if (k) {
     if (k.token && !conn.token) conn.token = k.token;
     if (k.cert && k.key && !conn.clientCertificateData) {
       conn.clientCertificateData = k.cert;
       conn.clientKeyData = k.key;
     }
     ca ??= k.ca;
+    if (k.tlsServerName) conn.tlsServerName = k.tlsServerName;
     kinds.push('kubeconfig');
   }
   if (!kinds.length) throw new Unusable(`${where} has none of the keys ${Object.values(secretKeys).join(', ')}`);
-  if (!conn.certificateAuthorityData && ca && !conn.insecureSkipTLSVerify) conn.certificateAuthorityData = ca;
+  // The Secret's CA is the one its credentials are trusted with (checkSecretTrust refused any other).
+  if (ca) conn.certificateAuthorityData = ca;
   return { conn, credentials: { source: 'Secret', secret: `${secrets.namespace}/${ref}`, kinds } };
 }
 
 /** The configuration of one API Cluster object; undefined while it cannot be decided. Throws Unusable. */
-function apiConfig(reg: ClusterRegistration, secrets: SecretSource | undefined): ClusterConfig | undefined {
-  const errs = validateClusterSpec(reg.object.spec);
+function apiConfig(reg: ClusterRegistration, secrets: SecretSource | undefined, networks: MemberNetworks): ClusterConfig | undefined {
+  // Validated again with this process's allowance: what the apiserver accepted may not be reachable from here.
+  const errs = validateClusterSpec(reg.object.spec, { networks, storedCredentials: Boolean(reg.credentials?.token || reg.credentials?.clientKeyData) });
   if (errs.length) throw new Unusable(`invalid spec: ${errs.map(errorText).join('; ')}`);
   const spec = reg.object.spec as ClusterSpec;
-  const c = connection(reg.name, spec, reg, secrets);
+  const c = connection(reg.name, spec, reg, secrets, networks);
   if (!c) return undefined;
   try {
     const config = settingsConfig({ ...c.conn, name: reg.name, resources: spec.resources ?? [...defaultResources], namespaces: spec.namespaces, source: 'api' });
@@ -147,7 +222,7 @@ function apiConfig(reg: ClusterRegistration, secrets: SecretSource | undefined):
  * are the file's, objects marked for deletion are to be removed, the others run (or are
  * invalid, or pending while their Secret is not read yet).
  */
-export function apiClusters(registrations: ClusterRegistration[], fileNames: Set<string>, secrets: SecretSource | undefined): ApiClusters {
+export function apiClusters(registrations: ClusterRegistration[], fileNames: Set<string>, secrets: SecretSource | undefined, networks = new MemberNetworks()): ApiClusters {
   const out: ApiClusters = { configs: new Map(), invalid: new Map(), deleting: new Set(), pending: new Set(), objects: new Map() };
   registrations.forEach((reg, index) => {
     out.objects.set(reg.name, reg);
@@ -159,12 +234,12 @@ export function apiClusters(registrations: ClusterRegistration[], fileNames: Set
       return;
     }
     try {
-      const config = apiConfig(reg, secrets);
+      const config = apiConfig(reg, secrets, networks);
       if (config) out.configs.set(reg.name, config);
       else out.pending.add(reg.name);
     } catch (err) {
       if (!(err instanceof Unusable)) throw err;
-      out.invalid.set(reg.name, { index, name: reg.name, message: `Cluster ${reg.name}: ${err.message}`, spec: {} });
+      out.invalid.set(reg.name, { index, name: reg.name, message: redact(`Cluster ${reg.name}: ${err.message}`), spec: {} });
     }
   });
   return out;

@@ -11,6 +11,7 @@
 // One pass (reconcile) runs at a time: after a configuration change, a change of the host's
 // Secrets, and every assignIntervalMs, as members come and go.
 import { logger, type Logger } from '../lib/log.ts';
+import type { MemberNetworks } from '../member/networks.ts';
 import type { Store } from '../storage/store.ts';
 import { defaultBatcherOptions, type BatcherOptions, type CommitHook } from './batcher.ts';
 import { Committer } from './committer.ts';
@@ -38,6 +39,8 @@ export interface SynchroOptions {
   hostCluster?: ClusterConnection;
   /** The namespace of those Secrets (default `panoptes`). */
   credentialsNamespace?: string;
+  /** --allow-member-networks: networks API-registered clusters may reach although refused by default (loopback, link-local, unspecified). */
+  memberNetworks?: MemberNetworks;
   /** ...all of them, or these (default: all). */
   contexts?: 'all' | string[];
   /** Resource patterns for kubeconfig clusters (default: the default set). */
@@ -125,7 +128,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
    */
   async function reconcile(): Promise<void> {
     if (stopped || !config.current) return;
-    const desired = await desiredClusters(store, config.current, hostSecrets);
+    const desired = await desiredClusters(store, config.current, hostSecrets, opts.memberNetworks);
     const { mine, others, now } = await membership.share(desired.universe, (name) => work.stop(name));
     for (const name of mine) {
       if (stopped) return;

@@ -1,7 +1,7 @@
 // The OpenAPI schemas (Swagger 2.0 form) of Panoptes's own kinds, Cluster and ClusterList
 // (panoptes.io/v1alpha1), as apiserver/clusters.ts serves them: the spec of an API-registered
 // cluster (api/cluster.ts; inline credentials write-only), the clusters.yaml keys a
-// file cluster's spec shows (secrets redacted, synchro/config.ts publicSpec), and the status
+// file cluster's spec shows (the allowlist of api/cluster.ts servedSpec, secrets redacted), and the status
 // synchro writes (synchro/cluster.ts ClusterStatus, synchro/cluster-objects.ts). The object and
 // list metadata definitions come from the captured kube-apiserver 1.28 document
 // (apiserver/reference/openapi-meta.json).
@@ -62,7 +62,9 @@ export const clusterDefinitions: Record<string, JsonObject> = {
     type: 'object',
     properties: {
       source: str('api (registered through this API; the default) or file (a clusters.yaml entry or kubeconfig context of synchro: read-only through the API).', { enum: ['api', 'file'] }),
-      server: str('URL of the member API server, e.g. https://10.0.0.1:6443 (required through the API).'),
+      server: str(
+        'URL of the member API server, e.g. https://10.0.0.1:6443 (required through the API). Not a loopback, link-local or unspecified address unless the operator allows it (--allow-member-networks); plain http:// only without credentials, or to an address inside that allowance. With inline credentials stored, it changes only with new credentials (as caData, insecureSkipTLSVerify and tlsServerName).',
+      ),
       caData: str('The CA bundle that signs the server certificate: base64 PEM, as certificate-authority-data in a kubeconfig. Without it, the system roots (or ca.crt of the credentials Secret).'),
       insecureSkipTLSVerify: bool('Skip verification of the server certificate (not with caData).'),
       tlsServerName: str('Server name to verify the server certificate against.'),
@@ -85,7 +87,10 @@ export const clusterDefinitions: Record<string, JsonObject> = {
     description: 'Credentials of a member cluster: secretRef, or inline token and/or clientCertData with clientKeyData.',
     type: 'object',
     properties: {
-      secretRef: ref(`${p}ClusterSecretRef`, 'A Secret in the namespace Panoptes runs in, labelled panoptes.io/cluster=<this cluster>, with keys token, tls.crt and tls.key, ca.crt, or kubeconfig. synchro follows its rotation.'),
+      secretRef: ref(
+        `${p}ClusterSecretRef`,
+        'A Secret in the namespace Panoptes runs in, labelled panoptes.io/cluster=<this cluster> and annotated panoptes.io/server=<spec.server> (or "*" for any server), with keys token, tls.crt and tls.key, ca.crt, or kubeconfig. Its CA, when it has one, is the only one the server is verified with. synchro follows its rotation.',
+      ),
       token: str(`Bearer token. ${writeOnly}`),
       clientCertData: str(`Client certificate, base64 PEM (as client-certificate-data in a kubeconfig). ${writeOnly}`),
       clientKeyData: str(`Client key, base64 PEM (as client-key-data in a kubeconfig). ${writeOnly}`),

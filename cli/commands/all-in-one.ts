@@ -11,6 +11,7 @@ import { parseFlags, waitForSignal, type Command } from '../command.ts';
 import { parseInsecureListen, serveFlagHelp, serveFlagSpec, startServing } from './apiserver.ts';
 import { commonFlags, openStorage } from './serve.ts';
 import { parseSynchroFlags, synchroFlagHelp, synchroFlagSpec } from './synchro-flags.ts';
+import { memberNetworksFlagHelp } from './member-networks-flag.ts';
 import { summaries } from './summaries.ts';
 
 const summary = summaries['all-in-one'];
@@ -28,6 +29,7 @@ Flags:
   --storage URL                 default sqlite:./data/panoptes.db (env PANOPTES_STORAGE), or postgres://...
 ${synchroFlagHelp}
 ${serveFlagHelp}
+${memberNetworksFlagHelp}
   --log-level LEVEL             debug, info (default), warn or error`,
   async run(argv) {
     const { values } = parseFlags(argv, {

@@ -7,6 +7,7 @@ import { logger, type Logger } from '../../lib/log.ts';
 import type { Store } from '../../storage/store.ts';
 import { durationFlag, intFlag, parseFlags, UsageError, waitForSignal, type Command } from '../command.ts';
 import { memoryFlagHelp, memoryFlags, memoryFlagSpec, type MemoryFlagValues } from './memory-flags.ts';
+import { memberNetworksFlag, memberNetworksFlagHelp, memberNetworksFlagSpec } from './member-networks-flag.ts';
 import { commonFlags, openStorage } from './serve.ts';
 import { summaries } from './summaries.ts';
 
@@ -15,6 +16,7 @@ export const serveFlagSpec = {
   'max-limit': { type: 'string' },
   'request-timeout': { type: 'string' },
   'external-metrics-file': { type: 'string' },
+  ...memberNetworksFlagSpec,
   ...memoryFlagSpec,
   ...secureFlagSpec,
 } as const;
@@ -28,7 +30,8 @@ export const serveFlagHelp = `  --insecure-listen HOST:PORT   plain HTTP, NO TLS
 ${memoryFlagHelp}
 ${secureFlagHelp}`;
 
-type ServeFlagValues = { 'insecure-listen'?: string; 'max-limit'?: string; 'request-timeout'?: string; 'external-metrics-file'?: string } & MemoryFlagValues & SecureFlagValues;
+type ServeFlagValues = { 'insecure-listen'?: string; 'max-limit'?: string; 'request-timeout'?: string; 'external-metrics-file'?: string; 'allow-member-networks'?: string } & MemoryFlagValues &
+  SecureFlagValues;
 
 /** --external-metrics-file, or PANOPTES_EXTERNAL_METRICS_FILE. */
 export function externalMetricsFlag(values: { 'external-metrics-file'?: string }): { file?: string } {
@@ -61,7 +64,7 @@ export async function startServing(
   const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
   if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
-  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values), ...memoryFlags(values) });
+  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memoryFlags(values) });
   let url: string;
   try {
     url = await api.listen(host, port);
@@ -88,7 +91,7 @@ async function startSecureServing(
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
   const memory = memoryFlags(values);
   const secure = await secureServingFromFlags(values, log);
-  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values), ...memory });
+  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memory });
   let url: string;
   try {
     url = await api.listen(secure.host, secure.port);
@@ -128,6 +131,7 @@ Flags:
   --storage URL                 where state and the change log live (env PANOPTES_STORAGE)
                                 sqlite:PATH (default sqlite:./data/panoptes.db) or postgres://user@host:5432/db
 ${serveFlagHelp}
+${memberNetworksFlagHelp}
   --log-level LEVEL             debug, info (default), warn or error`,
   async run(argv) {
     const { values: parsed } = parseFlags(argv, { storage: { type: 'string' }, 'log-level': { type: 'string' }, ...serveFlagSpec });
@@ -135,6 +139,7 @@ ${serveFlagHelp}
     const values = parsed['insecure-listen'] === undefined && parsed['secure-port'] === undefined ? { ...parsed, 'secure-port': '8443' } : parsed;
     const { storage } = commonFlags(values);
     parseInsecureListen(values['insecure-listen']);
+    memberNetworksFlag(values);
     const log = logger('apiserver');
     const store = await openStorage(storage, 'apiserver');
     let server: Awaited<ReturnType<typeof startServing>>;

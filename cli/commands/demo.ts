@@ -8,6 +8,7 @@ import { Registry } from 'prom-client';
 import { stringify } from 'yaml';
 import { ApiserverMetrics } from '../../apiserver/metrics.ts';
 import { logger } from '../../lib/log.ts';
+import { MemberNetworks } from '../../member/networks.ts';
 import { SynchroMetrics } from '../../synchro/metrics.ts';
 import { startSynchro } from '../../synchro/synchro.ts';
 import { startServing } from './apiserver.ts';
@@ -19,6 +20,9 @@ import { closeAll, clusterNames } from './sim.ts';
 import { summaries } from './summaries.ts';
 
 export const defaultDemoKubeconfig = './data/demo/kubeconfig';
+
+/** What the demo's Clusters registered through the API may reach besides the default: this machine, where its simulated clusters run. */
+export const demoMemberNetworks = '127.0.0.0/8';
 
 /** Declared external metrics of the demo (the all-in-one's --external-metrics-file). */
 export const demoMetrics = {
@@ -95,7 +99,10 @@ Flags:
   --seed N                 churn seed (default 1)
   --listen HOST:PORT       where the all-in-one serves (plain HTTP, loopback only; default 127.0.0.1:8080)
   --storage URL            the all-in-one's storage (default sqlite:./data/demo/panoptes.db, emptied at start)
-  --panoptes-server URL    use a Panoptes you run yourself instead of starting the all-in-one`,
+  --panoptes-server URL    use a Panoptes you run yourself instead of starting the all-in-one
+
+The all-in-one lets Clusters registered through its API reach ${demoMemberNetworks}, where the simulated
+clusters listen (--allow-member-networks ${demoMemberNetworks}).`,
   async run(argv) {
     const { values } = parseFlags(argv, {
       clusters: { type: 'string' },
@@ -143,8 +150,21 @@ Flags:
       }
       const store = await openStorage(storage, 'demo');
       const registry = new Registry();
-      const server = await startServing(store, { 'insecure-listen': values.listen ?? '127.0.0.1:8080', 'external-metrics-file': metricsFile }, logger('apiserver'), new ApiserverMetrics(registry));
-      const synchro = await startSynchro({ store, clustersFile, metrics: new SynchroMetrics(registry), timings: { probeIntervalMs: 2000 }, log: logger('synchro') });
+      // The simulated clusters listen on this machine: Clusters registered through the demo's API may reach them.
+      const server = await startServing(
+        store,
+        { 'insecure-listen': values.listen ?? '127.0.0.1:8080', 'external-metrics-file': metricsFile, 'allow-member-networks': demoMemberNetworks },
+        logger('apiserver'),
+        new ApiserverMetrics(registry),
+      );
+      const synchro = await startSynchro({
+        store,
+        clustersFile,
+        metrics: new SynchroMetrics(registry),
+        timings: { probeIntervalMs: 2000 },
+        memberNetworks: MemberNetworks.parse(demoMemberNetworks),
+        log: logger('synchro'),
+      });
       await synchro.waitForInitialSync(30_000);
       panoptes = server.url;
       stopPanoptes = async () => {

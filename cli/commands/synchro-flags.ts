@@ -5,6 +5,7 @@ import { defaultCompaction } from '../../synchro/compactor.ts';
 import type { ClusterConnection } from '../../member/client.ts';
 import type { SynchroOptions } from '../../synchro/synchro.ts';
 import { durationFlag, intFlag, UsageError } from '../command.ts';
+import { memberNetworksFlag, memberNetworksFlagSpec } from './member-networks-flag.ts';
 
 export const synchroFlagSpec = {
   clusters: { type: 'string' },
@@ -19,6 +20,7 @@ export const synchroFlagSpec = {
   'lease-ttl': { type: 'string' },
   'host-kubeconfig': { type: 'string' },
   'credentials-namespace': { type: 'string' },
+  ...memberNetworksFlagSpec,
 } as const;
 
 export const synchroFlagHelp = `  --clusters FILE               clusters.yaml: member clusters and what to sync (env PANOPTES_CLUSTERS);
@@ -68,7 +70,7 @@ export function credentialsNamespace(flag: string | undefined, saDir = serviceAc
 /** Where the member clusters come from, timings and retention; bad combinations are UsageErrors. */
 export function parseSynchroFlags(
   values: SynchroFlagValues,
-): Pick<SynchroOptions, 'clustersFile' | 'kubeconfig' | 'contexts' | 'resources' | 'timings' | 'compaction' | 'shards' | 'hostCluster' | 'credentialsNamespace'> {
+): Pick<SynchroOptions, 'clustersFile' | 'kubeconfig' | 'contexts' | 'resources' | 'timings' | 'compaction' | 'shards' | 'hostCluster' | 'credentialsNamespace' | 'memberNetworks'> {
   const clustersFile = values.clusters ?? (values.kubeconfig ? undefined : process.env.PANOPTES_CLUSTERS);
   if (clustersFile && values.kubeconfig) throw new UsageError('give --clusters or --kubeconfig, not both');
   const ns = values['credentials-namespace'];
@@ -87,6 +89,7 @@ export function parseSynchroFlags(
     kubeconfig: values.kubeconfig,
     hostCluster: hostClusterConnection(hostKubeconfig),
     credentialsNamespace: credentialsNamespace(ns),
+    memberNetworks: memberNetworksFlag(values),
     contexts,
     resources: values.resources?.split(',').map((s) => s.trim()).filter(Boolean),
     timings: {
