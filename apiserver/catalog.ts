@@ -218,6 +218,10 @@ export class Catalog {
   private running?: Promise<void>;
   private lastForced = 0;
   private soon?: NodeJS.Timeout;
+  /** The refresh a change asked for (refreshSoon), until it is done. */
+  private pendingSoon?: Promise<void>;
+  /** The refresh a miss asked for within 500 ms of the last forced one. */
+  private nextMiss?: Promise<void>;
   private readonly log: Logger;
   /** When the last refresh succeeded (ms since the epoch); 0 before the first. */
   loadedAt = 0;
@@ -246,6 +250,7 @@ export class Catalog {
     clearTimeout(this.soon);
     this.timer = undefined;
     this.soon = undefined;
+    this.pendingSoon = undefined;
   }
 
   /** Refreshes now (joins a refresh in flight); never throws. */
@@ -267,25 +272,63 @@ export class Catalog {
   }
 
   /**
+   * A refresh that reads storage after this call: one in flight may have read before what the
+   * caller knows changed, so it is waited for and another one runs. Never throws.
+   */
+  private async refreshAfterNow(): Promise<void> {
+    if (this.running) await this.running;
+    await this.refresh();
+  }
+
+  /**
    * Refreshes soon: at once, or 500 ms after the last forced refresh, once however often it is
    * called meanwhile (a Cluster object changed: its cluster's resources may have).
    */
   refreshSoon(): void {
-    if (this.soon) return;
+    if (this.pendingSoon) return;
     const wait = Math.max(0, 500 - (Date.now() - this.lastForced));
-    this.soon = setTimeout(() => {
-      this.soon = undefined;
-      this.lastForced = Date.now();
-      void this.refresh();
-    }, wait);
-    this.soon.unref?.();
+    this.pendingSoon = new Promise<void>((resolve) => {
+      this.soon = setTimeout(() => {
+        this.soon = undefined;
+        this.lastForced = Date.now();
+        void this.refreshAfterNow().finally(() => {
+          this.pendingSoon = undefined;
+          resolve();
+        });
+      }, wait);
+      this.soon.unref?.();
+    });
   }
 
-  /** Refreshes when something asked for is missing (an unknown cluster or resource), at most every 500 ms. */
+  /**
+   * Resolves once a refresh a change asked for is done, or after `maxWaitMs`: discovery
+   * answers what the Cluster objects already say (a cluster shown synced has its resources in
+   * discovery), and still answers within a bound while storage is slow.
+   */
+  async caughtUp(maxWaitMs = 1000): Promise<void> {
+    if (!this.pendingSoon) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.pendingSoon, new Promise<void>((r) => (timer = setTimeout(r, maxWaitMs)))]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * Refreshes when something asked for is missing (an unknown cluster or resource), reading
+   * storage after the miss, at most every 500 ms: a miss within 500 ms of the last forced
+   * refresh waits for the next one.
+   */
   async refreshOnMiss(): Promise<void> {
-    if (Date.now() - this.lastForced < 500) return this.running;
-    this.lastForced = Date.now();
-    await this.refresh();
+    const wait = 500 - (Date.now() - this.lastForced);
+    if (wait <= 0) {
+      this.lastForced = Date.now();
+      return this.refreshAfterNow();
+    }
+    this.nextMiss ??= new Promise<void>((r) => setTimeout(r, wait).unref?.()).then(() => {
+      this.nextMiss = undefined;
+      this.lastForced = Date.now();
+      return this.refreshAfterNow();
+    });
+    return this.nextMiss;
   }
 
   private async load(): Promise<void> {

@@ -226,10 +226,12 @@ export async function route(ctx: Context, deps: Deps): Promise<Routed> {
       prefix = `${resourcesPrefix}/clusters/${encodeURIComponent(cluster)}`;
       segs = segs.slice(2);
     }
+    if ((segs[0] === 'api' && segs.length >= 3) || (segs[0] === 'apis' && segs.length >= 4)) return resourceRoute(ctx, deps, view, segs);
+    // Discovery shows what the Cluster objects already say: a change of theirs not yet in the catalog is waited for (bounded).
+    await deps.catalog.caughtUp();
     const groups = viewGroups(deps.catalog.view(view.cluster), [panoptesGroup]);
     const d = discovery(ctx, deps, groups, segs, prefix);
     if (d) return d;
-    if ((segs[0] === 'api' && segs.length >= 3) || (segs[0] === 'apis' && segs.length >= 4)) return resourceRoute(ctx, deps, view, segs);
     throw pathNotFound();
   }
 
