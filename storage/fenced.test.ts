@@ -42,6 +42,16 @@ const east = clusterLease('east');
 const drivers: Record<FencedWrite, Driver> = {
   applyBatches: { lease: east, write: (s, fence) => s.applyBatches([{ cluster: 'east', events: [podEvent('ADDED', 'n', `p${++n}`, String(n))], fence }]) },
   writeClusterObject: { lease: east, write: (s, fence) => s.writeClusterObject('east', () => ({ action: 'put', object: clusterObject('east') }), fence) },
+  writeOwnObject: {
+    lease: east,
+    write: (s, fence) =>
+      s.writeOwnObject(
+        { resource: 'multiclusterservices', namespace: 'shop', name: 'web' },
+        'east',
+        () => ({ action: 'put', object: { apiVersion: 'panoptes.io/v1alpha1', kind: 'MultiClusterService', metadata: { name: 'web', namespace: 'shop', uid: 'uid-web' }, status: { n: ++n } } }),
+        fence,
+      ),
+  },
   setClusterStatus: {
     lease: east,
     setup: (s, fence) => s.upsertCluster('east', { server: 'https://east' }, fence),
@@ -195,6 +205,8 @@ const reads = [
   'listClusters',
   'getClusterObject',
   'listClusterRegistrations',
+  'getOwnObject',
+  'listOwnObjects',
   'storedKeys',
   'knownClusterNames',
   'storedResources',

@@ -11,6 +11,8 @@ import { aggregate, type AggregateQuery, type AggregateResult } from './aggregat
 import { changesAfter } from './changes.ts';
 import * as clusters from './clusters.ts';
 import * as clusterObjects from './cluster-objects.ts';
+import * as ownObjects from './own-objects.ts';
+import type { OwnObjectRef, OwnObjectResult, OwnObjectState, OwnObjectWrite } from './own-objects.ts';
 import type { ClusterObjectResult, ClusterObjectState, ClusterObjectWrite, ClusterRegistration } from './cluster-objects.ts';
 import { compact } from './compact.ts';
 import { repairCounts, type CountRepair } from './counts.ts';
@@ -21,7 +23,8 @@ import { objectColumns, toStored, type ObjectRow } from './rows.ts';
 import { migrate } from './schema.ts';
 import { applyBatch, applyBatches, type BatchPart, type WriteOptions } from './write.ts';
 import * as leases from './leases.ts';
-import type { Fence, Lease } from './leases.ts';
+import { fenceOf } from './fenced.ts';
+import { clusterLease, type Fence, type Lease } from './leases.ts';
 import * as synchroMembers from './members.ts';
 import type { HeartbeatResult, Member, MemberRecord } from './members.ts';
 import type {
@@ -54,6 +57,7 @@ export interface FencedBatchPart extends BatchPart {
 export const fencedWrites = [
   'applyBatches',
   'writeClusterObject',
+  'writeOwnObject',
   'setClusterStatus',
   'upsertCluster',
   'deleteClusterRow',
@@ -65,7 +69,7 @@ export const fencedWrites = [
 export type FencedWrite = (typeof fencedWrites)[number];
 
 /** The Store's writes made without a lease: synchro calls none of them (storage/fenced.test.ts). */
-export const unleasedWrites = ['applyBatch', 'writeClusterObjectWithoutLease'] as const satisfies ReadonlyArray<keyof Store>;
+export const unleasedWrites = ['applyBatch', 'writeClusterObjectWithoutLease', 'writeOwnObjectWithoutLease'] as const satisfies ReadonlyArray<keyof Store>;
 
 export class Store {
   readonly conn: Connection;
@@ -204,6 +208,36 @@ export class Store {
     const result = await clusterObjects.writeClusterObject(this.conn.knex, this.conn.dialect, name, decide, fence);
     if (result.change) for (const l of this.listeners) l(result.watermark);
     return result;
+  }
+
+  /**
+   * Reads own object `ref` (a MultiClusterService: storage/own-objects.ts) and writes what
+   * `decide` chooses, in one transaction under the rv lock, as the holder of member cluster
+   * `cluster`'s lease (`fence` must be of that lease, and still held): synchro writes the part
+   * of a MultiClusterService's status that the cluster it holds guards.
+   */
+  async writeOwnObject(ref: OwnObjectRef, cluster: string, decide: (current: OwnObjectState | undefined) => OwnObjectWrite, fence: Fence): Promise<OwnObjectResult> {
+    return this.ownObjectWrite(ref, decide, [fenceOf(fence, clusterLease(cluster))]);
+  }
+
+  /** writeOwnObject without a lease: the apiserver's writes (create, update, patch, delete), serialized by the rv lock alone. */
+  writeOwnObjectWithoutLease(ref: OwnObjectRef, decide: (current: OwnObjectState | undefined) => OwnObjectWrite): Promise<OwnObjectResult> {
+    return this.ownObjectWrite(ref, decide, []);
+  }
+
+  private async ownObjectWrite(ref: OwnObjectRef, decide: (current: OwnObjectState | undefined) => OwnObjectWrite, fences: Fence[]): Promise<OwnObjectResult> {
+    const result = await ownObjects.writeOwnObject(this.conn.knex, this.conn.dialect, ref, decide, fences);
+    if (result.change) for (const l of this.listeners) l(result.watermark);
+    return result;
+  }
+
+  getOwnObject(ref: OwnObjectRef): Promise<OwnObjectState | undefined> {
+    return ownObjects.getOwnObject(this.conn.knex, ref);
+  }
+
+  /** Every object of an own resource (`multiclusterservices`), by namespace and name. */
+  listOwnObjects(resource: string): Promise<OwnObjectState[]> {
+    return ownObjects.listOwnObjects(this.conn.knex, resource);
   }
 
   getClusterObject(name: string): Promise<ClusterObjectState | undefined> {
