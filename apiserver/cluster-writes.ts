@@ -14,7 +14,10 @@ import { StatusError } from '../kube/status.ts';
 import { toPartialObjectMetadata } from '../kube/table.ts';
 import { clusterObjectsCluster, type ClusterObjectState, type ClusterObjectWrite } from '../storage/cluster-objects.ts';
 import type { KubeObject } from '../storage/types.ts';
-import { pruneUnknownFields } from '../api/cluster.ts';
+import { clusterShape } from '../api/cluster.ts';
+import { pruneUnknownFields as pruneFields } from '../kube/known-fields.ts';
+
+const pruneUnknownFields = (obj: unknown) => pruneFields(obj, clusterShape);
 import { redact, secretValuesIn, withSecrets } from '../lib/redact.ts';
 import { createName, decideCreate, decideDelete, decideUpdate, notFound, shownObject, type WriteRules } from './cluster-object.ts';
 import { clusterInfo, clusterPatchTypes, panoptesGroupName } from './clusters.ts';
