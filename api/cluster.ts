@@ -4,9 +4,13 @@
 // one allowlist of what is served of a spec (API objects and clusters.yaml entries, `source:
 // file`), and the endpoint inline credentials are bound to. Pure: no I/O, shared by the
 // apiserver (validation) and synchro (turning objects into cluster configurations).
-import { fieldDuplicate, fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired, type FieldError } from '../kube/field-errors.ts';
+import { fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired, uniqueStrings, type FieldError } from '../kube/field-errors.ts';
 import { allowHint, MemberNetworks, memberNetworksFlag } from '../member/networks.ts';
+import { objectMetaShape, type Shape } from '../kube/known-fields.ts';
+import { dnsLabelProblem, dnsSubdomainProblem } from '../kube/names.ts';
 import { parsePattern, PatternError } from './resource-patterns.ts';
+
+export { dnsLabelProblem, dnsSubdomainProblem };
 
 /** spec.credentials: a Secret of the host cluster, or inline values (write-only: never served). */
 export interface ClusterSpecCredentials {
@@ -184,15 +188,8 @@ const fileOnly: Record<string, string> = {
 
 /**
  * The fields of a Cluster object, for the strict decoding of writes (`unknown field
- * "spec.foo"`). `true`: any value; a map: an object with those fields. File-only spec keys are
- * known (they get a 422 that says what to use instead).
+ * "spec.foo"`). File-only spec keys are known (they get a 422 that says what to use instead).
  */
-type Shape = true | { [field: string]: Shape };
-const objectMetaShape: Shape = {
-  name: true, generateName: true, namespace: true, selfLink: true, uid: true, resourceVersion: true, generation: true,
-  creationTimestamp: true, deletionTimestamp: true, deletionGracePeriodSeconds: true, labels: true, annotations: true,
-  ownerReferences: true, finalizers: true, managedFields: true,
-};
 export const clusterShape: Shape = {
   apiVersion: true,
   kind: true,
@@ -208,49 +205,6 @@ export const clusterShape: Shape = {
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/**
- * Fields of `obj` the shape does not know, as `spec.foo` paths, and `obj` without them (what
- * kube-apiserver keeps under fieldValidation Ignore or Warn).
- */
-export function pruneUnknownFields(obj: unknown, shape: Shape = clusterShape, path = ''): { pruned: unknown; unknown: string[] } {
-  if (shape === true || !isRecord(obj)) return { pruned: obj, unknown: [] };
-  const out: Record<string, unknown> = {};
-  const unknown: string[] = [];
-  for (const [k, v] of Object.entries(obj)) {
-    const p = path ? `${path}.${k}` : k;
-    const sub = shape[k];
-    if (sub === undefined) {
-      unknown.push(p);
-      continue;
-    }
-    const r = pruneUnknownFields(v, sub, p);
-    out[k] = r.pruned;
-    unknown.push(...r.unknown);
-  }
-  return { pruned: out, unknown };
-}
-
-const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const dnsLabelDetail =
-  "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-const dnsSubdomainDetail =
-  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-
-/** Why `name` is not a DNS label (what a cluster name must be: it goes into URLs and annotations), or undefined. */
-export function dnsLabelProblem(name: string): string | undefined {
-  if (name.length > 63) return 'must be no more than 63 characters';
-  if (!dnsLabel.test(name)) return dnsLabelDetail;
-  return undefined;
-}
-
-/** Why `name` is not a DNS subdomain (a Secret's name), or undefined. */
-export function dnsSubdomainProblem(name: string): string | undefined {
-  if (name.length > 253) return 'must be no more than 253 characters';
-  if (!dnsSubdomain.test(name)) return dnsSubdomainDetail;
-  return undefined;
-}
-
 /** Whether `text` is base64 of PEM blocks of the given type. */
 function isBase64Pem(text: string, what: RegExp): boolean {
   if (!/^[A-Za-z0-9+/=\s]+$/.test(text)) return false;
@@ -259,21 +213,6 @@ function isBase64Pem(text: string, what: RegExp): boolean {
 }
 const certificatePem = /-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----/;
 const keyPem = /-----BEGIN ([A-Z]+ )?PRIVATE KEY-----[\s\S]+-----END ([A-Z]+ )?PRIVATE KEY-----/;
-
-function stringList(errs: FieldError[], path: string, v: unknown, each: (s: string, p: string) => void): void {
-  if (!Array.isArray(v)) {
-    errs.push(fieldInvalid(path, v, 'must be a list of strings'));
-    return;
-  }
-  const seen = new Set<string>();
-  v.forEach((s, i) => {
-    const p = `${path}[${i}]`;
-    if (typeof s !== 'string') return void errs.push(fieldInvalid(p, s, 'must be a string'));
-    if (seen.has(s)) return void errs.push(fieldDuplicate(p, s));
-    seen.add(s);
-    each(s, p);
-  });
-}
 
 function optionalString(errs: FieldError[], path: string, v: unknown, secret = false): v is string | undefined {
   if (v === undefined) return true;
@@ -381,7 +320,7 @@ export function validateClusterSpec(spec: unknown, ctx: ValidationContext = {}):
     if (Array.isArray(spec.resources) && spec.resources.length === 0) {
       errs.push(fieldInvalid('spec.resources', spec.resources, 'must name at least one resource pattern; leave it out for the default set'));
     }
-    stringList(errs, 'spec.resources', spec.resources, (s, p) => {
+    uniqueStrings(errs, 'spec.resources', spec.resources, (s, p) => {
       try {
         parsePattern(s);
       } catch (err) {
@@ -395,7 +334,7 @@ export function validateClusterSpec(spec: unknown, ctx: ValidationContext = {}):
     else {
       for (const k of ['include', 'exclude'] as const) {
         if (spec.namespaces[k] === undefined) continue;
-        stringList(errs, `spec.namespaces.${k}`, spec.namespaces[k], (s, p) => {
+        uniqueStrings(errs, `spec.namespaces.${k}`, spec.namespaces[k], (s, p) => {
           const why = dnsLabelProblem(s);
           if (why) errs.push(fieldInvalid(p, s, why));
         });

@@ -8,8 +8,12 @@
 // MultiClusterService of that member's Service with every other cluster as consumer.
 //
 // This module is the contract both sides share: the types, the names and labels of what is
-// dispatched, the defaults. Pure: no I/O.
+// dispatched, the defaults, the validation of a spec and the allowlist of what is served of it.
+// Pure: no I/O.
 import { createHash } from 'node:crypto';
+import { fieldDuplicate, fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired, uniqueStrings, type FieldError } from '../kube/field-errors.ts';
+import { objectMetaShape, pruneUnknownFields, type Shape } from '../kube/known-fields.ts';
+import { dns1035LabelProblem, dnsLabelProblem } from '../kube/names.ts';
 
 export const mcsGroup = 'panoptes.io';
 export const mcsVersion = 'v1alpha1';
@@ -146,4 +150,133 @@ export function providerNotReadyOf(spec: MultiClusterServiceSpec): { policy: Pro
 /** Whether `cluster` is named by a list that means "every cluster" when absent or empty. */
 export function listed(list: string[] | undefined, cluster: string): boolean {
   return !list || list.length === 0 || list.includes(cluster);
+}
+
+// --- Validation: what the apiserver accepts (422 with one cause per field) and synchro may check again.
+
+/** The fields of a MultiClusterService object, for the strict decoding of writes (`unknown field "spec.foo"`). */
+export const mcsShape: Shape = {
+  apiVersion: true,
+  kind: true,
+  metadata: objectMetaShape,
+  spec: {
+    providerClusters: true,
+    consumerClusters: true,
+    ports: { '[]': { name: true, port: true } },
+    providerNotReady: { policy: true, gracePeriodSeconds: true },
+  },
+  status: true,
+};
+
+/** The fields of `obj` (a whole object) that a MultiClusterService does not have, as `spec.foo` paths. */
+export function unknownMcsFields(obj: unknown): string[] {
+  return pruneUnknownFields(obj, mcsShape).unknown;
+}
+
+/** Why `name` cannot name a MultiClusterService: it is the name of the Service it exports, a DNS-1035 label as kube requires of Service names. */
+export function mcsNameProblem(name: string): string | undefined {
+  const why = dns1035LabelProblem(name);
+  return why && `a MultiClusterService is named after the Service it exports: ${why}`;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function clusterList(errs: FieldError[], path: string, v: unknown): void {
+  if (v === undefined) return;
+  uniqueStrings(errs, path, v, (s, p) => {
+    const why = dnsLabelProblem(s);
+    if (why) errs.push(fieldInvalid(p, s, `a member cluster name: ${why}`));
+  });
+}
+
+function portList(errs: FieldError[], v: unknown): void {
+  const path = 'spec.ports';
+  if (v === undefined) return;
+  if (!Array.isArray(v)) return void errs.push(fieldInvalid(path, v, 'must be a list of ports, each with a name and/or a port number'));
+  const seen = new Set<string>();
+  v.forEach((item, i) => {
+    const p = `${path}[${i}]`;
+    if (!isObject(item)) return void errs.push(fieldInvalid(p, item, 'must be an object with a name and/or a port number'));
+    let ok = true;
+    if (item.name !== undefined) {
+      if (typeof item.name !== 'string') {
+        errs.push(fieldInvalid(`${p}.name`, item.name, 'must be a string'));
+        ok = false;
+      } else {
+        // A Service port's name is a DNS-1123 label (kube's validateServicePort).
+        const why = dnsLabelProblem(item.name);
+        if (why) {
+          errs.push(fieldInvalid(`${p}.name`, item.name, why));
+          ok = false;
+        }
+      }
+    }
+    if (item.port !== undefined) {
+      if (typeof item.port !== 'number' || !Number.isInteger(item.port) || item.port < 1 || item.port > 65535) {
+        // validation.IsValidPortNum's words.
+        errs.push(fieldInvalid(`${p}.port`, item.port, 'must be between 1 and 65535, inclusive'));
+        ok = false;
+      }
+    }
+    if (item.name === undefined && item.port === undefined) return void errs.push(fieldRequired(p, 'a port name and/or number: which port of the Service to export'));
+    if (!ok) return;
+    const key = JSON.stringify([item.name ?? null, item.port ?? null]);
+    if (seen.has(key)) return void errs.push(fieldDuplicate(p, { ...(item.name !== undefined ? { name: item.name } : {}), ...(item.port !== undefined ? { port: item.port } : {}) }));
+    seen.add(key);
+  });
+}
+
+function notReadyPolicy(errs: FieldError[], v: unknown): void {
+  const path = 'spec.providerNotReady';
+  if (v === undefined) return;
+  if (!isObject(v)) return void errs.push(fieldInvalid(path, v, 'must be an object with policy and/or gracePeriodSeconds'));
+  if (v.policy !== undefined && !(providerNotReadyPolicies as readonly unknown[]).includes(v.policy)) {
+    errs.push(fieldNotSupported(`${path}.policy`, v.policy, [...providerNotReadyPolicies]));
+  }
+  const g = v.gracePeriodSeconds;
+  if (g === undefined) return;
+  if (typeof g !== 'number' || !Number.isSafeInteger(g)) errs.push(fieldInvalid(`${path}.gracePeriodSeconds`, g, 'must be an integer number of seconds'));
+  // apimachinery's ValidateNonnegativeField words.
+  else if (g < 0) errs.push(fieldInvalid(`${path}.gracePeriodSeconds`, g, 'must be greater than or equal to 0'));
+  else if (v.policy !== undefined && v.policy !== 'KeepForGracePeriod') errs.push(fieldForbidden(`${path}.gracePeriodSeconds`, `only the policy KeepForGracePeriod has a grace period (the policy is ${String(v.policy)})`));
+}
+
+/** Every problem with the spec of a MultiClusterService, one error per field. An absent spec is every cluster to every cluster. */
+export function validateMultiClusterServiceSpec(spec: unknown): FieldError[] {
+  if (spec === undefined || spec === null) return [];
+  if (!isObject(spec)) return [fieldInvalid('spec', spec, 'must be an object')];
+  const errs: FieldError[] = [];
+  clusterList(errs, 'spec.providerClusters', spec.providerClusters);
+  clusterList(errs, 'spec.consumerClusters', spec.consumerClusters);
+  portList(errs, spec.ports);
+  notReadyPolicy(errs, spec.providerNotReady);
+  return errs;
+}
+
+/**
+ * The one allowlist of what is served of a MultiClusterService spec: these fields, of these
+ * types, in the order they were written (kubectl apply compares its annotation as text), and
+ * nothing else.
+ */
+export function servedMcsSpec(spec: unknown): MultiClusterServiceSpec {
+  if (!isObject(spec)) return {};
+  const strings = (v: unknown) => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? [...(v as string[])] : undefined);
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(spec)) {
+    const v = spec[k];
+    if (k === 'providerClusters' || k === 'consumerClusters') {
+      const s = strings(v);
+      if (s) out[k] = s;
+    } else if (k === 'ports' && Array.isArray(v)) {
+      out.ports = v.filter(isObject).map((p) => ({ ...(typeof p.name === 'string' ? { name: p.name } : {}), ...(typeof p.port === 'number' ? { port: p.port } : {}) }));
+    } else if (k === 'providerNotReady' && isObject(v)) {
+      const pnr: Record<string, unknown> = {};
+      for (const f of Object.keys(v)) {
+        if (f === 'policy' && typeof v.policy === 'string') pnr.policy = v.policy;
+        if (f === 'gracePeriodSeconds' && typeof v.gracePeriodSeconds === 'number') pnr.gracePeriodSeconds = v.gracePeriodSeconds;
+      }
+      out.providerNotReady = pnr;
+    }
+  }
+  return out as MultiClusterServiceSpec;
 }

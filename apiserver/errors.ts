@@ -23,6 +23,10 @@ export function toStatus(err: unknown, log?: Logger): Status {
 /** 404 for a path nothing serves, as kube-apiserver words it. */
 export const pathNotFound = () => new StatusError('NotFound', 'the server could not find the requested resource', {});
 
-/** 405 for anything but GET/HEAD outside the Cluster resource: synced resources are read-only. */
+/** 405 for anything but GET/HEAD outside Panoptes' own kinds: synced resources are read-only. */
 export const readOnly = (method: string) =>
-  new StatusError('MethodNotAllowed', `the server does not allow this method on the requested resource: ${method} (Panoptes serves get, list and watch of synced resources; Clusters are registered at /apis/panoptes.io/v1alpha1/clusters)`, {});
+  new StatusError(
+    'MethodNotAllowed',
+    `the server does not allow this method on the requested resource: ${method} (Panoptes serves get, list and watch of synced resources; Clusters are registered at /apis/panoptes.io/v1alpha1/clusters, MultiClusterServices at /apis/panoptes.io/v1alpha1/namespaces/<namespace>/multiclusterservices)`,
+    {},
+  );

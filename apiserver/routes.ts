@@ -1,14 +1,15 @@
 // URL routing (DESIGN.md "URLs"): the server's own paths (health, metrics, version, OpenAPI,
-// discovery of panoptes.io/v1alpha1 and its clusters), and the two resource prefixes
-// `/apis/panoptes.io/v1alpha1/resources/<kubernetes path>` (every cluster) and
-// `.../resources/clusters/<cluster>/<kubernetes path>` (one cluster), each with its own
-// discovery, OpenAPI and /version.
+// discovery of panoptes.io/v1alpha1 and its own kinds, Cluster and MultiClusterService), and
+// the two resource prefixes `/apis/panoptes.io/v1alpha1/resources/<kubernetes path>` (every
+// cluster) and `.../resources/clusters/<cluster>/<kubernetes path>` (one cluster), each with
+// its own discovery, OpenAPI and /version.
 import type { Context } from 'koa';
 import { StatusError, badRequest, notFound } from '../kube/status.ts';
 import type { GroupEntry, ResourceInfo, ViewCatalog } from './catalog.ts';
-import { clusterObjectsCluster } from '../storage/cluster-objects.ts';
-import { serveClusterWrite, writeVerbOf } from './cluster-writes.ts';
-import { clusterInfo, panoptesGroup, panoptesGroupName, panoptesVersion } from './clusters.ts';
+import { ownObjectsCluster } from '../storage/own-objects.ts';
+import { ownKind } from './own-kinds.ts';
+import { serveOwnWrite, writeVerbOf } from './own-writes.ts';
+import { clusterInfo, ownPath, panoptesGroup, panoptesGroupName, panoptesVersion, type OwnPath } from './panoptes-group.ts';
 import type { Deps, Reply } from './deps.ts';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions, versionInfo, viewGroups } from './discovery.ts';
 import { pathNotFound, readOnly } from './errors.ts';
@@ -109,35 +110,41 @@ function discovery(ctx: Context, deps: Deps, groups: GroupEntry[], segs: string[
 }
 
 /**
- * .../clusters[/NAME[/status]] (and the legacy .../watch/clusters[/NAME]): reads as every
- * served resource's, from the Cluster objects (the reserved cluster of storage); writes at the
- * server root only (apiserver/cluster-writes.ts). A Cluster's name is its member cluster's, so
- * the clusters search and a one-cluster view select Clusters by name.
+ * An own kind of panoptes.io: .../clusters[/NAME[/status]],
+ * .../namespaces/NS/multiclusterservices[/NAME[/status]], .../multiclusterservices (every
+ * namespace), and their legacy .../watch/... forms. Reads as every served resource's, from
+ * the own objects (the reserved cluster of storage); writes at the server root and in the
+ * all-clusters view only (apiserver/own-writes.ts). A Cluster's name is its member cluster's,
+ * so the clusters search and a one-cluster view select Clusters by name; the other own
+ * objects belong to the fleet, not to a cluster: a one-cluster view serves them all
+ * (read-only), and the clusters search does not apply to them (400).
  */
-async function clustersRoute(ctx: Context, deps: Deps, rest: string[], viewCluster: string | undefined, legacyWatch = false): Promise<Routed> {
+async function ownRoute(ctx: Context, deps: Deps, p: OwnPath, viewCluster: string | undefined): Promise<Routed> {
+  const { info, namespace, rest, legacyWatch } = p;
   if (rest.length > 2) throw pathNotFound();
   const [name, sub] = rest;
   if (sub !== undefined && (sub !== 'status' || legacyWatch)) throw pathNotFound();
+  if (info.namespaced && namespace === undefined && name !== undefined) throw pathNotFound(); // every namespace: a collection only
   if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
     if (viewCluster !== undefined || legacyWatch) throw readOnly(ctx.method);
-    label(ctx, { verb: writeVerbOf(ctx.method) ?? 'other', group: panoptesGroupName, resource: 'clusters' });
-    return { reply: await serveClusterWrite(ctx, deps, name, sub) };
+    label(ctx, { verb: writeVerbOf(ctx.method) ?? 'other', group: panoptesGroupName, resource: info.resource });
+    return { reply: await serveOwnWrite(ctx, deps, ownKind(info.resource), namespace, name, sub) };
   }
   const qs = new URLSearchParams(ctx.querystring);
   const w = qs.get('watch');
   const watch = legacyWatch || (w !== null && queryBool(w));
   const verb = watch ? 'watch' : name === undefined ? 'list' : 'get';
-  label(ctx, { verb, group: panoptesGroupName, resource: 'clusters' });
-  const params = parseListParams(qs, verb, clusterInfo, deps.limits);
+  label(ctx, { verb, group: panoptesGroupName, resource: info.resource });
+  const params = parseListParams(qs, verb, info, deps.limits);
   const s = params.search;
-  const names = [s.names, s.clusters, viewCluster === undefined ? undefined : [viewCluster]].reduce<string[] | undefined>(
-    (acc, x) => (x === undefined ? acc : acc === undefined ? [...x] : acc.filter((n) => x.includes(n))),
-    undefined,
-  );
+  const namedAfterClusters = info.resource === clusterInfo.resource;
+  if (!namedAfterClusters && s.clusters) throw badRequest(`the clusters search does not apply to ${info.resource}.${panoptesGroupName}: its objects belong to the fleet, not to a member cluster`);
+  const clusterNames = namedAfterClusters ? [s.clusters, viewCluster === undefined ? undefined : [viewCluster]] : [];
+  const names = [s.names, ...clusterNames].reduce<string[] | undefined>((acc, x) => (x === undefined ? acc : acc === undefined ? [...x] : acc.filter((n) => x.includes(n))), undefined);
   params.search = { ...(names ? { names } : {}), ...(s.namespaces ? { namespaces: s.namespaces } : {}), ...(s.ownerUIDs ? { ownerUIDs: s.ownerUIDs } : {}) };
-  if (verb === 'get' && names && !names.includes(name!)) throw notFound(`clusters.${panoptesGroupName} "${name}" not found`, { name, group: panoptesGroupName, kind: 'clusters' });
+  if (verb === 'get' && names && !names.includes(name!)) throw notFound(`${info.resource}.${panoptesGroupName} "${name}" not found`, { name, group: panoptesGroupName, kind: info.resource });
   const output = negotiateOutput(ctx.get('Accept'), verb, qs.get('includeObject') ?? undefined);
-  const req: ResourceRequest = { verb, view: { cluster: clusterObjectsCluster }, info: clusterInfo, name, params, output };
+  const req: ResourceRequest = { verb, view: { cluster: ownObjectsCluster }, info, namespace, name, params, output };
   if (verb === 'watch') return { watch: () => serveWatch(ctx, req, deps) };
   return { reply: verb === 'list' ? await serveList(deps, req) : await serveGet(deps, req) };
 }
@@ -180,8 +187,8 @@ async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[
   const group = segs[0] === 'api' ? '' : segs[1];
   const version = segs[0] === 'api' ? segs[1] : segs[2];
   const rest = segs.slice(segs[0] === 'api' ? 2 : 3);
-  if (group === panoptesGroupName && version === panoptesVersion && rest[0] === 'clusters') return clustersRoute(ctx, deps, rest.slice(1), view.cluster);
-  if (group === panoptesGroupName && version === panoptesVersion && rest[0] === 'watch' && rest[1] === 'clusters') return clustersRoute(ctx, deps, rest.slice(2), view.cluster, true);
+  const own = group === panoptesGroupName && version === panoptesVersion ? ownPath(rest) : undefined;
+  if (own) return ownRoute(ctx, deps, own, view.cluster);
   if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
 
   let found: ReturnType<typeof resolve>;
@@ -210,7 +217,7 @@ async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[
   return { reply: verb === 'list' ? await serveList(deps, req) : await serveGet(deps, req) };
 }
 
-/** Routes one request: GET or HEAD anywhere, writes of the Cluster resource (anything else: 405). */
+/** Routes one request: GET or HEAD anywhere, writes of the own kinds (anything else: 405). */
 export async function route(ctx: Context, deps: Deps): Promise<Routed> {
   const path = ctx.path;
   if (path === resourcesPrefix || path.startsWith(resourcesPrefix + '/')) {
@@ -236,8 +243,8 @@ export async function route(ctx: Context, deps: Deps): Promise<Routed> {
   }
 
   const segs = decodeSegments(path);
-  if (segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion && segs[3] === 'clusters') return clustersRoute(ctx, deps, segs.slice(4), undefined);
-  if (segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion && segs[3] === 'watch' && segs[4] === 'clusters') return clustersRoute(ctx, deps, segs.slice(5), undefined, true);
+  const ownKindPath = segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion ? ownPath(segs.slice(3)) : undefined;
+  if (ownKindPath) return ownRoute(ctx, deps, ownKindPath, undefined);
   if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
   if (segs[0] === 'apis' && segs[1] === externalMetricsGroupName && segs[2] === externalMetricsVersion && segs.length > 3) return { reply: await serveExternalMetric(ctx, deps, segs.slice(3)) };
   // The server's own groups: panoptes.io, and external.metrics.k8s.io in discovery (not in OpenAPI: its metrics are not objects).

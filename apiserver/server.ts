@@ -25,9 +25,9 @@ import { catalogCheck, pingCheck, serveHealth, storageCheck, type HealthCheck } 
 import { ApiserverMetrics } from './metrics.ts';
 import { OpenAPIService, type OpenAPIServiceOptions } from './openapi/service.ts';
 import { RulesSource } from './external/rules-source.ts';
-import { clusterObjectsCluster } from '../storage/cluster-objects.ts';
+import { clusterObjectsCluster, clusterResource } from '../storage/cluster-objects.ts';
 import type { Change } from '../storage/types.ts';
-import { isClusterPath } from './clusters.ts';
+import { isOwnWritePath } from './panoptes-group.ts';
 import { route, type MetricLabels } from './routes.ts';
 import { bodyTooLarge, limitWritesInFlight } from './write-request.ts';
 import { WatchHub, type HubOptions } from './watch/index.ts';
@@ -100,7 +100,8 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
   // One watch engine per server (one server per process): one poller whatever the number of watchers.
   // A Cluster object changed (synchro wrote its status, it was registered or removed): discovery follows at once.
   const followClusters = (changes: readonly Change[]) => {
-    if (changes.some((c) => c.cluster === clusterObjectsCluster)) catalog!.refreshSoon();
+    // (Not the other own kinds: synchro writes a MultiClusterService's status at every dispatch, which discovery does not show.)
+    if (changes.some((c) => c.cluster === clusterObjectsCluster && c.resource === clusterResource)) catalog!.refreshSoon();
   };
   const hub = new WatchHub(opts.store, { registry: metrics.registry, log: log.child({ part: 'watch' }), onDispatched: followClusters, ...opts.watch });
   try {
@@ -176,7 +177,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
   app.use(async (ctx) => {
     if (Buffer.byteLength(ctx.url) > limits.maxUrlBytes) throw new StatusError('BadRequest', `request URL is too long (${Buffer.byteLength(ctx.url)} bytes; at most ${limits.maxUrlBytes})`);
     if (Number(ctx.get('Content-Length') || 0) > limits.maxBodyBytes) throw bodyTooLarge(ctx, limits.maxBodyBytes);
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && !isClusterPath(ctx.path)) throw readOnly(ctx.method);
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && !isOwnWritePath(ctx.path)) throw readOnly(ctx.method);
     const first = ctx.path.split('/')[1];
     if (first === 'healthz' || first === 'livez' || first === 'readyz') {
       (ctx.state as { metric?: MetricLabels }).metric = { verb: 'health', group: '', resource: '' };

@@ -2,9 +2,10 @@
 // leading Cluster column in the all-clusters view. The same for list, get and every watch event.
 import type { KubeObject } from '../storage/types.ts';
 import { tableJson as kubeTableJson, tablePrinter, tableRowJson as kubeTableRowJson, type TableColumnDefinition, type TableOutput } from '../kube/table.ts';
-import { clusterGroup, clusterResource } from '../storage/cluster-objects.ts';
+import { ownGroup } from '../storage/own-objects.ts';
 import type { ResourceInfo } from './catalog.ts';
 import { clusterTable } from './cluster-table.ts';
+import { mcsTable } from './mcs-table.ts';
 import type { View } from './request.ts';
 
 export const clusterColumn: TableColumnDefinition = {
@@ -23,9 +24,13 @@ export interface TableRenderer {
   cells(object: KubeObject, cluster: string, now: number): unknown[];
 }
 
-/** The Table renderer of a resource in a view (Panoptes's own Cluster objects: `kubectl get clusters`). */
+/** The Tables of Panoptes's own kinds, by resource. */
+const ownTables: Record<string, TableRenderer> = { clusters: clusterTable, multiclusterservices: mcsTable };
+
+/** The Table renderer of a resource in a view (Panoptes's own kinds: `kubectl get clusters`, `kubectl get mcs`). */
 export function tableRenderer(info: ResourceInfo, view: View): TableRenderer {
-  if (info.group === clusterGroup && info.resource === clusterResource) return clusterTable;
+  const own = info.group === ownGroup ? ownTables[info.resource] : undefined;
+  if (own) return own;
   const p = tablePrinter(info);
   if (view.cluster !== undefined) return { columns: p.columns, cells: (o, _c, now) => p.cells(o, now) };
   return { columns: [clusterColumn, ...p.columns], cells: (o, cluster, now) => [cluster, ...p.cells(o, now)] };

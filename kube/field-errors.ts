@@ -76,3 +76,22 @@ export function invalidObject(kind: { group: string; kind: string }, name: strin
   const details = { ...(name ? { name } : {}), ...(kind.group ? { group: kind.group } : {}), kind: kind.kind, causes };
   return new StatusError('Invalid', `${qualified} ${JSON.stringify(name)} is invalid: ${aggregateText(errs.map(errorText))}`, details);
 }
+
+/**
+ * Checks a list of strings field by field: not a list (Invalid), an item not a string (Invalid)
+ * or given twice (Duplicate, as kube's validation of sets), then `each` on every other item.
+ */
+export function uniqueStrings(errs: FieldError[], path: string, v: unknown, each: (s: string, p: string) => void): void {
+  if (!Array.isArray(v)) {
+    errs.push(fieldInvalid(path, v, 'must be a list of strings'));
+    return;
+  }
+  const seen = new Set<string>();
+  v.forEach((s, i) => {
+    const p = `${path}[${i}]`;
+    if (typeof s !== 'string') return void errs.push(fieldInvalid(p, s, 'must be a string'));
+    if (seen.has(s)) return void errs.push(fieldDuplicate(p, s));
+    seen.add(s);
+    each(s, p);
+  });
+}

@@ -124,6 +124,11 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   t.match(find(aio, 'RoleBinding', 'panoptes:all-in-one:cluster-credentials-reader'), { subjects: [{ name: 'panoptes-apiserver' }] });
   t.notOk(all.some((o) => o.kind === 'RoleBinding' && JSON.stringify(o).includes('cluster-credentials-reader') && JSON.stringify(o).includes('"panoptes-apiserver"')), 'the HA apiserver gets no Secret access');
   t.match(find(all, 'ClusterRole', 'panoptes:cluster-registrar')?.rules, [{ apiGroups: ['panoptes.io'], resources: ['clusters'], verbs: ['create', 'update', 'patch', 'delete', 'get', 'list', 'watch'] }]);
+  // Exporting Services: a role to bind per namespace, not aggregated anywhere; reading is in view.
+  const exporter = find(all, 'ClusterRole', 'panoptes:service-exporter');
+  t.same(exporter?.rules, [{ apiGroups: ['panoptes.io'], resources: ['multiclusterservices'], verbs: ['create', 'update', 'patch', 'delete', 'get', 'list', 'watch'] }]);
+  t.notOk(Object.keys(exporter?.metadata.labels ?? {}).some((k) => k.startsWith('rbac.authorization.k8s.io/aggregate-to-')), 'exporting is granted explicitly');
+  t.match(find(all, 'ClusterRole', 'panoptes:aggregate-to-view')?.rules, [{ apiGroups: ['panoptes.io'], resources: ['*'], verbs: ['get', 'list', 'watch'] }], 'view reads MultiClusterServices');
   const reg = rendered['examples/cluster-registration'];
   const exCluster = find(reg, 'Cluster', 'east');
   t.same(validateClusterSpec(exCluster?.spec), [], 'the example Cluster is valid');

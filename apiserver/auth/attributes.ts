@@ -5,10 +5,12 @@
 // Resource requests below .../resources/[clusters/<c>/]{api/v1|apis/G/V}/... give the real
 // group, version, resource, namespace and name, plus the cluster (one-cluster view) or
 // none (all-clusters view). /apis/panoptes.io/v1alpha1/clusters[/<name>] is the resource
-// `clusters` of panoptes.io. Everything else (discovery, /version, /openapi, /metrics) is a
+// `clusters` of panoptes.io, /apis/panoptes.io/v1alpha1/namespaces/<ns>/multiclusterservices[/<name>]
+// the resource `multiclusterservices` in namespace <ns> (Panoptes' own objects: no per-cluster
+// data check in a view either). Everything else (discovery, /version, /openapi, /metrics) is a
 // non-resource path.
 import { queryBool } from '../../kube/query.ts';
-import { panoptesGroupName, panoptesVersion } from '../clusters.ts';
+import { ownInfos, panoptesGroupName, panoptesVersion } from '../panoptes-group.ts';
 
 export const resourcesPrefix = `/apis/${panoptesGroupName}/${panoptesVersion}/resources`;
 
@@ -94,8 +96,8 @@ export function requestAttributes(method: string, path: string, querystring: str
     if (!k) return nonResource(); // a view's discovery, /version, /openapi
     const attrs = resourceAttrs(method, q, k.group, k.version, k.rest);
     if (!attrs) return nonResource();
-    // The view's own clusters resource (Cluster objects) needs no per-cluster data check beyond itself.
-    if (k.group === panoptesGroupName && k.version === panoptesVersion && attrs.resource === 'clusters') return { kind: 'resource', attrs };
+    // Panoptes' own objects in a view (Clusters, MultiClusterServices) need no per-cluster data check beyond themselves.
+    if (k.group === panoptesGroupName && k.version === panoptesVersion && ownInfos.some((i) => i.resource === attrs.resource)) return { kind: 'resource', attrs };
     return { kind: 'resource', attrs, view: { cluster } };
   }
   const attrs = resourceAttrs(method, q, own.group, own.version, own.rest);

@@ -62,6 +62,8 @@ t.test('aggregated-mode authentication and authorization', async (t) => {
       // A team that registers clusters without reading them, and auditors who read them without registering any.
       if (s.user === 'registrar') return a?.resource === 'clusters' && !a.subresource && ['create', 'delete'].includes(a.verb) ? true : 'registrar may only create and delete clusters';
       if (s.user === 'auditor') return a?.resource === 'clusters' && ['get', 'list', 'watch', 'patch'].includes(a.verb) ? true : 'auditor may only read clusters (and patch their status)';
+      // A team that exports the Services of its own namespace (panoptes:service-exporter bound in it).
+      if (s.user === 'exporter') return a?.resource === 'multiclusterservices' && a.namespace === 'shop' ? true : 'exporter may only export the services of shop';
       return s.user === 'bob' ? 'no RBAC rule for bob' : s.user === 'eve' && a?.resource === 'clusters' ? 'eve may not read that cluster' : true;
     },
   });
@@ -158,6 +160,32 @@ t.test('aggregated-mode authentication and authorization', async (t) => {
     const del = await as('registrar', 'DELETE', `${C}/north`);
     t.equal(del.status, 200, del.body);
     t.match(JSON.parse(del.body), { metadata: { name: 'north', deletionTimestamp: /Z$/ } });
+  });
+
+  t.test('exporting services: SubjectAccessReview with the real verb, namespace and name on multiclusterservices.panoptes.io', async (t) => {
+    const as = (user: string, method: string, path: string, body?: unknown) =>
+      call(base, path, { ca, client: certs.frontProxyClient, method, body, headers: { 'X-Remote-User': user, ...(method === 'PATCH' ? { 'Content-Type': 'application/merge-patch+json' } : {}) } });
+    const M = '/apis/panoptes.io/v1alpha1/namespaces/shop/multiclusterservices';
+    const mcs = (verb: string, extra: Record<string, string> = {}) => ({ verb, group: 'panoptes.io', version: 'v1alpha1', resource: 'multiclusterservices', namespace: 'shop', ...extra });
+    host.requests.length = 0;
+    const created = await as('exporter', 'POST', M, { metadata: { name: 'web' }, spec: { consumerClusters: ['a'] } });
+    t.equal(created.status, 201, created.body);
+    t.same(host.sars().map((s) => s.resourceAttributes), [mcs('create')], 'one review: create in the namespace, no cluster data check');
+    host.requests.length = 0;
+    t.equal((await as('exporter', 'PATCH', `${M}/web`, { spec: { consumerClusters: null } })).status, 200);
+    t.same(host.sars().map((s) => s.resourceAttributes), [mcs('patch', { name: 'web' })]);
+    host.requests.length = 0;
+    t.equal((await as('exporter', 'GET', `/apis/panoptes.io/v1alpha1/resources/apis/panoptes.io/v1alpha1/namespaces/shop/multiclusterservices/web`)).status, 200, 'read through the all-clusters view');
+    t.same(host.sars().map((s) => s.resourceAttributes), [mcs('get', { name: 'web' })], 'its own objects need no per-cluster check in a view');
+    const other = await as('exporter', 'POST', '/apis/panoptes.io/v1alpha1/namespaces/bank/multiclusterservices', { metadata: { name: 'vault' } });
+    t.equal(other.status, 403);
+    t.match(JSON.parse(other.body), { message: 'multiclusterservices.panoptes.io is forbidden: User "exporter" cannot create resource "multiclusterservices" in API group "panoptes.io" in the namespace "bank": exporter may only export the services of shop' });
+    const all = await as('exporter', 'GET', '/apis/panoptes.io/v1alpha1/multiclusterservices');
+    t.equal(all.status, 403, 'every namespace is another scope');
+    host.requests.length = 0;
+    t.equal((await as('exporter', 'PUT', `${M}/web/status`, { status: {} })).status, 405, 'allowed by RBAC, still synchro\'s alone');
+    t.same(host.sars().map((s) => s.resourceAttributes), [mcs('update', { name: 'web', subresource: 'status' })]);
+    t.equal((await as('exporter', 'DELETE', `${M}/web`)).status, 200);
   });
 
   t.test('the same headers without the front-proxy certificate are not trusted', async (t) => {
@@ -280,4 +308,13 @@ t.test('request attributes (kube RequestInfo inside Panoptes paths)', async (t) 
   t.same(requestAttributes('GET', `${C}/east/status`, ''), cl('get', { name: 'east', subresource: 'status' }));
   t.same(requestAttributes('PUT', `${C}/east/status`, ''), cl('update', { name: 'east', subresource: 'status' }));
   t.same(requestAttributes('GET', '/apis/panoptes.io/v1alpha1/watch/clusters/east', ''), cl('watch', { name: 'east' }));
+  const M = '/apis/panoptes.io/v1alpha1/namespaces/shop/multiclusterservices';
+  const mcs = (verb: string, extra: Record<string, string> = {}) => ({ kind: 'resource', attrs: { verb, group: 'panoptes.io', version: 'v1alpha1', resource: 'multiclusterservices', namespace: 'shop', ...extra } });
+  t.same(requestAttributes('POST', M, ''), mcs('create'));
+  t.same(requestAttributes('PATCH', `${M}/web`, ''), mcs('patch', { name: 'web' }));
+  t.same(requestAttributes('DELETE', `${M}/web`, ''), mcs('delete', { name: 'web' }));
+  t.same(requestAttributes('GET', `${M}/web/status`, ''), mcs('get', { name: 'web', subresource: 'status' }));
+  t.same(requestAttributes('GET', '/apis/panoptes.io/v1alpha1/watch/namespaces/shop/multiclusterservices/web', ''), mcs('watch', { name: 'web' }));
+  t.same(requestAttributes('GET', `${P}/apis/panoptes.io/v1alpha1/namespaces/shop/multiclusterservices`, ''), mcs('list'), 'the all-clusters view: no per-cluster check');
+  t.same(requestAttributes('GET', `${P}/clusters/east/apis/panoptes.io/v1alpha1/multiclusterservices`, 'watch=true'), { kind: 'resource', attrs: { verb: 'watch', group: 'panoptes.io', version: 'v1alpha1', resource: 'multiclusterservices' } }, 'a one-cluster view: every namespace');
 });

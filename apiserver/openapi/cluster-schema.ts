@@ -1,35 +1,12 @@
 // The OpenAPI schemas (Swagger 2.0 form) of Panoptes's own kinds, Cluster and ClusterList
-// (panoptes.io/v1alpha1), as apiserver/clusters.ts serves them: the spec of an API-registered
+// (panoptes.io/v1alpha1), as apiserver/panoptes-group.ts serves them: the spec of an API-registered
 // cluster (api/cluster.ts; inline credentials write-only), the clusters.yaml keys a
 // file cluster's spec shows (the allowlist of api/cluster.ts servedSpec, secrets redacted), and the status
-// synchro writes (synchro/cluster.ts ClusterStatus, synchro/cluster-objects.ts). The object and
-// list metadata definitions come from the captured kube-apiserver 1.28 document
-// (apiserver/reference/openapi-meta.json).
-import { readFileSync } from 'node:fs';
+// synchro writes (synchro/cluster.ts ClusterStatus, synchro/cluster-objects.ts). Built from the
+// blocks of own-schema.ts.
 import type { JsonObject } from '../../kube/openapi-convert.ts';
+import { bool, conditionDefinition, gvk, int, list, listDefinition, objectMetaName, p, ref, str, strings, time, typeMeta } from './own-schema.ts';
 
-const meta = JSON.parse(readFileSync(new URL('../reference/openapi-meta.json', import.meta.url), 'utf8')) as { definitions: Record<string, JsonObject> };
-
-/** ObjectMeta, ListMeta, WatchEvent and the definitions they refer to (v2 form). */
-export const metaDefinitions: Record<string, JsonObject> = meta.definitions;
-
-export const objectMetaName = 'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta';
-export const listMetaName = 'io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta';
-export const watchEventName = 'io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent';
-
-const p = 'io.panoptes.v1alpha1.';
-const ref = (name: string, description: string) => ({ $ref: `#/definitions/${name}`, description });
-const str = (description: string, extra: JsonObject = {}) => ({ type: 'string', description, ...extra });
-const time = (description: string) => str(description, { format: 'date-time' });
-const int = (description: string) => ({ type: 'integer', format: 'int64', description });
-const bool = (description: string) => ({ type: 'boolean', description });
-const strings = (description: string) => ({ type: 'array', description, items: { type: 'string' } });
-const list = (name: string, description: string) => ({ type: 'array', description, items: { $ref: `#/definitions/${p}${name}` } });
-const typeMeta = {
-  apiVersion: str('APIVersion defines the versioned schema of this representation of an object: panoptes.io/v1alpha1.'),
-  kind: str('Kind is a string value representing the REST resource this object represents.'),
-};
-const gvk = (kind: string) => [{ group: 'panoptes.io', kind, version: 'v1alpha1' }];
 const redacted = 'clusters.yaml only; served as "(redacted)" when set: credentials are never served back.';
 const writeOnly = 'Write-only: stored where only synchro reads it, never served back (not by get, list, watch, Table, nor the last-applied annotation).';
 const fileOnly = 'clusters.yaml only (the API refuses file references):';
@@ -46,17 +23,7 @@ export const clusterDefinitions: Record<string, JsonObject> = {
     },
     'x-kubernetes-group-version-kind': gvk('Cluster'),
   },
-  [`${p}ClusterList`]: {
-    description: 'ClusterList is a list of Cluster.',
-    type: 'object',
-    required: ['items'],
-    properties: {
-      ...typeMeta,
-      items: list('Cluster', 'The member clusters.'),
-      metadata: ref(listMetaName, 'Standard list metadata.'),
-    },
-    'x-kubernetes-group-version-kind': gvk('ClusterList'),
-  },
+  [`${p}ClusterList`]: listDefinition('Cluster', 'The member clusters.'),
   [`${p}ClusterSpec`]: {
     description: 'ClusterSpec says how to reach a member cluster and what to sync from it.',
     type: 'object',
@@ -149,18 +116,10 @@ export const clusterDefinitions: Record<string, JsonObject> = {
       acquiredAt: time('When it acquired the lease.'),
     },
   },
-  [`${p}ClusterCondition`]: {
-    description: 'A condition of the cluster.',
-    type: 'object',
-    required: ['type', 'status'],
-    properties: {
-      type: str('Condition type: Ready (the last readiness probe), Accepted (API objects: whether synchro runs the cluster as this object specifies; False with reason DefinedInClustersFile while clusters.yaml has the name).'),
-      status: str('True, False or Unknown.', { enum: ['True', 'False', 'Unknown'] }),
-      reason: str('Machine-readable reason.'),
-      message: str('Human-readable details.'),
-      lastTransitionTime: time('When the condition last changed.'),
-    },
-  },
+  [`${p}ClusterCondition`]: conditionDefinition(
+    'A condition of the cluster.',
+    'Condition type: Ready (the last readiness probe), Accepted (API objects: whether synchro runs the cluster as this object specifies; False with reason DefinedInClustersFile while clusters.yaml has the name).',
+  ),
   [`${p}ClusterInitialSync`]: {
     description: 'Progress of the initial sync.',
     type: 'object',

@@ -23,6 +23,7 @@ const res = (group: string, version: string, resource: string, kind: string, nam
 const memberKinds = [res('', 'v1', 'pods', 'Pod'), res('', 'v1', 'configmaps', 'ConfigMap'), res('', 'v1', 'nodes', 'Node', false), res('apps', 'v1', 'deployments', 'Deployment'), res('demo.panoptes.io', 'v1', 'widgets', 'Widget')];
 const unknownKind = res('things.example.com', 'v1', 'things', 'Thing');
 const clusterKind: Kind = res('panoptes.io', 'v1alpha1', 'clusters', 'Cluster', false);
+const mcsKind: Kind = res('panoptes.io', 'v1alpha1', 'multiclusterservices', 'MultiClusterService');
 
 const gadgetDoc = (version: string, field: string) =>
   JSON.stringify({
@@ -70,10 +71,10 @@ t.test('OpenAPI of the views from stored member documents', async (t) => {
 
   await t.test('v2 of each view is valid Swagger 2.0 describing every served kind', async (t) => {
     for (const [prefix, kinds] of [
-      [`${P}/clusters/a`, [...memberKinds, unknownKind, clusterKind]],
-      [`${P}/clusters/c`, [...memberKinds, clusterKind]],
-      [P, [...memberKinds, unknownKind, clusterKind, res('demo.example.com', 'v2', 'gadgets', 'Gadget')]],
-      ['', [clusterKind]],
+      [`${P}/clusters/a`, [...memberKinds, unknownKind, clusterKind, mcsKind]],
+      [`${P}/clusters/c`, [...memberKinds, clusterKind, mcsKind]],
+      [P, [...memberKinds, unknownKind, clusterKind, mcsKind, res('demo.example.com', 'v2', 'gadgets', 'Gadget')]],
+      ['', [clusterKind, mcsKind]],
     ] as Array<[string, Kind[]]>) {
       const r = await GET(`${prefix}/openapi/v2`);
       t.equal(r.status, 200, prefix);
@@ -105,7 +106,7 @@ t.test('OpenAPI of the views from stored member documents', async (t) => {
         const r = await GET(serverRelativeURL);
         t.equal(r.status, 200, serverRelativeURL);
         t.equal(r.headers['cache-control'], 'public, immutable');
-        const kinds = [...memberKinds, unknownKind, clusterKind, res('demo.example.com', 'v2', 'gadgets', 'Gadget')].filter((k) => (k.group ? `apis/${k.group}/${k.version}` : `api/${k.version}`) === gv && (prefix !== `${P}/clusters/c` || k !== unknownKind));
+        const kinds = [...memberKinds, unknownKind, clusterKind, mcsKind, res('demo.example.com', 'v2', 'gadgets', 'Gadget')].filter((k) => (k.group ? `apis/${k.group}/${k.version}` : `api/${k.version}`) === gv && (prefix !== `${P}/clusters/c` || k !== unknownKind));
         t.same(openapiV3Problems(r.json, kinds), [], `${prefix} ${gv}`);
       }
     }
@@ -113,7 +114,7 @@ t.test('OpenAPI of the views from stored member documents', async (t) => {
     t.same(Object.keys(root), ['apis/panoptes.io/v1alpha1'], 'the root serves panoptes.io (for the aggregator)');
     t.match(root['apis/panoptes.io/v1alpha1'].serverRelativeURL, /^\/openapi\/v3\/apis\/panoptes\.io\/v1alpha1\?hash=/);
     const doc = (await GET(root['apis/panoptes.io/v1alpha1'].serverRelativeURL)).json;
-    t.same(openapiV3Problems(doc, [clusterKind]), []);
+    t.same(openapiV3Problems(doc, [clusterKind, mcsKind]), []);
     t.match(doc.components.schemas['io.panoptes.v1alpha1.Cluster'].properties.status, { allOf: [{ $ref: '#/components/schemas/io.panoptes.v1alpha1.ClusterStatus' }] });
     t.ok(doc.components.schemas['io.panoptes.v1alpha1.ClusterStatus'].properties.initialSync);
   });

@@ -121,7 +121,8 @@ export const apiserver: Command = {
 ${summary}. Runs until SIGINT or SIGTERM.
 URLs: /apis/panoptes.io/v1alpha1/resources/<kubernetes path> (all clusters),
       /apis/panoptes.io/v1alpha1/resources/clusters/<cluster>/<kubernetes path> (one cluster),
-      /apis/panoptes.io/v1alpha1/clusters, /healthz, /livez, /readyz, /metrics, /openapi/v2, /openapi/v3,
+      /apis/panoptes.io/v1alpha1/clusters, /apis/panoptes.io/v1alpha1/namespaces/<ns>/multiclusterservices,
+      /healthz, /livez, /readyz, /metrics, /openapi/v2, /openapi/v3,
       /apis/external.metrics.k8s.io/v1beta1/namespaces/<ns>/<metric> (the HorizontalPodAutoscaler's external metrics).
 Serves HTTPS on --secure-port (default 8443) with authentication and authorization delegated to
 the host cluster (an aggregated API server: see manifests/README.md). --insecure-listen instead
