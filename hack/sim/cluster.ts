@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { StatusError } from '../../kube/status.ts';
 import { Churn } from './churn.ts';
+import { Controllers, type ControllerOptions } from './controllers.ts';
 import { Crud } from './crud.ts';
 import { Faults } from './faults.ts';
 import { Registry } from './resources.ts';
@@ -32,6 +33,12 @@ export interface SimClusterOptions {
   workload?: boolean | WorkloadOptions;
   /** Serve /openapi/v3 (default true); false: /openapi/v2 only, as a member without OpenAPI v3. */
   openapiV3?: boolean;
+  /**
+   * Run the controllers (default true): Deployments make ReplicaSets and pods, Services with a
+   * selector get EndpointSlices. false: a static cluster, where nothing changes but what
+   * clients write (the demo workload still gets its statuses and slices, once, at start).
+   */
+  controllers?: boolean | ControllerOptions;
 }
 
 export interface SimCluster {
@@ -47,6 +54,8 @@ export interface SimCluster {
   churn: Churn;
   /** Bearer tokens it requires (none by default) and the tokens clients presented. */
   auth: SimAuth;
+  /** The controllers (stopped in a static cluster): `await c.controllers.settle()` waits until every change so far is acted on. */
+  controllers: Controllers;
   /**
    * Stores many objects without HTTP (benchmarks): `resource` is `pods`, `deployments.apps`
    * or `apps/deployments`. kind/apiVersion are filled in; each object gets its own rv.
@@ -65,6 +74,7 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
   const crud = new Crud(store, registry);
   const hub = new WatchHub(store, { bookmarkIntervalMs: opts.bookmarkIntervalMs });
   const churn = new Churn(crud);
+  const controllers = new Controllers(crud, typeof opts.controllers === 'object' ? opts.controllers : {});
   const sockets = new Set<Socket>();
   let port = opts.port ?? 0;
 
@@ -95,7 +105,7 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
   const auth = new SimAuth();
 
   const ctx: SimContext = {
-    name: opts.name, store, registry, crud, hub, faults, churn, auth,
+    name: opts.name, store, registry, crud, hub, faults, churn, auth, controllers,
     options: { defaultWatchTimeoutSeconds: opts.defaultWatchTimeoutSeconds ?? 1800, tooLargeWaitMs: opts.tooLargeWaitMs ?? 3000, openapiV3: opts.openapiV3 ?? true },
     address: () => `${host}:${port}`,
   };
@@ -104,6 +114,10 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
   const nsInfo = registry.lookup('', 'v1', 'namespaces')!;
   for (const name of systemNamespaces) crud.create(nsInfo, 'v1', undefined, { metadata: { name } });
   if (opts.workload) loadWorkload(crud, { cluster: opts.name, ...(typeof opts.workload === 'object' ? opts.workload : {}) });
+  if (opts.controllers !== false) {
+    controllers.start();
+    await controllers.settle();
+  }
 
   await listen();
 
@@ -122,13 +136,14 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
     get port() {
       return port;
     },
-    store, registry, crud, hub, faults, churn, auth,
+    store, registry, crud, hub, faults, churn, auth, controllers,
     bulkCreate(resource, objects) {
       const info = resolve(resource);
       const apiVersion = info.group ? `${info.group}/${info.versions[0]}` : info.versions[0];
       return store.bulkCreate(info.id, objects.map((o) => ({ ...o, apiVersion: o.apiVersion ?? apiVersion, kind: o.kind ?? info.kind })));
     },
     async close() {
+      controllers.stop();
       churn.stop();
       faults.dispose();
       hub.dropAll(true);

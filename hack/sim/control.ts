@@ -16,6 +16,7 @@ function status(ctx: SimContext): Record<string, unknown> {
     objects: Object.fromEntries(ctx.store.ids().map((id) => [id, ctx.store.count(id)])),
     faults: ctx.faults.state(),
     churn: ctx.churn.status(),
+    controllers: ctx.controllers.stats(),
   };
 }
 

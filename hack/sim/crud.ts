@@ -8,7 +8,7 @@ import { StatusError, type StatusDetails } from '../../kube/status.ts';
 import { applyPatch, type PatchType } from './patch.ts';
 import { invalidCRD, type Registry, type ResourceInfo } from './resources.ts';
 import type { Store } from './store.ts';
-import { cloneJson, isObject, kubeTime, type JsonObject, type KObject, type ObjectMeta } from './types.ts';
+import { cloneJson, isObject, kubeTime, stable, type JsonObject, type KObject, type ObjectMeta } from './types.ts';
 
 export interface WriteOptions {
   /** dryRun=All: validate and answer, store nothing. */
@@ -43,14 +43,9 @@ const dependents: Record<string, string[]> = {
   DaemonSet: ['/pods', 'apps/controllerrevisions'],
   Job: ['/pods'],
   CronJob: ['batch/jobs'],
+  // The EndpointSlices kube's controller made for it (and any other slice that names the Service as its owner).
+  Service: ['discovery.k8s.io/endpointslices'],
 };
-
-/** JSON with sorted keys, to tell a no-op update (which kube-apiserver does not write). */
-function stable(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
-  if (isObject(v)) return `{${Object.keys(v).sort().filter((k) => v[k] !== undefined).map((k) => `${JSON.stringify(k)}:${stable(v[k])}`).join(',')}}`;
-  return JSON.stringify(v) ?? 'null';
-}
 
 function getPath(obj: unknown, path: string): unknown {
   let cur = obj;
@@ -298,6 +293,11 @@ export class Crud {
   }
 
   private specChanged(info: ResourceInfo, a: KObject, b: KObject): boolean {
+    // An EndpointSlice's generation follows everything but metadata, and its labels (the strategy's PrepareForUpdate).
+    if (info.id === 'discovery.k8s.io/endpointslices') {
+      const strip = (o: KObject) => stable({ ...o, metadata: { labels: o.metadata.labels ?? {} } });
+      return strip(a) !== strip(b);
+    }
     if (info.crd || info.id === 'apiextensions.k8s.io/customresourcedefinitions') {
       const strip = (o: KObject) => stable({ ...o, metadata: undefined, status: undefined });
       return strip(a) !== strip(b);

@@ -9,6 +9,7 @@ import { checkFieldSelector, matchesFields, parseFieldSelector } from '../../kub
 import { matchesLabels, parseLabelSelector } from '../../kube/labels.ts';
 import { StatusError } from '../../kube/status.ts';
 import type { Churn } from './churn.ts';
+import type { Controllers } from './controllers.ts';
 import { handleControl } from './control.ts';
 import type { Crud, DeleteOptions } from './crud.ts';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.ts';
@@ -56,6 +57,7 @@ export interface SimContext {
   hub: WatchHub;
   faults: Faults;
   churn: Churn;
+  controllers: Controllers;
   options: ServerOptions;
   auth: SimAuth;
   /** host:port, for /api's serverAddressByClientCIDRs. */
