@@ -11,7 +11,7 @@ import { StatusError } from '../../kube/status.ts';
 import type { Churn } from './churn.ts';
 import type { Controllers } from './controllers.ts';
 import { handleControl } from './control.ts';
-import type { Crud, DeleteOptions } from './crud.ts';
+import type { Crud, DeleteOptions, WriteOptions } from './crud.ts';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.ts';
 import type { Faults } from './faults.ts';
 import { readBody, sendError, sendJson, sendText } from './http.ts';
@@ -175,8 +175,16 @@ async function resource(ctx: SimContext, req: IncomingMessage, res: ServerRespon
   const out = negotiate(req.headers.accept, verb, url.searchParams.get('includeObject'), info, version, t.subresource === 'scale' ? 'scale' : undefined);
   const apiVersion = group ? `${group}/${version}` : version;
   const served = (o: KObject): KObject => (o.apiVersion === apiVersion ? o : { ...o, apiVersion });
-  const send = (code: number, o: KObject) => sendJson(res, code, objectBody(out, o));
-  const opts = { dryRun: url.searchParams.get('dryRun') === 'All', fieldManager: fieldManager(req, url) };
+  const fv = url.searchParams.get('fieldValidation');
+  const opts: WriteOptions = {
+    dryRun: url.searchParams.get('dryRun') === 'All', fieldManager: fieldManager(req, url),
+    fieldValidation: fv === 'Ignore' || fv === 'Strict' ? fv : 'Warn', warnings: [],
+  };
+  const send = (code: number, o: KObject) => {
+    // Unknown fields dropped under fieldValidation=Warn, as kube-apiserver reports them (RFC 7234 warn-code 299).
+    if (opts.warnings?.length) res.setHeader('Warning', opts.warnings.map((w) => `299 - ${JSON.stringify(w)}`));
+    sendJson(res, code, objectBody(out, o));
+  };
 
   if (t.name === undefined) {
     if (method === 'GET') {
