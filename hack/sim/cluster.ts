@@ -7,6 +7,7 @@ import { Churn } from './churn.ts';
 import { Controllers, type ControllerOptions } from './controllers.ts';
 import { Crud } from './crud.ts';
 import { Faults } from './faults.ts';
+import { defaultMcsRelease, installMcsCRDs, type McsRelease } from './mcs-crds.ts';
 import { Registry } from './resources.ts';
 import { handle, SimAuth, type SimContext } from './server.ts';
 import { Store } from './store.ts';
@@ -39,6 +40,8 @@ export interface SimClusterOptions {
    * clients write (the demo workload still gets its statuses and slices, once, at start).
    */
   controllers?: boolean | ControllerOptions;
+  /** Install the MCS-API's ServiceExport and ServiceImport CRDs (multicluster.x-k8s.io): true is release v0.4.1 (v1alpha1). */
+  mcsCRDs?: boolean | McsRelease;
 }
 
 export interface SimCluster {
@@ -113,6 +116,7 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
 
   const nsInfo = registry.lookup('', 'v1', 'namespaces')!;
   for (const name of systemNamespaces) crud.create(nsInfo, 'v1', undefined, { metadata: { name } });
+  if (opts.mcsCRDs) installMcsCRDs(crud, opts.mcsCRDs === true ? defaultMcsRelease : opts.mcsCRDs);
   if (opts.workload) loadWorkload(crud, { cluster: opts.name, ...(typeof opts.workload === 'object' ? opts.workload : {}) });
   if (opts.controllers !== false) {
     controllers.start();
@@ -152,18 +156,23 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
   };
 }
 
-export interface SimClustersOptions extends Omit<SimClusterOptions, 'name' | 'port'> {
+export interface SimClustersOptions extends Omit<SimClusterOptions, 'name' | 'port' | 'mcsCRDs'> {
   /** Cluster i listens on basePort + i; 0 or unset: ephemeral ports. */
   basePort?: number;
+  /** The MCS-API CRDs: in every cluster (true, or a release), or only in the clusters named. */
+  mcsCRDs?: boolean | McsRelease | string[];
+  /** The release the named clusters get (default v0.4.1). */
+  mcsRelease?: McsRelease;
 }
 
 /** Starts one simulated cluster per name (closes the started ones if one fails). */
 export async function startSimClusters(names: string[], opts: SimClustersOptions = {}): Promise<SimCluster[]> {
-  const { basePort, ...rest } = opts;
+  const { basePort, mcsCRDs, mcsRelease, ...rest } = opts;
+  const crdsOf = (name: string): boolean | McsRelease | undefined => (Array.isArray(mcsCRDs) ? mcsCRDs.includes(name) && (mcsRelease ?? true) : mcsCRDs);
   const started: SimCluster[] = [];
   try {
     for (const [i, name] of names.entries()) {
-      started.push(await startSimCluster({ ...rest, name, port: basePort ? basePort + i : 0 }));
+      started.push(await startSimCluster({ ...rest, name, port: basePort ? basePort + i : 0, mcsCRDs: crdsOf(name) }));
     }
   } catch (err) {
     await Promise.all(started.map((c) => c.close()));
