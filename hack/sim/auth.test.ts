@@ -75,3 +75,14 @@ t.test('rules: verbs per resource, group and namespace; tokens still required wh
   t.equal((await get(`${c.url}/api/v1/pods`)).status, 401, 'without a token: 401, as before');
   t.equal((await get(`${c.url}/api/v1/pods`, { Authorization: 'Bearer admin' })).status, 200);
 });
+
+t.test('grants over /_sim/auth', async (t) => {
+  const c = await simCluster(t);
+  const bad = await http('POST', `${c.url}/_sim/auth/grant`, { token: 'x' });
+  t.equal(bad.status, 400);
+  t.same((await http('POST', `${c.url}/_sim/auth/grant`, { token: 'ro', user: { name: 'viewer', rules: [{ verbs: ['get', 'list', 'watch'] }] } })).json, { granted: 'viewer' });
+  const denied = await http('POST', `${c.url}/api/v1/namespaces/default/configmaps`, { metadata: { name: 'c' } }, { Authorization: 'Bearer ro' });
+  t.equal(denied.json.message, 'configmaps is forbidden: User "viewer" cannot create resource "configmaps" in API group "" in the namespace "default"');
+  t.same((await http('POST', `${c.url}/_sim/auth/revoke?token=ro`)).json, { revoked: true });
+  t.equal((await http('POST', `${c.url}/api/v1/namespaces/default/configmaps`, { metadata: { name: 'c' } }, { Authorization: 'Bearer ro' })).status, 201);
+});
