@@ -13,7 +13,7 @@ const types: Record<FieldErrorType, { reason: string; words: string; showsValue:
   Forbidden: { reason: 'FieldValueForbidden', words: 'Forbidden', showsValue: false },
   Duplicate: { reason: 'FieldValueDuplicate', words: 'Duplicate value', showsValue: true },
   TooLong: { reason: 'FieldValueTooLong', words: 'Too long', showsValue: false },
-  TooMany: { reason: 'FieldValueTooMany', words: 'Too many', showsValue: false },
+  TooMany: { reason: 'FieldValueTooMany', words: 'Too many', showsValue: true },
 };
 
 export interface FieldError {
@@ -25,8 +25,14 @@ export interface FieldError {
   detail?: string;
 }
 
+/** A value already in Go's %#v syntax (a struct kube reports as it is, `core.ServicePort{...}`): shown verbatim. */
+export class GoSyntax {
+  constructor(readonly text: string) {}
+}
+
 /** Go's %v of a value inside "Invalid value: ..." (strings quoted, as field.Error prints them). */
 function show(value: unknown): string {
+  if (value instanceof GoSyntax) return value.text;
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (value === null || value === undefined) return '"null"';
@@ -50,6 +56,8 @@ export const fieldRequired = (field: string, detail = ''): FieldError => ({ type
 export const fieldForbidden = (field: string, detail: string): FieldError => ({ type: 'Forbidden', field, detail });
 export const fieldDuplicate = (field: string, value: unknown): FieldError => ({ type: 'Duplicate', field, value });
 export const fieldTooLong = (field: string, max: number): FieldError => ({ type: 'TooLong', field, detail: `must have at most ${max} bytes` });
+/** field.TooMany: `Too many: 1001: must have at most 1000 items`. */
+export const fieldTooMany = (field: string, actual: number, max: number): FieldError => ({ type: 'TooMany', field, value: actual, detail: `must have at most ${max} ${max === 1 ? 'item' : 'items'}` });
 /** field.NotSupported: the detail lists the supported values, quoted. */
 export const fieldNotSupported = (field: string, value: unknown, supported: string[]): FieldError => ({
   type: 'NotSupported',

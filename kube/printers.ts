@@ -309,6 +309,20 @@ function eventCells(o: Obj, now: number, eventsV1: boolean): unknown[] {
   return [last, str(o.type), str(o.reason), target, str(io.fieldPath), source, str(e.message).trim(), first, count, str(meta.name)];
 }
 
+/** listWithMoreString: the first 3, then ` + N more...`; `<unset>` when empty. */
+function listWithMore(items: string[], max = 3): string {
+  const shown = items.slice(0, max).join(',');
+  if (items.length > max) return `${shown} + ${items.length - max} more...`;
+  return shown || '<unset>';
+}
+
+/** printEndpointSlice: formatDiscoveryPorts (the port, or its name, or `*`) and formatDiscoveryEndpoints (every address). */
+function endpointSliceCells(o: Obj, now: number): unknown[] {
+  const ports = arr(o.ports).map((p) => (typeof p.port === 'number' ? String(p.port) : str(p.name) || '*'));
+  const addresses = arr(o.endpoints).flatMap((e) => (Array.isArray(e.addresses) ? e.addresses.map(str) : []));
+  return [str(rec(o.metadata).name), str(o.addressType), listWithMore(ports), listWithMore(addresses), since(rec(o.metadata).creationTimestamp, now)];
+}
+
 export type Printer = (o: Obj, now: number) => unknown[];
 
 /** Printers by `group/resource`. */
@@ -363,6 +377,7 @@ export const printers: Record<string, Printer> = {
       formatLabelSelector(rec(o.spec).selector),
     ];
   },
+  'discovery.k8s.io/endpointslices': endpointSliceCells,
   'batch/jobs': jobCells,
   'batch/cronjobs': (o, now) => {
     const spec = rec(o.spec);

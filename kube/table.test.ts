@@ -42,6 +42,9 @@ t.test('cells of the common kinds', async (t) => {
   const svc = { metadata: { name: 'kubernetes', creationTimestamp: created }, spec: { type: 'ClusterIP', clusterIPs: ['10.96.0.1'], ports: [{ port: 443, protocol: 'TCP' }] } };
   t.same(printers['/services'](svc, now), ['kubernetes', 'ClusterIP', '10.96.0.1', '<none>', '443/TCP', '60m', '<none>'], 'the reference sample row');
   const ev = { metadata: { name: 'e1' }, type: 'Normal', reason: 'SuccessfulCreate', involvedObject: { kind: 'ReplicaSet', name: 'cpb' }, source: { component: 'replicaset-controller' }, message: 'Created pod', firstTimestamp: created, lastTimestamp: created, count: 1 };
+  const slice = { metadata: { name: 'web-x', creationTimestamp: created }, addressType: 'IPv4', ports: [{ name: 'http', port: 8080 }, { name: 'a' }, {}, { port: 1 }], endpoints: [{ addresses: ['10.0.0.1'] }, { addresses: ['10.0.0.2', '10.0.0.3'] }, { addresses: ['10.0.0.4'] }] };
+  t.same(printers['discovery.k8s.io/endpointslices'](slice, now), ['web-x', 'IPv4', '8080,a,* + 1 more...', '10.0.0.1,10.0.0.2,10.0.0.3 + 1 more...', '60m']);
+  t.same(printers['discovery.k8s.io/endpointslices']({ metadata: { name: 'p' }, addressType: 'IPv4', ports: null, endpoints: null }, now), ['p', 'IPv4', '<unset>', '<unset>', '<unknown>'], 'a placeholder slice');
   t.same(printers['/events'](ev, now), ['60m', 'Normal', 'SuccessfulCreate', 'replicaset/cpb', '', 'replicaset-controller', 'Created pod', '60m', 1, 'e1']);
   t.equal(formatLabelSelector({ matchLabels: { b: '1' }, matchExpressions: [{ key: 'a', operator: 'In', values: ['y', 'x'] }, { key: 'c', operator: 'DoesNotExist' }] }), 'a in (x,y),b=1,!c');
 });

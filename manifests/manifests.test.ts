@@ -2,12 +2,13 @@
 // passes `kubectl apply --dry-run=client --validate=false` against a simulated cluster
 // (kubectl needs discovery to map kinds). Also checks what the install relies on.
 import { execFile } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import t from 'tap';
 import { parseAllDocuments } from 'yaml';
 import { parseRules } from '../apiserver/external/rules.ts';
-import { kubectl, simCluster, tempDir } from '../hack/sim/testutil.ts';
+import type { SimRule } from '../hack/sim/auth.ts';
+import { get, http, kubectl, simCluster, tempDir } from '../hack/sim/testutil.ts';
 import { invalidLabelKey } from '../kube/labels.ts';
 import { validateClusterSpec } from '../api/cluster.ts';
 
@@ -139,4 +140,61 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
 
   const reader = find(rendered['member-cluster'], 'ClusterRole', 'panoptes:reader');
   t.ok(reader?.rules?.every((r) => r.verbs.every((v) => ['get', 'list', 'watch'].includes(v))), 'member reader is read-only');
+  // The dispatcher's writes, in a file of their own, bound to the ServiceAccount synchro uses.
+  const member = rendered['member-cluster'];
+  const all7 = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
+  t.same(find(member, 'ClusterRole', 'panoptes:dispatcher')?.rules, [
+    { apiGroups: [''], resources: ['services'], verbs: all7 },
+    { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: all7 },
+    { apiGroups: ['multicluster.x-k8s.io'], resources: ['serviceimports'], verbs: all7 },
+    { apiGroups: ['multicluster.x-k8s.io'], resources: ['serviceimports/status'], verbs: ['get', 'update', 'patch'] },
+  ]);
+  t.match(find(member, 'ClusterRoleBinding', 'panoptes:dispatcher'), {
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'panoptes:dispatcher' },
+    subjects: [{ kind: 'ServiceAccount', name: 'panoptes-reader', namespace: 'panoptes-system' }],
+  });
+  t.ok(find(member, 'ServiceAccount', 'panoptes-reader'), 'the ServiceAccount both roles are bound to');
+  const readerAlone = parseAllDocuments(readFileSync(join(dir, 'member-cluster', 'reader.yaml'), 'utf8')).map((d) => d.toJS() as Obj);
+  t.notOk(readerAlone.some((o) => o.metadata.name === 'panoptes:dispatcher'), 'reader.yaml alone leaves the dispatcher out');
+});
+
+t.test('the member-cluster roles, as a simulated cluster enforces them', async (t) => {
+  const tmp = tempDir(t);
+  const r = await kustomize(tmp, 'member-cluster');
+  t.equal(r.code, 0, r.stderr);
+  const objs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj);
+  // RBAC's resource rules, as the simulated cluster's authorizer takes them (non-resource URLs stay open there).
+  const rules = (name: string): SimRule[] => (find(objs, 'ClusterRole', name)?.rules ?? []).filter((x) => x.resources).map((x) => ({ verbs: x.verbs, apiGroups: x.apiGroups, resources: x.resources }));
+  const c = await simCluster(t, { workload: true, mcsCRDs: true });
+  c.auth.grant('reader', { name: 'system:serviceaccount:panoptes-system:panoptes-reader', rules: rules('panoptes:reader') });
+  c.auth.grant('consumer', { name: 'system:serviceaccount:panoptes-system:panoptes-reader', rules: [...rules('panoptes:reader'), ...rules('panoptes:dispatcher')] });
+  const as = (token: string) => ({ Authorization: `Bearer ${token}` });
+  const svc = { metadata: { name: 'web', labels: { 'app.kubernetes.io/managed-by': 'panoptes.io' } }, spec: { ports: [{ name: 'http', port: 80 }] } };
+  const slice = { metadata: { name: 'east-web-abcde', labels: { 'kubernetes.io/service-name': 'web', 'endpointslice.kubernetes.io/managed-by': 'panoptes.io-mcs-dispatcher' } }, addressType: 'IPv4', endpoints: [{ addresses: ['10.244.1.9'] }], ports: [{ name: 'http', port: 8080 }] };
+  const si = { apiVersion: 'multicluster.x-k8s.io/v1alpha1', kind: 'ServiceImport', metadata: { name: 'web' }, spec: { type: 'ClusterSetIP', ports: [{ name: 'http', port: 80, protocol: 'TCP' }] } };
+  const base = c.url;
+  const SI = `${base}/apis/multicluster.x-k8s.io/v1alpha1/namespaces/shop/serviceimports`;
+
+  // The reader reads everything it syncs (ServiceExports too) and writes nothing.
+  for (const path of ['/api/v1/services', '/apis/discovery.k8s.io/v1/endpointslices', '/apis/multicluster.x-k8s.io/v1alpha1/serviceexports', '/apis/apps/v1/deployments']) {
+    t.equal((await get(`${base}${path}`, as('reader'))).status, 200, `reader: list ${path}`);
+  }
+  const denied = await http('POST', `${base}/api/v1/namespaces/shop/services`, svc, as('reader'));
+  t.equal(denied.json.message, 'services is forbidden: User "system:serviceaccount:panoptes-system:panoptes-reader" cannot create resource "services" in API group "" in the namespace "shop"');
+
+  // With the dispatcher's role: the Service, the slice, the ServiceImport and its status; updated and deleted.
+  t.equal((await http('POST', `${base}/api/v1/namespaces/shop/services`, svc, as('consumer'))).status, 201);
+  t.equal((await http('POST', `${base}/apis/discovery.k8s.io/v1/namespaces/shop/endpointslices`, slice, as('consumer'))).status, 201);
+  t.equal((await http('PATCH', `${base}/apis/discovery.k8s.io/v1/namespaces/shop/endpointslices/east-web-abcde`, { endpoints: [{ addresses: ['10.244.1.10'] }] }, { ...as('consumer'), 'Content-Type': 'application/merge-patch+json' })).status, 200);
+  const made = await http('POST', SI, si, as('consumer'));
+  t.equal(made.status, 201, made.text);
+  t.equal((await http('PUT', `${SI}/web/status`, { ...made.json, status: { clusters: [{ cluster: 'east' }] } }, as('consumer'))).status, 200);
+  t.equal((await http('DELETE', `${base}/apis/discovery.k8s.io/v1/namespaces/shop/endpointslices/east-web-abcde`, undefined, as('consumer'))).status, 200);
+  t.equal((await http('DELETE', `${SI}/web`, undefined, as('consumer'))).status, 200);
+  t.equal((await http('DELETE', `${base}/api/v1/namespaces/shop/services/web`, undefined, as('consumer'))).status, 200);
+  // And nothing else.
+  t.equal((await http('POST', `${base}/api/v1/namespaces/shop/configmaps`, { metadata: { name: 'x' } }, as('consumer'))).status, 403);
+  t.equal((await get(`${base}/api/v1/namespaces/shop/secrets`, as('consumer'))).status, 403, 'no Secrets');
+  t.equal((await http('POST', `${base}/apis/multicluster.x-k8s.io/v1alpha1/namespaces/shop/serviceexports`, { apiVersion: 'multicluster.x-k8s.io/v1alpha1', kind: 'ServiceExport', metadata: { name: 'web' } }, as('consumer'))).status, 403, 'ServiceExports are read, never written');
+  t.equal((await http('DELETE', `${base}/apis/discovery.k8s.io/v1/namespaces/shop/endpointslices`, undefined, as('consumer'))).status, 403, 'no deletecollection');
 });

@@ -132,7 +132,8 @@ t.test('external metrics from panoptes all-in-one over simulated clusters', asyn
   t.test('per-cluster items and the cluster selector', async (t) => {
     t.same(await hpaAsk('standby', 'frontend-ready', ''), { values: ['3', '3'], labels: [{ cluster: 'east' }, { cluster: 'west' }] });
     const deploy = sims[1].registry.lookup('apps', 'v1', 'deployments')!;
-    sims[1].crud.patch(deploy, 'v1', 'shop', 'frontend', 'merge', { status: { readyReplicas: 7 } }, { subresource: 'status' });
+    // Scaled as kubectl scale does it: the simulated cluster's controllers start the pods and report 7 ready.
+    sims[1].crud.patchScale(deploy, 'v1', 'shop', 'frontend', 'merge', { spec: { replicas: 7 } });
     await until('west frontend ready 7', async () => (await hpaAsk('standby', 'frontend-ready', '')).values[1] === '7', 1000);
     t.same(await hpaAsk('standby', 'frontend-ready', 'search.panoptes.io/clusters notin (east)'), { values: ['7'], labels: [{ cluster: 'west' }] });
     t.same((await hpaAsk('x', 'red-widgets', '')).values, ['2'], 'a custom resource in a given state, fleet-wide (one red Widget per cluster)');

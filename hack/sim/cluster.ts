@@ -4,10 +4,13 @@ import { createServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { StatusError } from '../../kube/status.ts';
 import { Churn } from './churn.ts';
+import { Controllers, type ControllerOptions } from './controllers.ts';
 import { Crud } from './crud.ts';
 import { Faults } from './faults.ts';
+import { defaultMcsRelease, installMcsCRDs, type McsRelease } from './mcs-crds.ts';
 import { Registry } from './resources.ts';
-import { handle, SimAuth, type SimContext } from './server.ts';
+import { SimAuth } from './auth.ts';
+import { handle, type SimContext } from './server.ts';
 import { Store } from './store.ts';
 import type { KObject } from './types.ts';
 import { WatchHub } from './watch.ts';
@@ -32,6 +35,14 @@ export interface SimClusterOptions {
   workload?: boolean | WorkloadOptions;
   /** Serve /openapi/v3 (default true); false: /openapi/v2 only, as a member without OpenAPI v3. */
   openapiV3?: boolean;
+  /**
+   * Run the controllers (default true): Deployments make ReplicaSets and pods, Services with a
+   * selector get EndpointSlices. false: a static cluster, where nothing changes but what
+   * clients write (the demo workload still gets its statuses and slices, once, at start).
+   */
+  controllers?: boolean | ControllerOptions;
+  /** Install the MCS-API's ServiceExport and ServiceImport CRDs (multicluster.x-k8s.io): true is release v0.4.1 (v1alpha1). */
+  mcsCRDs?: boolean | McsRelease;
 }
 
 export interface SimCluster {
@@ -47,6 +58,8 @@ export interface SimCluster {
   churn: Churn;
   /** Bearer tokens it requires (none by default) and the tokens clients presented. */
   auth: SimAuth;
+  /** The controllers (stopped in a static cluster): `await c.controllers.settle()` waits until every change so far is acted on. */
+  controllers: Controllers;
   /**
    * Stores many objects without HTTP (benchmarks): `resource` is `pods`, `deployments.apps`
    * or `apps/deployments`. kind/apiVersion are filled in; each object gets its own rv.
@@ -65,6 +78,7 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
   const crud = new Crud(store, registry);
   const hub = new WatchHub(store, { bookmarkIntervalMs: opts.bookmarkIntervalMs });
   const churn = new Churn(crud);
+  const controllers = new Controllers(crud, typeof opts.controllers === 'object' ? opts.controllers : {});
   const sockets = new Set<Socket>();
   let port = opts.port ?? 0;
 
@@ -95,7 +109,7 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
   const auth = new SimAuth();
 
   const ctx: SimContext = {
-    name: opts.name, store, registry, crud, hub, faults, churn, auth,
+    name: opts.name, store, registry, crud, hub, faults, churn, auth, controllers,
     options: { defaultWatchTimeoutSeconds: opts.defaultWatchTimeoutSeconds ?? 1800, tooLargeWaitMs: opts.tooLargeWaitMs ?? 3000, openapiV3: opts.openapiV3 ?? true },
     address: () => `${host}:${port}`,
   };
@@ -103,7 +117,12 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
 
   const nsInfo = registry.lookup('', 'v1', 'namespaces')!;
   for (const name of systemNamespaces) crud.create(nsInfo, 'v1', undefined, { metadata: { name } });
+  if (opts.mcsCRDs) installMcsCRDs(crud, opts.mcsCRDs === true ? defaultMcsRelease : opts.mcsCRDs);
   if (opts.workload) loadWorkload(crud, { cluster: opts.name, ...(typeof opts.workload === 'object' ? opts.workload : {}) });
+  if (opts.controllers !== false) {
+    controllers.start();
+    await controllers.settle();
+  }
 
   await listen();
 
@@ -122,13 +141,14 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
     get port() {
       return port;
     },
-    store, registry, crud, hub, faults, churn, auth,
+    store, registry, crud, hub, faults, churn, auth, controllers,
     bulkCreate(resource, objects) {
       const info = resolve(resource);
       const apiVersion = info.group ? `${info.group}/${info.versions[0]}` : info.versions[0];
       return store.bulkCreate(info.id, objects.map((o) => ({ ...o, apiVersion: o.apiVersion ?? apiVersion, kind: o.kind ?? info.kind })));
     },
     async close() {
+      controllers.stop();
       churn.stop();
       faults.dispose();
       hub.dropAll(true);
@@ -137,18 +157,23 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
   };
 }
 
-export interface SimClustersOptions extends Omit<SimClusterOptions, 'name' | 'port'> {
+export interface SimClustersOptions extends Omit<SimClusterOptions, 'name' | 'port' | 'mcsCRDs'> {
   /** Cluster i listens on basePort + i; 0 or unset: ephemeral ports. */
   basePort?: number;
+  /** The MCS-API CRDs: in every cluster (true, or a release), or only in the clusters named. */
+  mcsCRDs?: boolean | McsRelease | string[];
+  /** The release the named clusters get (default v0.4.1). */
+  mcsRelease?: McsRelease;
 }
 
 /** Starts one simulated cluster per name (closes the started ones if one fails). */
 export async function startSimClusters(names: string[], opts: SimClustersOptions = {}): Promise<SimCluster[]> {
-  const { basePort, ...rest } = opts;
+  const { basePort, mcsCRDs, mcsRelease, ...rest } = opts;
+  const crdsOf = (name: string): boolean | McsRelease | undefined => (Array.isArray(mcsCRDs) ? mcsCRDs.includes(name) && (mcsRelease ?? true) : mcsCRDs);
   const started: SimCluster[] = [];
   try {
     for (const [i, name] of names.entries()) {
-      started.push(await startSimCluster({ ...rest, name, port: basePort ? basePort + i : 0 }));
+      started.push(await startSimCluster({ ...rest, name, port: basePort ? basePort + i : 0, mcsCRDs: crdsOf(name) }));
     }
   } catch (err) {
     await Promise.all(started.map((c) => c.close()));

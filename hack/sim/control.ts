@@ -2,10 +2,12 @@
 // They are never delayed nor refused by the faults they control. See hack/README.md.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StatusError } from '../../kube/status.ts';
+import type { SimUser } from './auth.ts';
 import type { ChurnResource } from './churn.ts';
 import type { DownMode } from './faults.ts';
-import { parseDuration, sendJson } from './http.ts';
+import { parseDuration, readBody, sendJson } from './http.ts';
 import type { SimContext } from './server.ts';
+import { isObject } from './types.ts';
 
 function status(ctx: SimContext): Record<string, unknown> {
   return {
@@ -16,6 +18,7 @@ function status(ctx: SimContext): Record<string, unknown> {
     objects: Object.fromEntries(ctx.store.ids().map((id) => [id, ctx.store.count(id)])),
     faults: ctx.faults.state(),
     churn: ctx.churn.status(),
+    controllers: ctx.controllers.stats(),
   };
 }
 
@@ -86,6 +89,21 @@ export async function handleControl(ctx: SimContext, req: IncomingMessage, res: 
     case 'churn/stop':
       ctx.churn.stop();
       return sendJson(res, 200, ctx.churn.status());
+    case 'auth/grant': {
+      // Body: {"token": "t", "user": {"name": "u", "rules": [{"verbs": ["get"]}]}} (no rules: everything).
+      const body = await readBody(req);
+      const token = isObject(body) && typeof body.token === 'string' ? body.token : '';
+      const user = isObject(body) && isObject(body.user) ? body.user : undefined;
+      if (!token || !user || typeof user.name !== 'string' || (user.rules !== undefined && !Array.isArray(user.rules))) {
+        throw new StatusError('BadRequest', 'the body must be {"token": "...", "user": {"name": "...", "rules": [...]}}');
+      }
+      ctx.auth.grant(token, user as unknown as SimUser);
+      return sendJson(res, 200, { granted: user.name });
+    }
+    case 'auth/revoke': {
+      const token = url.searchParams.get('token') ?? '';
+      return sendJson(res, 200, { revoked: ctx.auth.users.delete(token) });
+    }
     case 'churn/step': {
       const n = intParam(url, 'n', 1);
       return sendJson(res, 200, { ok: ctx.churn.step(n), ...ctx.churn.status() });

@@ -5,14 +5,22 @@
 // dependents (background propagation), unless propagationPolicy=Orphan.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { StatusError, type StatusDetails } from '../../kube/status.ts';
+import { invalidObject } from '../../kube/field-errors.ts';
+import { decodeObject, validateCustomResource, type FieldValidation } from './decode.ts';
 import { applyPatch, type PatchType } from './patch.ts';
 import { invalidCRD, type Registry, type ResourceInfo } from './resources.ts';
+import { allocateService, defaultEndpointSlice, defaultService } from './service-defaults.ts';
 import type { Store } from './store.ts';
-import { cloneJson, isObject, kubeTime, type JsonObject, type KObject, type ObjectMeta } from './types.ts';
+import { cloneJson, isObject, kubeTime, stable, type JsonObject, type KObject, type ObjectMeta } from './types.ts';
+import { validateMetadata, validateObject } from './validation.ts';
 
 export interface WriteOptions {
   /** dryRun=All: validate and answer, store nothing. */
   dryRun?: boolean;
+  /** ?fieldValidation= (default Warn): what happens to fields the schema does not know. */
+  fieldValidation?: FieldValidation;
+  /** Where the warnings of the write go (unknown fields under Warn), for the Warning header. */
+  warnings?: string[];
   /** Recorded in managedFields; from ?fieldManager= or the User-Agent. */
   fieldManager?: string;
   /** For the simulator's own writers (workload, churn): keep `status` on create. */
@@ -31,10 +39,6 @@ export interface DeleteResult {
   deleted: boolean;
 }
 
-const subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const label1035 = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
-
 /** Dependents the garbage collector deletes with their owner (by the owner's kind). */
 const dependents: Record<string, string[]> = {
   Deployment: ['apps/replicasets'],
@@ -43,14 +47,9 @@ const dependents: Record<string, string[]> = {
   DaemonSet: ['/pods', 'apps/controllerrevisions'],
   Job: ['/pods'],
   CronJob: ['batch/jobs'],
+  // The EndpointSlices kube's controller made for it (and any other slice that names the Service as its owner).
+  Service: ['discovery.k8s.io/endpointslices'],
 };
-
-/** JSON with sorted keys, to tell a no-op update (which kube-apiserver does not write). */
-function stable(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
-  if (isObject(v)) return `{${Object.keys(v).sort().filter((k) => v[k] !== undefined).map((k) => `${JSON.stringify(k)}:${stable(v[k])}`).join(',')}}`;
-  return JSON.stringify(v) ?? 'null';
-}
 
 function getPath(obj: unknown, path: string): unknown {
   let cur = obj;
@@ -68,7 +67,8 @@ function setPath(obj: JsonObject, path: string, value: unknown): JsonObject {
 }
 
 export class Crud {
-  private ipCounter = 10;
+  /** Where the next clusterIP is looked for (kube-dns gets 10.96.0.10 in a new demo cluster, as in kind). */
+  private readonly serviceIPs = { next: 10 };
 
   constructor(readonly store: Store, readonly registry: Registry) {}
 
@@ -133,23 +133,22 @@ export class Crud {
     obj.metadata.namespace = namespace ?? obj.metadata.namespace ?? 'default';
   }
 
-  private checkName(info: ResourceInfo, name: string): void {
-    let ok: boolean;
-    let rule: string;
-    if (info.id === '/namespaces') {
-      ok = name.length <= 63 && label.test(name);
-      rule = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
-    } else if (info.id === '/services') {
-      ok = name.length <= 63 && label1035.test(name);
-      rule = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
-    } else if (info.group === 'rbac.authorization.k8s.io') {
-      ok = name !== '.' && name !== '..' && !/[/%]/.test(name);
-      rule = 'may not contain "/" or "%"';
-    } else {
-      ok = name.length <= 253 && subdomain.test(name);
-      rule = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-    }
-    if (!ok) throw this.invalid(info, name, 'metadata.name', `Invalid value: ${JSON.stringify(name)}: ${rule}`);
+  private crdOf(info: ResourceInfo): KObject | undefined {
+    return info.crd ? this.store.get('apiextensions.k8s.io/customresourcedefinitions', undefined, info.crd) : undefined;
+  }
+
+  /** The object as kube-apiserver decodes it against its schema (decode.ts): types checked, unknown fields dropped and reported. */
+  private decode(info: ResourceInfo, version: string, obj: KObject, opts: WriteOptions): KObject {
+    const { object, warnings } = decodeObject(info, version, obj, { fieldValidation: opts.fieldValidation, crd: this.crdOf(info) });
+    opts.warnings?.push(...warnings);
+    return object;
+  }
+
+  /** kube-apiserver's validation of the object (validation.ts): 422 Invalid with every field error. */
+  private validate(info: ResourceInfo, version: string, obj: KObject, old?: KObject, statusOnly = false): void {
+    const errs = statusOnly ? validateMetadata(info, obj) : validateObject(info, obj, old);
+    if (info.crd) errs.push(...validateCustomResource(version, obj, this.crdOf(info)));
+    if (errs.length) throw invalidObject({ group: info.group, kind: info.kind }, obj.metadata.name ?? '', errs);
   }
 
   private managed(meta: ObjectMeta, info: ResourceInfo, version: string, opts: WriteOptions): void {
@@ -162,19 +161,14 @@ export class Crud {
 
   /** POST: creates an object; 409 AlreadyExists, 404 when its namespace does not exist. */
   create(info: ResourceInfo, version: string, namespace: string | undefined, body: unknown, opts: WriteOptions = {}): KObject {
-    const obj = this.checkBody(info, version, body);
+    const obj = this.decode(info, version, this.checkBody(info, version, body), opts);
     this.checkNamespace(info, obj, namespace);
     const meta = obj.metadata;
-    if (!meta.name) {
-      if (meta.generateName) {
-        const alphabet = 'bcdfghjklmnpqrstvwxz2456789';
-        meta.name = meta.generateName + [...randomBytes(5)].map((b) => alphabet[b % alphabet.length]).join('');
-      } else {
-        throw this.invalid(info, '', 'metadata.name', 'Required value: name or generateName is required');
-      }
+    if (!meta.name && meta.generateName) {
+      const alphabet = 'bcdfghjklmnpqrstvwxz2456789';
+      meta.name = meta.generateName + [...randomBytes(5)].map((b) => alphabet[b % alphabet.length]).join('');
     }
-    const name = meta.name;
-    this.checkName(info, name);
+    const name = meta.name ?? '';
     if (info.namespaced && !this.store.get('/namespaces', undefined, meta.namespace!)) {
       throw new StatusError('NotFound', `namespaces "${meta.namespace}" not found`, { name: meta.namespace, kind: 'namespaces' });
     }
@@ -183,10 +177,6 @@ export class Crud {
       if (ns.metadata.deletionTimestamp) {
         throw new StatusError('Forbidden', `${info.resource} "${name}" is forbidden: unable to create new content in namespace ${meta.namespace} because it is being terminated`, this.details(info, name));
       }
-    }
-    if (this.store.get(info.id, meta.namespace, name)) {
-      const what = info.group ? `${info.resource}.${info.group}` : info.resource;
-      throw new StatusError('AlreadyExists', `${what} "${name}" already exists`, this.details(info, name));
     }
     meta.uid = randomUUID();
     meta.creationTimestamp = kubeTime();
@@ -198,6 +188,12 @@ export class Crud {
     if (info.status && !opts.keepStatus) delete obj.status;
     this.managed(meta, info, version, opts);
     this.defaults(info, obj);
+    this.validate(info, version, obj);
+    if (this.store.get(info.id, meta.namespace, name)) {
+      const what = info.group ? `${info.resource}.${info.group}` : info.resource;
+      throw new StatusError('AlreadyExists', `${what} "${name}" already exists`, this.details(info, name));
+    }
+    if (info.id === '/services') obj.spec = allocateService(this.store, obj, this.serviceIPs);
     if (info.id === 'apiextensions.k8s.io/customresourcedefinitions') {
       const why = invalidCRD(obj);
       if (why) throw this.invalid(info, name, 'spec', why);
@@ -221,16 +217,13 @@ export class Crud {
       case '/pods':
         if (!isObject(obj.status)) obj.status = { phase: 'Pending', qosClass: 'BestEffort' };
         break;
-      case '/services': {
-        const s: JsonObject = { type: 'ClusterIP', sessionAffinity: 'None', ...spec };
-        if (s.type !== 'ExternalName' && s.clusterIP === undefined) {
-          const n = this.ipCounter++;
-          s.clusterIP = `10.96.${(n >> 8) & 255}.${n & 255}`;
-          s.clusterIPs = [s.clusterIP];
-        }
-        obj.spec = s;
+      case '/services':
+        obj.spec = defaultService(obj);
+        obj.status ??= { loadBalancer: {} };
         break;
-      }
+      case 'discovery.k8s.io/endpointslices':
+        defaultEndpointSlice(obj);
+        break;
     }
   }
 
@@ -240,7 +233,7 @@ export class Crud {
    * changes; otherwise, for kinds with a status subresource, the status is kept.
    */
   update(info: ResourceInfo, version: string, namespace: string | undefined, name: string, body: unknown, opts: WriteOptions & { subresource?: 'status' } = {}): KObject {
-    const obj = this.checkBody(info, version, body);
+    const obj = this.decode(info, version, this.checkBody(info, version, body), opts);
     this.checkNamespace(info, obj, namespace);
     if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
       throw new StatusError('BadRequest', `the name of the object (${obj.metadata.name}) does not match the name on the URL (${name})`);
@@ -261,6 +254,9 @@ export class Crud {
         else next.status = old.status;
       }
     }
+    const statusOnly = opts.subresource === 'status';
+    if (info.id === '/services' && !statusOnly) next.spec = defaultService(next, old);
+    if (info.id === 'discovery.k8s.io/endpointslices') defaultEndpointSlice(next);
     const meta = next.metadata;
     meta.name = name;
     meta.uid = old.metadata.uid;
@@ -279,6 +275,8 @@ export class Crud {
       delete meta.generation;
     }
     if (info.id === '/namespaces') meta.labels = { ...meta.labels, 'kubernetes.io/metadata.name': name };
+    this.validate(info, version, next, old, statusOnly);
+    if (info.id === '/services' && !statusOnly) next.spec = allocateService(this.store, next, this.serviceIPs);
     if (info.id === 'apiextensions.k8s.io/customresourcedefinitions') {
       const why = invalidCRD(next);
       if (why) throw this.invalid(info, name, 'spec', why);
@@ -298,6 +296,11 @@ export class Crud {
   }
 
   private specChanged(info: ResourceInfo, a: KObject, b: KObject): boolean {
+    // An EndpointSlice's generation follows everything but metadata, and its labels (the strategy's PrepareForUpdate).
+    if (info.id === 'discovery.k8s.io/endpointslices') {
+      const strip = (o: KObject) => stable({ ...o, metadata: { labels: o.metadata.labels ?? {} } });
+      return strip(a) !== strip(b);
+    }
     if (info.crd || info.id === 'apiextensions.k8s.io/customresourcedefinitions') {
       const strip = (o: KObject) => stable({ ...o, metadata: undefined, status: undefined });
       return strip(a) !== strip(b);

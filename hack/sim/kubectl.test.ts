@@ -38,9 +38,11 @@ t.test('discovery, reads and writes as kubectl does them', async (t) => {
 
   t.equal((await k('-n', 'shop', 'scale', 'deployment', 'frontend', '--replicas=5')).code, 0);
   t.equal((c.store.get('apps/deployments', 'shop', 'frontend')!.spec as { replicas: number }).replicas, 5);
+  // A ReplicaSet a Deployment owns is scaled back by the deployment controller, as in kube.
   const rs = c.store.list('apps/replicasets', { namespace: 'shop' }).items.find((o) => o.metadata.name!.startsWith('cart-'))!;
   t.equal((await k('-n', 'shop', 'scale', 'rs', rs.metadata.name!, '--replicas=0')).code, 0);
-  t.equal((c.store.get('apps/replicasets', 'shop', rs.metadata.name!)!.spec as { replicas: number }).replicas, 0);
+  t.ok(await c.controllers.settle());
+  t.equal((c.store.get('apps/replicasets', 'shop', rs.metadata.name!)!.spec as { replicas: number }).replicas, 2, 'the deployment controller restored its replicas');
   t.equal((await k('-n', 'monitoring', 'scale', 'statefulset', 'prometheus', '--replicas=3')).code, 0);
   t.equal((c.store.get('apps/statefulsets', 'monitoring', 'prometheus')!.spec as { replicas: number }).replicas, 3);
 

@@ -35,8 +35,8 @@ const served = (doc: unknown): Served => {
 };
 
 let builtinDoc: JsonObject | undefined;
-/** The captured v1.28 /openapi/v2, parsed once per process. */
-function builtinV2(): JsonObject {
+/** The captured v1.28 /openapi/v2, parsed once per process (also the built-in kinds' schemas for decoding writes). */
+export function builtinOpenAPIV2(): JsonObject {
   builtinDoc ??= JSON.parse(readFileSync(new URL('./reference/openapi-v2.json', import.meta.url), 'utf8')) as JsonObject;
   return builtinDoc;
 }
@@ -84,7 +84,7 @@ const builtinV3 = new Map<string, Served | null>();
 /** The v3 document of one built-in group version, converted from the v2 document (once per process). */
 function builtinGroupVersion(gv: string): Served | undefined {
   if (!builtinV3.has(gv)) {
-    const v2 = builtinV2();
+    const v2 = builtinOpenAPIV2();
     const shared = isObject(v2.parameters) ? v2.parameters : {};
     const prefix = `/${gv}/`;
     const paths: JsonObject = {};
@@ -173,7 +173,7 @@ const pathOptions = { listParams: kubeListParams, commonParams: [prettyParam], p
 
 /** Built-in definitions (v2 form) the CRD schemas refer to: ObjectMeta, ListMeta, WatchEvent and what they reach. */
 function metaDefinitions(): Record<string, JsonObject> {
-  const defs = namedSchemas(builtinV2(), 'v2');
+  const defs = namedSchemas(builtinOpenAPIV2(), 'v2');
   return Object.fromEntries(closure(defs, [objectMeta, listMeta, 'io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent'], 'v2').map((n) => [n, defs[n]]));
 }
 
@@ -241,7 +241,7 @@ function v2Document(store: Store, registry: Registry): Served {
   if (state.v2) return state.v2;
   let doc = v2ByCrds.get(state.signature);
   if (!doc) {
-    const base = builtinV2();
+    const base = builtinOpenAPIV2();
     const definitions: JsonObject = { ...(base.definitions as JsonObject) };
     const paths: JsonObject = { ...(base.paths as JsonObject) };
     for (const c of crds) {

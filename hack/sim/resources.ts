@@ -61,7 +61,7 @@ const withGeneration = new Set([
   'networking.k8s.io/networkpolicies', 'policy/poddisruptionbudgets', 'apiextensions.k8s.io/customresourcedefinitions',
   'autoscaling/horizontalpodautoscalers', 'admissionregistration.k8s.io/validatingwebhookconfigurations',
   'admissionregistration.k8s.io/mutatingwebhookconfigurations', 'flowcontrol.apiserver.k8s.io/flowschemas',
-  'flowcontrol.apiserver.k8s.io/prioritylevelconfigurations',
+  'flowcontrol.apiserver.k8s.io/prioritylevelconfigurations', 'discovery.k8s.io/endpointslices',
 ]);
 
 const builtinScale: ScaleSpec = { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' };

@@ -4,7 +4,8 @@ import { get, http, simCluster } from './testutil.ts';
 const merge = { 'Content-Type': 'application/merge-patch+json' };
 
 t.test('create, get, update, patch, delete with kube-apiserver metadata and Status errors', async (t) => {
-  const c = await simCluster(t);
+  // A static cluster: no deployment controller writing the Deployment between these requests.
+  const c = await simCluster(t, { controllers: false });
   const base = `${c.url}/apis/apps/v1/namespaces/default/deployments`;
   const body = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', labels: { app: 'web' } }, spec: { replicas: 1, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } } }, status: { replicas: 9 } };
   const created = await http('POST', base, body);
@@ -130,7 +131,7 @@ t.test('CRDs: custom resources served once created, gone once deleted', async (t
   const c = await simCluster(t);
   const crd = {
     apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'gadgets.example.com' },
-    spec: { group: 'example.com', scope: 'Namespaced', names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object' } } }] },
+    spec: { group: 'example.com', scope: 'Namespaced', names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] },
   };
   const base = `${c.url}/apis/example.com/v1/namespaces/default/gadgets`;
   t.equal((await get(base)).status, 404);

@@ -8,9 +8,11 @@ import type { Verb } from '../../apiserver/request.ts';
 import { checkFieldSelector, matchesFields, parseFieldSelector } from '../../kube/fields.ts';
 import { matchesLabels, parseLabelSelector } from '../../kube/labels.ts';
 import { StatusError } from '../../kube/status.ts';
+import type { SimAuth, SimUser } from './auth.ts';
 import type { Churn } from './churn.ts';
+import type { Controllers } from './controllers.ts';
 import { handleControl } from './control.ts';
-import type { Crud, DeleteOptions } from './crud.ts';
+import type { Crud, DeleteOptions, WriteOptions } from './crud.ts';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.ts';
 import type { Faults } from './faults.ts';
 import { readBody, sendError, sendJson, sendText } from './http.ts';
@@ -31,22 +33,6 @@ export interface ServerOptions {
   openapiV3: boolean;
 }
 
-/** Bearer-token authentication of a simulated cluster: off (anyone) until tokens are set. */
-export class SimAuth {
-  /** Accepted bearer tokens; empty: no authentication. */
-  tokens: string[] = [];
-  /** Every bearer token presented, in order (tests check which credentials a client used). */
-  readonly seen: string[] = [];
-
-  /** Throws 401 Unauthorized unless the request carries an accepted token (or none are required). */
-  check(req: IncomingMessage): void {
-    const header = req.headers.authorization ?? '';
-    const token = header.startsWith('Bearer ') ? header.slice(7) : '';
-    if (token && this.seen[this.seen.length - 1] !== token) this.seen.push(token);
-    if (this.tokens.length && !this.tokens.includes(token)) throw new StatusError('Unauthorized', 'Unauthorized');
-  }
-}
-
 /** Everything a request handler of one cluster needs. */
 export interface SimContext {
   name: string;
@@ -56,6 +42,7 @@ export interface SimContext {
   hub: WatchHub;
   faults: Faults;
   churn: Churn;
+  controllers: Controllers;
   options: ServerOptions;
   auth: SimAuth;
   /** host:port, for /api's serverAddressByClientCIDRs. */
@@ -70,18 +57,18 @@ export async function handle(ctx: SimContext, req: IncomingMessage, res: ServerR
   try {
     const url = new URL(req.url ?? '/', 'http://sim');
     if (url.pathname.startsWith('/_sim/')) return await handleControl(ctx, req, res, url);
-    ctx.auth.check(req);
+    const user = ctx.auth.check(req);
     if (ctx.faults.unavailable) {
       throw new StatusError('ServiceUnavailable', 'the server is currently unable to handle the request (simulated outage)');
     }
     if (ctx.faults.latencyMs > 0) await new Promise((r) => setTimeout(r, ctx.faults.latencyMs));
-    await route(ctx, req, res, url);
+    await route(ctx, req, res, url, user);
   } catch (err) {
     sendError(res, err);
   }
 }
 
-async function route(ctx: SimContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+async function route(ctx: SimContext, req: IncomingMessage, res: ServerResponse, url: URL, user: SimUser | undefined): Promise<void> {
   const path = url.pathname.replace(/\/+$/, '') || '/';
   const method = req.method ?? 'GET';
   const health = /^\/(healthz|livez|readyz)(\/[^/]+)?$/.exec(path);
@@ -111,7 +98,7 @@ async function route(ctx: SimContext, req: IncomingMessage, res: ServerResponse,
       negotiateDiscovery(req.headers.accept, false);
       return sendJson(res, 200, doc);
     }
-    return resource(ctx, req, res, url, group, version, rest);
+    return resource(ctx, req, res, url, group, version, rest, user);
   }
   throw notFoundPath();
 }
@@ -163,18 +150,39 @@ function fieldManager(req: IncomingMessage, url: URL): string | undefined {
   return ua ? ua.split('/')[0] : undefined;
 }
 
-async function resource(ctx: SimContext, req: IncomingMessage, res: ServerResponse, url: URL, group: string, version: string, rest: string[]): Promise<void> {
+/** The verb kube's RequestInfo gives a resource request. */
+function requestVerb(method: string, named: boolean, watch: boolean): string {
+  switch (method) {
+    case 'GET': return named ? 'get' : watch ? 'watch' : 'list';
+    case 'POST': return 'create';
+    case 'PUT': return 'update';
+    case 'PATCH': return 'patch';
+    case 'DELETE': return named ? 'delete' : 'deletecollection';
+    default: return method.toLowerCase();
+  }
+}
+
+async function resource(ctx: SimContext, req: IncomingMessage, res: ServerResponse, url: URL, group: string, version: string, rest: string[], user: SimUser | undefined): Promise<void> {
   const t = parseTarget(ctx, group, version, rest);
   const { info } = t;
   const method = req.method ?? 'GET';
   const isWatch = t.name === undefined && method === 'GET' && boolParam(url, 'watch');
+  ctx.auth.authorize(user, { verb: requestVerb(method, t.name !== undefined, isWatch), group, resource: info.resource, subresource: t.subresource, namespace: t.namespace, name: t.name });
   // One object back (get, create, update, patch, delete) or a list (list, deletecollection).
   const verb: Verb = isWatch ? 'watch' : t.name !== undefined || method === 'POST' ? 'get' : 'list';
   const out = negotiate(req.headers.accept, verb, url.searchParams.get('includeObject'), info, version, t.subresource === 'scale' ? 'scale' : undefined);
   const apiVersion = group ? `${group}/${version}` : version;
   const served = (o: KObject): KObject => (o.apiVersion === apiVersion ? o : { ...o, apiVersion });
-  const send = (code: number, o: KObject) => sendJson(res, code, objectBody(out, o));
-  const opts = { dryRun: url.searchParams.get('dryRun') === 'All', fieldManager: fieldManager(req, url) };
+  const fv = url.searchParams.get('fieldValidation');
+  const opts: WriteOptions = {
+    dryRun: url.searchParams.get('dryRun') === 'All', fieldManager: fieldManager(req, url),
+    fieldValidation: fv === 'Ignore' || fv === 'Strict' ? fv : 'Warn', warnings: [],
+  };
+  const send = (code: number, o: KObject) => {
+    // Unknown fields dropped under fieldValidation=Warn, as kube-apiserver reports them (RFC 7234 warn-code 299).
+    if (opts.warnings?.length) res.setHeader('Warning', opts.warnings.map((w) => `299 - ${JSON.stringify(w)}`));
+    sendJson(res, code, objectBody(out, o));
+  };
 
   if (t.name === undefined) {
     if (method === 'GET') {

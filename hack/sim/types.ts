@@ -40,6 +40,13 @@ export function isObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** JSON with sorted keys and undefined members left out: equal documents give equal text (a no-op update, a changed spec). */
+export function stable(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
+  if (isObject(v)) return `{${Object.keys(v).sort().filter((k) => v[k] !== undefined).map((k) => `${JSON.stringify(k)}:${stable(v[k])}`).join(',')}}`;
+  return JSON.stringify(v) ?? 'null';
+}
+
 /** Structured clone for JSON data (objects we store came from JSON). */
 export function cloneJson<T>(v: T): T {
   return structuredClone(v);

@@ -2,7 +2,14 @@
 // replicasets and pods, a statefulset, a daemonset, a job, services with endpointslices,
 // configmaps, a secret, events, and a CRD with a few custom resources. Objects look like a
 // real cluster's (owner references, pod-template-hash, statuses), deterministic per cluster.
+// Pods are placed as the ReplicaSet controller places them (pod-placement.ts: a node, an
+// address from its podCIDR); the statuses of deployments and replicasets and every
+// EndpointSlice are the controllers' own (controllers.ts), written by one pass of them at the
+// end, so a cluster whose controllers then run has nothing left to change.
+import { Controllers } from './controllers.ts';
 import type { Crud } from './crud.ts';
+import { podTemplateHash } from './deployment-controller.ts';
+import { Placer } from './pod-placement.ts';
 import { Random, seedOf } from './random.ts';
 import type { ResourceInfo } from './resources.ts';
 import { kubeTime, type JsonObject, type KObject } from './types.ts';
@@ -62,7 +69,8 @@ export const widgetCRD: KObject = {
 
 class Builder {
   private readonly rng: Random;
-  private ip = 10;
+  /** Made once the nodes exist. */
+  placer?: Placer;
 
   constructor(private readonly crud: Crud, readonly cluster: string) {
     this.rng = new Random(seedOf(cluster));
@@ -86,11 +94,6 @@ class Builder {
     return s;
   }
 
-  podIP(): string {
-    const n = this.ip++;
-    return `10.244.${(n >> 8) & 255}.${n & 255}`;
-  }
-
   pick<T>(items: readonly T[]): T {
     return this.rng.pick(items);
   }
@@ -100,77 +103,54 @@ function owner(o: KObject): JsonObject {
   return { apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, uid: o.metadata.uid, controller: true, blockOwnerDeletion: true };
 }
 
-function podSpec(image: string, node: string): JsonObject {
+/** A pod spec with one container serving on 8080 (named `http`, so Services may target it by name). */
+function podSpec(image: string): JsonObject {
   return {
-    containers: [{ name: image.split('/').pop()!.split(':')[0], image, ports: [{ containerPort: 8080, protocol: 'TCP' }], resources: {} }],
-    nodeName: node,
+    containers: [{ name: image.split('/').pop()!.split(':')[0], image, ports: [{ name: 'http', containerPort: 8080, protocol: 'TCP' }], resources: {} }],
     restartPolicy: 'Always',
     schedulerName: 'default-scheduler',
     serviceAccountName: 'default',
   };
 }
 
-function runningStatus(b: Builder, node: string, image: string): JsonObject {
-  const now = kubeTime();
-  return {
-    phase: 'Running',
-    conditions: ['Initialized', 'Ready', 'ContainersReady', 'PodScheduled'].map((type) => ({ type, status: 'True', lastTransitionTime: now })),
-    hostIP: node,
-    podIP: b.podIP(),
-    startTime: now,
-    qosClass: 'BestEffort',
-    containerStatuses: [{ name: image.split('/').pop()!.split(':')[0], image, ready: true, started: true, restartCount: 0, state: { running: { startedAt: now } } }],
-  };
-}
-
-function pods(b: Builder, nodes: string[], ns: string, prefix: string, labels: Record<string, string>, image: string, count: number, ownerObj: KObject, names?: string[]): KObject[] {
+/** Pods of an owner, placed and started (nodes: one pod on each, as a DaemonSet's). */
+function pods(b: Builder, ns: string, prefix: string, labels: Record<string, string>, image: string, count: number, ownerObj: KObject, opts: { names?: string[]; nodes?: string[] } = {}): KObject[] {
   const out: KObject[] = [];
   for (let i = 0; i < count; i++) {
-    const node = nodes[i % nodes.length];
-    const name = names?.[i] ?? `${prefix}-${b.hash(5)}`;
+    const name = opts.names?.[i] ?? `${prefix}-${b.hash(5)}`;
+    const spec = podSpec(image);
+    const placed = b.placer!.place(spec.containers, opts.nodes?.[i]);
     out.push(b.create('', 'pods', ns, {
       metadata: { name, labels, ownerReferences: [owner(ownerObj)] as never },
-      spec: podSpec(image, node),
-      status: runningStatus(b, node, image),
+      spec: { ...spec, ...(placed.nodeName ? { nodeName: placed.nodeName } : {}) },
+      status: placed.status,
     }));
   }
   return out;
 }
 
-function deployment(b: Builder, nodes: string[], ns: string, name: string, replicas: number, image: string): KObject[] {
+/** A Deployment, its ReplicaSet (named by the template's hash, as the controller names it) and its pods; the statuses come from the controllers. */
+function deployment(b: Builder, ns: string, name: string, replicas: number, image: string): KObject[] {
   const labels = { app: name };
-  const template = { metadata: { labels }, spec: podSpec(image, '') };
-  const ready = { replicas, readyReplicas: replicas, availableReplicas: replicas, updatedReplicas: replicas, observedGeneration: 1 };
+  const template = { metadata: { labels }, spec: podSpec(image) };
   const d = b.create('apps', 'deployments', ns, {
     metadata: { name, labels, annotations: { 'deployment.kubernetes.io/revision': '1' } },
-    spec: { replicas, selector: { matchLabels: labels }, template, strategy: { type: 'RollingUpdate' } },
-    status: { ...ready, conditions: [{ type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable' }] },
+    spec: { replicas, selector: { matchLabels: labels }, template, strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' } } },
   });
-  const hash = b.hash(10);
+  const hash = podTemplateHash(template);
   const rsLabels = { ...labels, 'pod-template-hash': hash };
   const rs = b.create('apps', 'replicasets', ns, {
     metadata: { name: `${name}-${hash}`, labels: rsLabels, ownerReferences: [owner(d)] as never, annotations: { 'deployment.kubernetes.io/revision': '1' } },
     spec: { replicas, selector: { matchLabels: rsLabels }, template: { ...template, metadata: { labels: rsLabels } } },
-    status: { replicas, readyReplicas: replicas, availableReplicas: replicas, fullyLabeledReplicas: replicas, observedGeneration: 1 },
   });
-  return pods(b, nodes, ns, `${name}-${hash}`, rsLabels, image, replicas, rs);
+  return pods(b, ns, `${name}-${hash}`, rsLabels, image, replicas, rs);
 }
 
-function service(b: Builder, ns: string, name: string, selector: Record<string, string>, backends: KObject[], port = 80): void {
+/** A Service selecting pods; its EndpointSlices come from the EndpointSlice controller. */
+function service(b: Builder, ns: string, name: string, selector: Record<string, string>, port = 80): void {
   b.create('', 'services', ns, {
     metadata: { name, labels: { app: name } },
     spec: { selector, ports: [{ name: 'http', port, targetPort: 8080, protocol: 'TCP' }] },
-  });
-  b.create('discovery.k8s.io', 'endpointslices', ns, {
-    metadata: { name: `${name}-${b.hash(5)}`, labels: { 'kubernetes.io/service-name': name, 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io' } },
-    addressType: 'IPv4',
-    endpoints: backends.map((p) => ({
-      addresses: [(p.status as JsonObject).podIP],
-      conditions: { ready: true, serving: true, terminating: false },
-      nodeName: (p.spec as JsonObject).nodeName,
-      targetRef: { kind: 'Pod', namespace: ns, name: p.metadata.name, uid: p.metadata.uid },
-    })),
-    ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
   });
 }
 
@@ -205,25 +185,26 @@ export function loadWorkload(crud: Crud, opts: WorkloadOptions = {}): void {
       },
     });
   }
+  b.placer = new Placer(crud.store);
   for (const ns of ['shop', 'monitoring', 'batch']) b.create('', 'namespaces', undefined, { metadata: { name: ns, labels: { team: ns } } });
   for (const ns of ['default', 'kube-system', 'shop', 'monitoring', 'batch']) {
     b.create('', 'configmaps', ns, { metadata: { name: 'kube-root-ca.crt' }, data: { 'ca.crt': '-----BEGIN CERTIFICATE-----\nsimulated\n-----END CERTIFICATE-----\n' } });
   }
 
   // kube-system: DNS and a per-node proxy.
-  const dns = deployment(b, nodes, 'kube-system', 'coredns', 2, 'registry.k8s.io/coredns/coredns:v1.10.1');
-  service(b, 'kube-system', 'kube-dns', { app: 'coredns' }, dns, 53);
+  deployment(b, 'kube-system', 'coredns', 2, 'registry.k8s.io/coredns/coredns:v1.10.1');
+  service(b, 'kube-system', 'kube-dns', { app: 'coredns' }, 53);
   const ds = b.create('apps', 'daemonsets', 'kube-system', {
     metadata: { name: 'kube-proxy', labels: { 'k8s-app': 'kube-proxy' } },
-    spec: { selector: { matchLabels: { 'k8s-app': 'kube-proxy' } }, template: { metadata: { labels: { 'k8s-app': 'kube-proxy' } }, spec: podSpec('registry.k8s.io/kube-proxy:v1.28.0', '') } },
+    spec: { selector: { matchLabels: { 'k8s-app': 'kube-proxy' } }, template: { metadata: { labels: { 'k8s-app': 'kube-proxy' } }, spec: podSpec('registry.k8s.io/kube-proxy:v1.28.0') } },
     status: { currentNumberScheduled: 3, desiredNumberScheduled: 3, numberAvailable: 3, numberReady: 3, updatedNumberScheduled: 3, numberMisscheduled: 0, observedGeneration: 1 },
   });
-  pods(b, nodes, 'kube-system', 'kube-proxy', { 'k8s-app': 'kube-proxy' }, 'registry.k8s.io/kube-proxy:v1.28.0', 3, ds);
+  pods(b, 'kube-system', 'kube-proxy', { 'k8s-app': 'kube-proxy' }, 'registry.k8s.io/kube-proxy:v1.28.0', 3, ds, { nodes });
 
   // shop: a web shop.
   for (const [name, replicas, image] of [['frontend', 3, 'ghcr.io/demo/frontend:1.4.2'], ['cart', 2, 'ghcr.io/demo/cart:2.0.1'], ['checkout', 2, 'ghcr.io/demo/checkout:0.9.0']] as const) {
-    const ps = deployment(b, nodes, 'shop', name, replicas * k, image);
-    service(b, 'shop', name, { app: name }, ps);
+    const ps = deployment(b, 'shop', name, replicas * k, image);
+    service(b, 'shop', name, { app: name });
     b.create('', 'configmaps', 'shop', { metadata: { name: `${name}-config`, labels: { app: name } }, data: { LOG_LEVEL: b.pick(['info', 'debug']), FEATURE_FLAGS: 'new-ui=on' } });
     event(b, 'shop', ps[0], 'Scheduled', `Successfully assigned shop/${ps[0].metadata.name} to ${(ps[0].spec as JsonObject).nodeName}`);
   }
@@ -233,22 +214,22 @@ export function loadWorkload(crud: Crud, opts: WorkloadOptions = {}): void {
   const ssLabels = { app: 'prometheus' };
   const ss = b.create('apps', 'statefulsets', 'monitoring', {
     metadata: { name: 'prometheus', labels: ssLabels },
-    spec: { replicas: 2, serviceName: 'prometheus', selector: { matchLabels: ssLabels }, template: { metadata: { labels: ssLabels }, spec: podSpec('quay.io/prometheus/prometheus:v2.47.0', '') } },
+    spec: { replicas: 2, serviceName: 'prometheus', selector: { matchLabels: ssLabels }, template: { metadata: { labels: ssLabels }, spec: podSpec('quay.io/prometheus/prometheus:v2.47.0') } },
     status: { replicas: 2, readyReplicas: 2, availableReplicas: 2, currentReplicas: 2, updatedReplicas: 2, observedGeneration: 1 },
   });
-  const prom = pods(b, nodes, 'monitoring', 'prometheus', ssLabels, 'quay.io/prometheus/prometheus:v2.47.0', 2, ss, ['prometheus-0', 'prometheus-1']);
-  service(b, 'monitoring', 'prometheus', ssLabels, prom, 9090);
-  const graf = deployment(b, nodes, 'monitoring', 'grafana', 1, 'grafana/grafana:10.1.0');
-  service(b, 'monitoring', 'grafana', { app: 'grafana' }, graf, 3000);
+  pods(b, 'monitoring', 'prometheus', ssLabels, 'quay.io/prometheus/prometheus:v2.47.0', 2, ss, { names: ['prometheus-0', 'prometheus-1'] });
+  service(b, 'monitoring', 'prometheus', ssLabels, 9090);
+  deployment(b, 'monitoring', 'grafana', 1, 'grafana/grafana:10.1.0');
+  service(b, 'monitoring', 'grafana', { app: 'grafana' }, 3000);
 
   // batch: a finished job.
   const jobLabels = { 'job-name': 'nightly-report' };
   const job = b.create('batch', 'jobs', 'batch', {
     metadata: { name: 'nightly-report', labels: jobLabels },
-    spec: { completions: 1, parallelism: 1, backoffLimit: 6, selector: { matchLabels: jobLabels }, template: { metadata: { labels: jobLabels }, spec: { ...podSpec('busybox:1.36', ''), restartPolicy: 'Never' } } },
+    spec: { completions: 1, parallelism: 1, backoffLimit: 6, selector: { matchLabels: jobLabels }, template: { metadata: { labels: jobLabels }, spec: { ...podSpec('busybox:1.36'), restartPolicy: 'Never' } } },
     status: { succeeded: 1, startTime: kubeTime(), completionTime: kubeTime(), conditions: [{ type: 'Complete', status: 'True' }] },
   });
-  const [jp] = pods(b, nodes, 'batch', 'nightly-report', jobLabels, 'busybox:1.36', 1, job);
+  const [jp] = pods(b, 'batch', 'nightly-report', jobLabels, 'busybox:1.36', 1, job);
   const status = { ...(jp.status as JsonObject), phase: 'Succeeded' };
   crud.update(b.info('', 'pods'), 'v1', 'batch', jp.metadata.name!, { ...jp, status }, { subresource: 'status' });
 
@@ -261,4 +242,7 @@ export function loadWorkload(crud: Crud, opts: WorkloadOptions = {}): void {
       status: { replicas: 1, phase: 'Ready' },
     });
   }
+
+  // The controllers' statuses and EndpointSlices, written now so the workload is complete with or without them running.
+  new Controllers(crud).reconcileAll();
 }

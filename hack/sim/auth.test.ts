@@ -1,0 +1,88 @@
+// Authorization in a simulated cluster: a token that may read but not write gets kube's 403
+// for every write, with kube-apiserver's message; rules narrow verbs, groups, resources
+// (subresources too) and namespaces; nothing changes for a cluster that grants nothing.
+import t from 'tap';
+import { readOnlyUser } from './auth.ts';
+import { get, http, simCluster } from './testutil.ts';
+
+const merge = { 'Content-Type': 'application/merge-patch+json' };
+
+t.test('a read-only token: reads work, every write is 403 with kube\'s message', async (t) => {
+  const c = await simCluster(t, { workload: true });
+  c.auth.grant('ro', readOnlyUser('panoptes'));
+  const as = (token: string) => ({ Authorization: `Bearer ${token}` });
+  const ro = as('ro');
+
+  t.equal((await get(`${c.url}/api/v1/namespaces/shop/services`, ro)).status, 200);
+  t.equal((await get(`${c.url}/apis/discovery.k8s.io/v1/namespaces/shop/endpointslices?watch=true&timeoutSeconds=1`, ro)).status, 200);
+  t.equal((await get(`${c.url}/api/v1/namespaces/shop/services/frontend`, ro)).status, 200);
+  for (const path of ['/api', '/apis', '/apis/discovery.k8s.io/v1', '/openapi/v2', '/version', '/readyz']) {
+    t.equal((await get(`${c.url}${path}`, ro)).status, 200, `${path} stays open`);
+  }
+
+  const created = await http('POST', `${c.url}/api/v1/namespaces/shop/services`, { metadata: { name: 'web' }, spec: { ports: [{ port: 80 }] } }, ro);
+  t.equal(created.status, 403);
+  t.same(created.json, {
+    kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason: 'Forbidden', code: 403,
+    message: 'services is forbidden: User "panoptes" cannot create resource "services" in API group "" in the namespace "shop"',
+    details: { group: '', kind: 'services' },
+  });
+  const slice = c.store.list('discovery.k8s.io/endpointslices', { namespace: 'shop' }).items[0];
+  const patched = await http('PATCH', `${c.url}/apis/discovery.k8s.io/v1/namespaces/shop/endpointslices/${slice.metadata.name}`, { metadata: { labels: { a: 'b' } } }, { ...merge, ...ro });
+  t.equal(patched.json.message, `endpointslices.discovery.k8s.io "${slice.metadata.name}" is forbidden: User "panoptes" cannot patch resource "endpointslices" in API group "discovery.k8s.io" in the namespace "shop"`);
+  t.same(patched.json.details, { name: slice.metadata.name, group: 'discovery.k8s.io', kind: 'endpointslices' });
+  const put = await http('PUT', `${c.url}/api/v1/namespaces/shop/services/frontend`, c.store.get('/services', 'shop', 'frontend'), ro);
+  t.equal(put.json.message, 'services "frontend" is forbidden: User "panoptes" cannot update resource "services" in API group "" in the namespace "shop"');
+  const status = await http('PATCH', `${c.url}/api/v1/namespaces/shop/services/frontend/status`, { status: {} }, { ...merge, ...ro });
+  t.equal(status.json.message, 'services "frontend" is forbidden: User "panoptes" cannot patch resource "services/status" in API group "" in the namespace "shop"');
+  const del = await http('DELETE', `${c.url}/api/v1/namespaces/shop/services/frontend`, undefined, ro);
+  t.equal(del.json.message, 'services "frontend" is forbidden: User "panoptes" cannot delete resource "services" in API group "" in the namespace "shop"');
+  const delAll = await http('DELETE', `${c.url}/api/v1/namespaces/shop/configmaps`, undefined, ro);
+  t.equal(delAll.json.message, 'configmaps is forbidden: User "panoptes" cannot deletecollection resource "configmaps" in API group "" in the namespace "shop"');
+  const ns = await http('POST', `${c.url}/api/v1/namespaces`, { metadata: { name: 'x' } }, ro);
+  t.equal(ns.json.message, 'namespaces is forbidden: User "panoptes" cannot create resource "namespaces" in API group "" at the cluster scope');
+  t.ok(c.store.get('/services', 'shop', 'frontend'), 'nothing was written');
+  t.same(c.auth.denied.map((d) => `${d.user} ${d.verb} ${d.resource}${d.subresource ? `/${d.subresource}` : ''}`), [
+    'panoptes create services', 'panoptes patch endpointslices', 'panoptes update services', 'panoptes patch services/status',
+    'panoptes delete services', 'panoptes deletecollection configmaps', 'panoptes create namespaces',
+  ]);
+
+  // Other clients are as before: no authentication is required, anyone may write.
+  t.equal((await http('POST', `${c.url}/api/v1/namespaces/shop/configmaps`, { metadata: { name: 'anyone' } })).status, 201);
+  t.equal((await http('POST', `${c.url}/api/v1/namespaces/shop/configmaps`, { metadata: { name: 'other' } }, as('other'))).status, 201);
+});
+
+t.test('rules: verbs per resource, group and namespace; tokens still required when set', async (t) => {
+  const c = await simCluster(t, { workload: true });
+  c.auth.tokens = ['admin'];
+  c.auth.grant('dispatcher', {
+    name: 'system:serviceaccount:panoptes-system:panoptes-reader',
+    rules: [
+      { verbs: ['get', 'list', 'watch'] },
+      { verbs: ['create', 'update', 'patch', 'delete'], apiGroups: [''], resources: ['services'], namespaces: ['shop'] },
+      { verbs: ['*'], apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'] },
+    ],
+  });
+  const d = { Authorization: 'Bearer dispatcher' };
+  t.equal((await http('POST', `${c.url}/api/v1/namespaces/shop/services`, { metadata: { name: 'web' }, spec: { ports: [{ port: 80 }] } }, d)).status, 201);
+  const elsewhere = await http('POST', `${c.url}/api/v1/namespaces/default/services`, { metadata: { name: 'web' }, spec: { ports: [{ port: 80 }] } }, d);
+  t.equal(elsewhere.json.message, 'services is forbidden: User "system:serviceaccount:panoptes-system:panoptes-reader" cannot create resource "services" in API group "" in the namespace "default"');
+  const sub = await http('PATCH', `${c.url}/api/v1/namespaces/shop/services/web/status`, { status: {} }, { ...merge, ...d });
+  t.equal(sub.status, 403, 'a rule for services does not cover services/status');
+  const slice = { metadata: { name: 'x', labels: { 'kubernetes.io/service-name': 'web' } }, addressType: 'IPv4', endpoints: [] };
+  t.equal((await http('POST', `${c.url}/apis/discovery.k8s.io/v1/namespaces/default/endpointslices`, slice, d)).status, 201);
+  t.equal((await http('POST', `${c.url}/api/v1/namespaces/shop/configmaps`, { metadata: { name: 'c' } }, d)).status, 403);
+  t.equal((await get(`${c.url}/api/v1/pods`)).status, 401, 'without a token: 401, as before');
+  t.equal((await get(`${c.url}/api/v1/pods`, { Authorization: 'Bearer admin' })).status, 200);
+});
+
+t.test('grants over /_sim/auth', async (t) => {
+  const c = await simCluster(t);
+  const bad = await http('POST', `${c.url}/_sim/auth/grant`, { token: 'x' });
+  t.equal(bad.status, 400);
+  t.same((await http('POST', `${c.url}/_sim/auth/grant`, { token: 'ro', user: { name: 'viewer', rules: [{ verbs: ['get', 'list', 'watch'] }] } })).json, { granted: 'viewer' });
+  const denied = await http('POST', `${c.url}/api/v1/namespaces/default/configmaps`, { metadata: { name: 'c' } }, { Authorization: 'Bearer ro' });
+  t.equal(denied.json.message, 'configmaps is forbidden: User "viewer" cannot create resource "configmaps" in API group "" in the namespace "default"');
+  t.same((await http('POST', `${c.url}/_sim/auth/revoke?token=ro`)).json, { revoked: true });
+  t.equal((await http('POST', `${c.url}/api/v1/namespaces/default/configmaps`, { metadata: { name: 'c' } }, { Authorization: 'Bearer ro' })).status, 201);
+});
