@@ -47,7 +47,7 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   const made = await kubectl(c, join(tmp, 'cache-setup'), ['create', '-f', crds]);
   t.equal(made.code, 0, made.stderr);
   const rendered: Record<string, Obj[]> = {};
-  for (const variant of ['.', 'all-in-one', 'member-cluster', 'cert-manager', 'examples/pending-jobs', 'examples/cluster-registration']) {
+  for (const variant of ['.', 'all-in-one', 'member-cluster', 'member-cluster/dispatcher', 'cert-manager', 'examples/pending-jobs', 'examples/cluster-registration']) {
     const r = await kustomize(tmp, variant);
     t.equal(r.code, 0, `kubectl kustomize manifests/${variant}: ${r.stderr}`);
     const objs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj);
@@ -134,4 +134,7 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
 
   const reader = find(rendered['member-cluster'], 'ClusterRole', 'panoptes:reader');
   t.ok(reader?.rules?.every((r) => r.verbs.every((v) => ['get', 'list', 'watch'].includes(v))), 'member reader is read-only');
+  const dispatcher = find(rendered['member-cluster/dispatcher'], 'ClusterRole', 'panoptes:mcs-dispatcher');
+  t.same(dispatcher?.rules?.flatMap((r) => r.resources ?? []).sort(), ['endpointslices', 'serviceimports', 'serviceimports/status', 'services'], 'the dispatcher writes Services, EndpointSlices and ServiceImports, nothing else');
+  t.notOk(rendered['member-cluster'].some((o) => o.kind === 'ClusterRole' && o.metadata.name === 'panoptes:mcs-dispatcher'), 'and only where it is applied on purpose');
 });
