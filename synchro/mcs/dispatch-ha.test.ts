@@ -7,12 +7,12 @@
 // split over the two members is released only after both cleaned theirs.
 import t, { type Test } from 'tap';
 import { dispatchedSliceName, type MultiClusterServiceStatus } from '../../api/multicluster-service.ts';
-import { startSimCluster, type SimCluster } from '../../hack/sim/cluster.ts';
+import type { SimCluster } from '../../hack/sim/cluster.ts';
 import { Store } from '../../storage/store.ts';
 import { emptyStorageUrl, stopTestPostgres } from '../../storage/testing.ts';
 import { startSynchro, type SynchroHandle } from '../synchro.ts';
 import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
-import { deleteMcs, getMcs, mcsTimings, provide, putMcs, recordWrites, resources, setEndpoints } from './testutil.ts';
+import { deleteMcs, getMcs, mcsTimings, provide, putMcs, simFleet, resources, setEndpoints } from './testutil.ts';
 
 t.teardown(stopTestPostgres);
 
@@ -24,13 +24,8 @@ t.test('postgres: two synchro members, a member joining and one leaving in the m
   const { url } = await emptyStorageUrl('postgres');
   const store = await Store.open(url);
   const { dir, cleanup } = tempDir();
-  const sims: SimCluster[] = [];
-  for (const n of ['east', 'west', 'lab', 'north', 'south']) sims.push(await startSimCluster({ name: n }));
+  const { sims, fx, writes, since } = await simFleet(['east', 'west', 'lab', 'north', 'south']);
   const [east, ...consumers] = sims;
-  const rec = new Map(sims.map((s) => [s.name, recordWrites(s)]));
-  const fx = (s: SimCluster) => rec.get(s.name)!.fixture;
-  const writes = () => Object.fromEntries(sims.map((s) => [s.name, rec.get(s.name)!.writes.length]));
-  const since = (before: Record<string, number>) => Object.fromEntries(sims.map((s) => [s.name, rec.get(s.name)!.writes.slice(before[s.name])]));
   for (const s of sims) provide(s, fx(s), 'shop', 'unrelated', ['10.9.0.1']);
   provide(east, fx(east), 'shop', 'web', ips(2));
   provide(east, fx(east), 'shop', 'cart', ips(1));

@@ -9,12 +9,12 @@
 // MultiClusterService deleted (everything cleaned, then the finalizer released).
 import t from 'tap';
 import { annotations, dispatchedSliceName, mcsFinalizer, providerReadyAnnotation, type McsConsumerStatus, type MultiClusterServiceStatus } from '../../api/multicluster-service.ts';
-import { startSimCluster, type SimCluster } from '../../hack/sim/cluster.ts';
+import type { SimCluster } from '../../hack/sim/cluster.ts';
 import { StatusError } from '../../kube/status.ts';
 import { backends, openTestStore, stopTestPostgres } from '../../storage/testing.ts';
 import { startSynchro } from '../synchro.ts';
 import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
-import { deleteMcs, dispatched, getMcs, installServiceExportCrd, installServiceImportCrd, mcsTimings, provide, putMcs, recordWrites, resources, setEndpoints } from './testutil.ts';
+import { deleteMcs, dispatched, getMcs, installServiceExportCrd, installServiceImportCrd, mcsTimings, provide, putMcs, simFleet, resources, setEndpoints } from './testutil.ts';
 
 t.teardown(stopTestPostgres);
 
@@ -29,13 +29,8 @@ for (const backend of backends) {
   t.test(`${backend}: dispatch to consumers, one synchro`, async (t) => {
     const { store, close } = await openTestStore(backend);
     const { dir, cleanup } = tempDir();
-    const sims: SimCluster[] = [];
-    for (const n of ['east', 'west', 'lab']) sims.push(await startSimCluster({ name: n }));
+    const { sims, fx, writes, since } = await simFleet(['east', 'west', 'lab']);
     const [east, west, lab] = sims;
-    const rec = new Map(sims.map((s) => [s.name, recordWrites(s)]));
-    const fx = (s: SimCluster) => rec.get(s.name)!.fixture;
-    const writes = () => Object.fromEntries(sims.map((s) => [s.name, rec.get(s.name)!.writes.length]));
-    const since = (before: Record<string, number>) => Object.fromEntries(sims.map((s) => [s.name, rec.get(s.name)!.writes.slice(before[s.name])]));
 
     for (const s of sims) provide(s, fx(s), 'shop', 'unrelated', ['10.9.0.1']);
     provide(east, fx(east), 'shop', 'web', ips(2));

@@ -151,17 +151,20 @@ export class McsDispatcher {
   async release(name: string): Promise<void> {
     const c = this.consumers.get(name);
     if (!c) return;
-    this.consumers.delete(name);
-    c.abort.abort();
+    this.drop(c);
     await Promise.allSettled([...c.inflight]);
   }
 
   /** The lease of `name` at `epoch` is lost: no write from now on, in-flight requests cut. */
   lost(name: string, epoch: number): void {
     const c = this.consumers.get(name);
-    if (!c || c.epoch !== epoch) return;
-    this.consumers.delete(name);
+    if (c && c.epoch === epoch) this.drop(c);
+  }
+
+  private drop(c: Consumer): void {
+    this.consumers.delete(c.cluster);
     c.abort.abort();
+    for (const slot of [...this.statusWrittenAt.keys()]) if (slot.endsWith(`|${c.cluster}`)) this.statusWrittenAt.delete(slot);
   }
 
   private async run(): Promise<void> {
@@ -260,6 +263,7 @@ export class McsDispatcher {
       if (!conn || conn.epoch !== membership.epoch(clusterLease(name))) continue;
       const c = this.consumers.get(name);
       if (c && c.epoch === conn.epoch) {
+        c.client = conn.client; // a restarted sync (its configuration changed) has a new connection
         // Synced or back: everything it should hold is planned again.
         if ((conn.synced && !c.synced) || (conn.phase === 'Ready' && c.phase !== 'Ready')) this.fullDue = true;
         c.phase = conn.phase;
@@ -311,6 +315,7 @@ export class McsDispatcher {
     const plan = planKey(rows);
     const k = keyString(key);
     if (plan.recheckAt !== undefined) this.schedule(key, performance.now() + Math.max(0, plan.recheckAt - Date.now()) + 50);
+    if (!plan.source) for (const slot of [...this.statusWrittenAt.keys()]) if (slot.startsWith(`${k}|`)) this.statusWrittenAt.delete(slot);
     const entries = new Set((mcs?.status?.consumers ?? []).map((e) => e.cluster));
     const outcomes: ConsumerOutcome[] = [];
     await Promise.all(
@@ -494,6 +499,7 @@ export class McsDispatcher {
       };
       c.blocked = { until: performance.now() + c.forbidden.next(), reason: r };
     } else if (err instanceof HttpError && err.status !== 503 && err.status !== 429 && err.status < 500) {
+      // A 404 that reaches here is a create's: the namespace is missing.
       const reason = err.status === 404 ? 'NamespaceNotFound' : (err.reason ?? `HTTP${err.status}`);
       r = { reason, message: `writing ${what}: ${err.message}${err.statusMessage ? `: ${err.statusMessage}` : ''}` };
     } else {

@@ -2,7 +2,7 @@
 // simulated cluster receives (counted where its HTTP handler calls its registry), and
 // MultiClusterService objects written as the apiserver writes them.
 import { managedByLabel, managedByValue, mcsFinalizer, mcsResource, type MultiClusterServiceSpec } from '../../api/multicluster-service.ts';
-import type { SimCluster } from '../../hack/sim/cluster.ts';
+import { startSimCluster, type SimCluster } from '../../hack/sim/cluster.ts';
 import type { KObject } from '../../hack/sim/types.ts';
 import type { Store } from '../../storage/store.ts';
 import type { KubeObject } from '../../storage/types.ts';
@@ -56,6 +56,23 @@ export function recordWrites(sim: SimCluster): { writes: ReceivedWrite[]; fixtur
   };
   const count = (filter: Partial<ReceivedWrite> = {}) => writes.filter((w) => Object.entries(filter).every(([k, v]) => (w as unknown as Record<string, unknown>)[k] === v)).length;
   return { writes, fixture, count };
+}
+
+/**
+ * Simulated clusters of these names, every write they receive from now on recorded: `fx(sim)`
+ * writes for the test itself (unrecorded), `writes()` marks where the records are, `since(mark)`
+ * the writes each received after it.
+ */
+export async function simFleet(names: string[]) {
+  const sims: SimCluster[] = [];
+  for (const n of names) sims.push(await startSimCluster({ name: n }));
+  const rec = new Map(sims.map((s) => [s.name, recordWrites(s)]));
+  return {
+    sims,
+    fx: (s: SimCluster) => rec.get(s.name)!.fixture,
+    writes: (): Record<string, number> => Object.fromEntries(sims.map((s) => [s.name, rec.get(s.name)!.writes.length])),
+    since: (mark: Record<string, number>): Record<string, ReceivedWrite[]> => Object.fromEntries(sims.map((s) => [s.name, rec.get(s.name)!.writes.slice(mark[s.name])])),
+  };
 }
 
 const info = (sim: SimCluster, id: string) => {

@@ -28,6 +28,14 @@ class FakeMember implements WritableClusterClient {
   private rv = 10;
   /** Answers 409 to the next PUT of this path (someone wrote in between). */
   conflictOnce?: string;
+  /** Deletes this path just before the next write to it (someone deleted it in between). */
+  vanishOnce?: string;
+
+  private vanish(path: string): void {
+    if (this.vanishOnce !== path) return;
+    this.vanishOnce = undefined;
+    this.objects.delete(path);
+  }
 
   private stamp(o: KubeObject, uid?: string): KubeObject {
     return { ...structuredClone(o), metadata: { ...o.metadata, uid: uid ?? o.metadata?.uid ?? `uid-${this.rv}`, resourceVersion: String(++this.rv) } };
@@ -53,6 +61,7 @@ class FakeMember implements WritableClusterClient {
   }
   async update<T>(path: string, body: unknown): Promise<T> {
     this.requests.push(`PUT ${path}`);
+    this.vanish(path);
     const status = path.endsWith('/status');
     const at = status ? path.slice(0, -'/status'.length) : path;
     const cur = this.objects.get(at);
@@ -70,6 +79,7 @@ class FakeMember implements WritableClusterClient {
   }
   async delete<T>(path: string, opts: { preconditions?: { uid?: string; resourceVersion?: string } } = {}): Promise<T> {
     this.requests.push(`DELETE ${path} ${JSON.stringify(opts.preconditions ?? {})}`);
+    this.vanish(path);
     const cur = this.objects.get(path);
     if (!cur) throw new HttpError(404, 'HTTP 404 NotFound', 'NotFound');
     if (opts.preconditions?.resourceVersion && opts.preconditions.resourceVersion !== cur.metadata?.resourceVersion) throw new HttpError(409, 'HTTP 409 Conflict', 'Conflict');
@@ -125,6 +135,15 @@ t.test('one object at a time: read first, write only what differs, conditionally
   t.same(deleted.writes, ['delete']);
   t.same(writesOf(m), [`DELETE ${slicePath} ${JSON.stringify({ uid, resourceVersion: rv })}`], 'the delete carries the uid and resourceVersion it read');
   t.same((await w.apply(op('delete'), 'shop')).writes, [], 'already gone: nothing');
+
+  await w.apply(op('create', slice(['10.0.0.1'])), 'shop');
+  m.vanishOnce = slicePath;
+  t.same((await w.apply(op('delete'), 'shop')).writes, [], 'deleted by someone between the read and the delete: as wanted, no error');
+  await w.apply(op('create', slice(['10.0.0.1'])), 'shop');
+  m.vanishOnce = slicePath;
+  const recreated = await w.apply(op('update', slice(['10.0.0.4'])), 'shop');
+  t.same(recreated.writes, ['create'], 'deleted between the read and the update: read again, created');
+  t.same(m.objects.get(slicePath)!.endpoints, [{ addresses: ['10.0.0.4'] }]);
 });
 
 t.test("nothing without Panoptes' mark is updated or deleted", async (t) => {

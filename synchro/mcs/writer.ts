@@ -49,7 +49,14 @@ export function collectionPath(kind: Kind, namespace: string): string {
   return `/apis/${mcsApi.group}/${mcsApi.version}/namespaces/${ns}/${mcsApi.serviceImports}`;
 }
 
-const isNotFound = (err: unknown) => err instanceof HttpError && err.status === 404;
+const isNotFound = (err: unknown): boolean => err instanceof HttpError && err.status === 404;
+
+/** The object went between the read and the write: read again. */
+class Moved extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the object went since it was read');
+  }
+}
 const isConflict = (err: unknown) => err instanceof HttpError && err.status === 409;
 
 /** The metadata a write carries: the live object's (uid, owner references, others' labels) with the plan's labels and annotations. */
@@ -88,13 +95,18 @@ export class MemberWriter {
     }
   }
 
-  /** Applies one op (read, then at most the writes it needs), once more from a fresh read if the object changed in between (409). */
+  /**
+   * Applies one op (read, then at most the writes it needs), once more from a fresh read if the
+   * object changed or went in between (409, or 404 on a write to the object itself).
+   */
   async apply(op: Op, namespace: string): Promise<Applied> {
     try {
       return await this.once(op, namespace);
     } catch (err) {
-      if (!isConflict(err)) throw err;
-      return this.once(op, namespace);
+      if (!isConflict(err) && !(err instanceof Moved)) throw err;
+      return this.once(op, namespace).catch((again: unknown) => {
+        throw again instanceof Moved ? again.cause : again;
+      });
     }
   }
 
@@ -106,7 +118,12 @@ export class MemberWriter {
 
     if (op.verb === 'delete') {
       if (!live) return { op, writes };
-      await this.client.delete(path, { ...this.opts(), preconditions: { uid: live.metadata?.uid, resourceVersion: live.metadata?.resourceVersion } });
+      try {
+        await this.client.delete(path, { ...this.opts(), preconditions: { uid: live.metadata?.uid, resourceVersion: live.metadata?.resourceVersion } });
+      } catch (err) {
+        if (!isNotFound(err)) throw err; // gone meanwhile: as wanted
+        return { op, writes, rv: live.metadata?.resourceVersion };
+      }
       writes.push('delete');
       return { op, writes, rv: live.metadata?.resourceVersion };
     }
@@ -126,7 +143,9 @@ export class MemberWriter {
       current = live;
       const body = this.updated(op.kind, live, desired);
       if (body) {
-        current = await this.client.update<KubeObject>(path, body, this.opts());
+        current = await this.client.update<KubeObject>(path, body, this.opts()).catch((err: unknown) => {
+          throw isNotFound(err) ? new Moved(err) : err; // deleted since it was read: read again
+        });
         writes.push('update');
       }
     }
