@@ -5,8 +5,9 @@
 // unchanged resync, a consumer added and removed, a dispatched slice deleted by hand and
 // repaired, a pre-existing Service of a consumer's own (conflict, untouched), a ServiceImport
 // where the CRD is, a ServiceExport in a member, a consumer without RBAC (a condition and a
-// backoff, not a storm), a provider made unreachable under each not-Ready policy, and the
-// MultiClusterService deleted (everything cleaned, then the finalizer released).
+// backoff, not a storm), a consumer away and back (its state once), a provider made
+// unreachable under each not-Ready policy, and the MultiClusterService deleted (everything
+// cleaned, then the finalizer released).
 import t from 'tap';
 import { annotations, dispatchedSliceName, mcsFinalizer, providerReadyAnnotation, type McsConsumerStatus, type MultiClusterServiceStatus } from '../../api/multicluster-service.ts';
 import type { SimCluster } from '../../hack/sim/cluster.ts';
@@ -175,6 +176,22 @@ for (const backend of backends) {
       forbid = false;
       await waitUntil('lab gets pay once it may write', () => endpointsOf(lab, 'shop', dispatchedSliceName('east', 'pay-abcde')) === 1, 15_000);
       await waitUntil('the condition clears', async () => (await entry('pay', 'lab'))?.conditions.every((c) => c.status === 'True'), 10_000);
+    });
+
+    await t.test('a consumer that is away gets its state when it is back, once', async (t) => {
+      const name = dispatchedSliceName('east', 'web-abcde');
+      const before = writes();
+      await lab.faults.down({ mode: 'unavailable' });
+      await waitUntil('lab is Unreachable', async () => (await store.getCluster('lab'))?.status.phase === 'Unreachable', 10_000);
+      setEndpoints(east, fx(east), 'shop', 'web', ips(4));
+      await waitUntil('west has 4 endpoints', () => endpointsOf(west, 'shop', name) === 4, 10_000);
+      await waitUntil("lab's entry says why it waits", async () => (await entry('web', 'lab'))?.conditions.some((c) => c.reason === 'ConsumerUnreachable'), 10_000);
+      t.equal(endpointsOf(lab, 'shop', name), 3, 'lab still has what it had');
+      await lab.faults.up();
+      await waitUntil('lab has 4 endpoints', () => endpointsOf(lab, 'shop', name) === 4, 15_000);
+      await waitUntil("lab's entry is current again", async () => (await entry('web', 'lab'))?.conditions.every((c) => c.status === 'True'), 10_000);
+      await sleep(RESYNC_MS);
+      t.same(since(before).lab.map((w) => `${w.verb} ${w.name}`), [`update ${name}`], 'one write, after it came back');
     });
 
     await t.test('a provider made unreachable, under each policy', async (t) => {
