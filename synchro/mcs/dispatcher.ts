@@ -115,6 +115,8 @@ export class McsDispatcher {
   private readonly dirty = new Map<string, { key: ServiceKey; since?: number }>();
   /** Keys to plan again at a time (performance.now()): a grace period ends, a backoff ends, a status write is due. */
   private readonly timers = new Map<string, { key: ServiceKey; at: number }>();
+  /** The clusters as the last full pass read them: every change of a cluster's readiness, of what it serves, or of the set of clusters asks for a full pass. */
+  private clusterViews?: DispatchCluster[];
   /** When each (key, consumer) status was last written (performance.now()). */
   private readonly statusWrittenAt = new Map<string, number>();
   private readonly log: Logger;
@@ -289,7 +291,7 @@ export class McsDispatcher {
   /** Plans the keys (every key on a full pass) and brings each consumer held here to its plan. */
   private async pass(full: boolean, dirty: Map<string, { key: ServiceKey; since?: number }>): Promise<void> {
     const { store } = this.deps;
-    const clusters = await readClusters(store);
+    const clusters = full || !this.clusterViews ? (this.clusterViews = await readClusters(store)) : this.clusterViews;
     const mcs = new Map((full ? await readMcs(store) : []).map((m) => [keyString(m.key), m]));
     const exports = full ? await readExports(store) : new Map<string, string[]>();
     const keys = new Map([...dirty].map(([k, d]) => [k, d.key]));
