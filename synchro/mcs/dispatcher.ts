@@ -438,8 +438,9 @@ export class McsDispatcher {
         outcome.conflicts.push(`cluster ${c.cluster}: ${applied.conflict}`);
         this.deps.metrics.mcsConflicts.inc({ cluster: c.cluster, kind: op.kind });
       }
-      written.set(writtenKey(op.kind, op.name), { rv: applied.rv ?? '', ...(applied.object && !applied.conflict ? { object: applied.object } : {}), at: performance.now() });
-      view.apply(op.kind, op.name, applied.conflict ? undefined : applied.object);
+      // What the consumer holds now: what was written, or the live object (someone's own, in a conflict), or nothing.
+      written.set(writtenKey(op.kind, op.name), { rv: applied.rv ?? '', ...(applied.object ? { object: applied.object } : {}), at: performance.now() });
+      view.apply(op.kind, op.name, applied.object);
     }
     if (failed === 0) {
       c.errors.reset();
