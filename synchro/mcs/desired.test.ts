@@ -213,6 +213,11 @@ t.test('ports: the union of the providers\' ports, filtered by spec.ports; slice
   const nothing = planKey(inputs({ ...base, mcs: mcs({ ports: [{ name: 'nope' }] }) })).consumers.get('west')!;
   t.same(nothing.service, { kind: 'none', reason: 'NoPorts', message: "no port of the providers' Service shop/web is selected by spec.ports" });
 
+  const mixed = planKey(inputs({ services: [service('east', { ports: [{ port: 80, protocol: 'TCP' }] }), service('lab', { ports: [{ name: 'grpc', port: 81, protocol: 'TCP' }] })] })).consumers.get('west')!;
+  t.same(svcPorts(mixed), [{ name: 'grpc', protocol: 'TCP', port: 81 }], 'several ports: only named ones, as kube requires');
+  const single = planKey(inputs({ services: [service('east', { ports: [{ port: 80, protocol: 'TCP' }] })] })).consumers.get('west')!;
+  t.same(svcPorts(single), [{ protocol: 'TCP', port: 80 }], 'one port may be unnamed');
+
   const headless = planKey(inputs({ services: [service('east', { headless: true, ports: [] })], clusters: [ready('east'), ready('west', { serviceImports: true })] })).consumers.get('west')!;
   t.match(headless.service, { kind: 'ensure', object: { spec: { type: 'ClusterIP', clusterIP: 'None', ports: [] } } }, 'headless providers: a headless Service');
   t.match(headless.serviceImport, { spec: { type: 'Headless' } });

@@ -161,7 +161,10 @@ function mergedPorts(providerServices: ClusterObject[], filter: MultiClusterServ
       out.push(port);
     }
   }
-  return out;
+  // kube requires a name on every port of a Service with several: ValidateService in
+  // k8s.io/kubernetes pkg/apis/core/validation/validation.go passes requireName = len(ports) > 1
+  // to validateServicePort ("spec.ports[i].name: Required value").
+  return out.length > 1 ? out.filter((p) => p.name) : out;
 }
 
 const headless = (svc: KubeObject): boolean => isRecord(svc.spec) && svc.spec.clusterIP === 'None';
