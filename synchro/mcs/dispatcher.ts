@@ -129,7 +129,11 @@ export class McsDispatcher {
   start(): void {
     const { store } = this.deps;
     this.unsubscribe = store.onCommit(() => this.waker.wake());
-    this.listen = listenForCommits(store.conn, () => this.waker.wake());
+    try {
+      this.listen = listenForCommits(store.conn, () => this.waker.wake());
+    } catch (err) {
+      this.log.warn("no LISTEN for other processes' commits: the change log is polled", { err: err as Error, pollIntervalMs: this.opts.pollIntervalMs });
+    }
     this.loop = this.run();
   }
 
