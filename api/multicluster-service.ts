@@ -280,3 +280,15 @@ export function servedMcsSpec(spec: unknown): MultiClusterServiceSpec {
   }
   return out as MultiClusterServiceSpec;
 }
+
+// --- The dispatcher's side of the contract (synchro/mcs/): what its writes carry besides the
+// labels and annotations above, and the condition types it writes into the status.
+
+/** Beside providerLastSync: "true" while the provider is Ready (the slice is live: providerLastSync is when it was written), "false" once it is not (providerLastSync is when it stopped being Ready). */
+export const providerReadyAnnotation = 'panoptes.io/provider-ready';
+
+/** The `fieldManager` of every write the dispatcher makes to a member (managedFields show it). */
+export const dispatchFieldManager = 'panoptes-mcs-dispatcher';
+
+/** The condition types of the status: per consumer ServiceApplied and EndpointSlicesDispatched (as Karmada names them), and the object's Ready. */
+export const mcsConditions = { ready: 'Ready', serviceApplied: 'ServiceApplied', endpointSlicesDispatched: 'EndpointSlicesDispatched' } as const;

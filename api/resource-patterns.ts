@@ -37,6 +37,12 @@ export const defaultResources: readonly string[] = [
   'policy/poddisruptionbudgets',
   'autoscaling/horizontalpodautoscalers',
   'apiextensions.k8s.io/customresourcedefinitions',
+  // Multi-cluster Services (synchro/mcs/): the providers' slices, the MCS-API's ServiceExports
+  // (exports) and ServiceImports (what the dispatcher keeps in consumers). A cluster without
+  // the MCS-API CRDs simply serves none of them.
+  'discovery.k8s.io/endpointslices',
+  'multicluster.x-k8s.io/serviceexports',
+  'multicluster.x-k8s.io/serviceimports',
 ];
 
 const dns1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

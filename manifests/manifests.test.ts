@@ -48,7 +48,7 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   const made = await kubectl(c, join(tmp, 'cache-setup'), ['create', '-f', crds]);
   t.equal(made.code, 0, made.stderr);
   const rendered: Record<string, Obj[]> = {};
-  for (const variant of ['.', 'all-in-one', 'member-cluster', 'cert-manager', 'examples/pending-jobs', 'examples/cluster-registration']) {
+  for (const variant of ['.', 'all-in-one', 'member-cluster', 'member-cluster/dispatcher', 'cert-manager', 'examples/pending-jobs', 'examples/cluster-registration']) {
     const r = await kustomize(tmp, variant);
     t.equal(r.code, 0, `kubectl kustomize manifests/${variant}: ${r.stderr}`);
     const objs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj);
@@ -140,34 +140,37 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
 
   const reader = find(rendered['member-cluster'], 'ClusterRole', 'panoptes:reader');
   t.ok(reader?.rules?.every((r) => r.verbs.every((v) => ['get', 'list', 'watch'].includes(v))), 'member reader is read-only');
-  // The dispatcher's writes, in a file of their own, bound to the ServiceAccount synchro uses.
+  // The dispatcher's writes, applied on purpose in consumer clusters, bound to the ServiceAccount synchro uses.
   const member = rendered['member-cluster'];
+  const consumer = rendered['member-cluster/dispatcher'];
   const all7 = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
-  t.same(find(member, 'ClusterRole', 'panoptes:dispatcher')?.rules, [
+  t.same(find(consumer, 'ClusterRole', 'panoptes:mcs-dispatcher')?.rules, [
     { apiGroups: [''], resources: ['services'], verbs: all7 },
     { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: all7 },
     { apiGroups: ['multicluster.x-k8s.io'], resources: ['serviceimports'], verbs: all7 },
     { apiGroups: ['multicluster.x-k8s.io'], resources: ['serviceimports/status'], verbs: ['get', 'update', 'patch'] },
   ]);
-  t.match(find(member, 'ClusterRoleBinding', 'panoptes:dispatcher'), {
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'panoptes:dispatcher' },
+  t.match(find(consumer, 'ClusterRoleBinding', 'panoptes:mcs-dispatcher'), {
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'panoptes:mcs-dispatcher' },
     subjects: [{ kind: 'ServiceAccount', name: 'panoptes-reader', namespace: 'panoptes-system' }],
   });
   t.ok(find(member, 'ServiceAccount', 'panoptes-reader'), 'the ServiceAccount both roles are bound to');
-  const readerAlone = parseAllDocuments(readFileSync(join(dir, 'member-cluster', 'reader.yaml'), 'utf8')).map((d) => d.toJS() as Obj);
-  t.notOk(readerAlone.some((o) => o.metadata.name === 'panoptes:dispatcher'), 'reader.yaml alone leaves the dispatcher out');
+  t.notOk(member.some((o) => o.kind === 'ClusterRole' && o.metadata.name === 'panoptes:mcs-dispatcher'), 'the member-cluster kustomization leaves the dispatcher out: only where it is applied on purpose');
 });
 
 t.test('the member-cluster roles, as a simulated cluster enforces them', async (t) => {
   const tmp = tempDir(t);
-  const r = await kustomize(tmp, 'member-cluster');
-  t.equal(r.code, 0, r.stderr);
-  const objs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj);
+  const objs: Obj[] = [];
+  for (const dirName of ['member-cluster', 'member-cluster/dispatcher']) {
+    const r = await kustomize(tmp, dirName);
+    t.equal(r.code, 0, r.stderr);
+    objs.push(...parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj));
+  }
   // RBAC's resource rules, as the simulated cluster's authorizer takes them (non-resource URLs stay open there).
   const rules = (name: string): SimRule[] => (find(objs, 'ClusterRole', name)?.rules ?? []).filter((x) => x.resources).map((x) => ({ verbs: x.verbs, apiGroups: x.apiGroups, resources: x.resources }));
   const c = await simCluster(t, { workload: true, mcsCRDs: true });
   c.auth.grant('reader', { name: 'system:serviceaccount:panoptes-system:panoptes-reader', rules: rules('panoptes:reader') });
-  c.auth.grant('consumer', { name: 'system:serviceaccount:panoptes-system:panoptes-reader', rules: [...rules('panoptes:reader'), ...rules('panoptes:dispatcher')] });
+  c.auth.grant('consumer', { name: 'system:serviceaccount:panoptes-system:panoptes-reader', rules: [...rules('panoptes:reader'), ...rules('panoptes:mcs-dispatcher')] });
   const as = (token: string) => ({ Authorization: `Bearer ${token}` });
   const svc = { metadata: { name: 'web', labels: { 'app.kubernetes.io/managed-by': 'panoptes.io' } }, spec: { ports: [{ name: 'http', port: 80 }] } };
   const slice = { metadata: { name: 'east-web-abcde', labels: { 'kubernetes.io/service-name': 'web', 'endpointslice.kubernetes.io/managed-by': 'panoptes.io-mcs-dispatcher' } }, addressType: 'IPv4', endpoints: [{ addresses: ['10.244.1.9'] }], ports: [{ name: 'http', port: 8080 }] };

@@ -9,7 +9,7 @@ import type { TLSSocket } from 'node:tls';
 import t, { type Test } from 'tap';
 import { stringify } from 'yaml';
 import { createCA, createCert } from '../apiserver/auth/certs.ts';
-import { connectCluster } from './client.ts';
+import { connectCluster, HttpError } from './client.ts';
 import { tempDir } from '../synchro/testutil.ts';
 
 async function recordingServer(t: Test, tls?: { key: string; cert: string; ca?: string }) {
@@ -244,4 +244,66 @@ t.test('the network guard of API-registered clusters: at connect time, every res
   const free = await connectCluster({ server: `http://127.0.0.1:${member.port}` });
   t.teardown(() => free.close());
   t.same(await free.get('/version'), { major: '1', minor: '28' }, 'without a guard (clusters.yaml, kubeconfig): free');
+});
+
+t.test('writes: POST, PUT and DELETE with preconditions, through the same connection and credentials; errors are the Status reason and its message only', async (t) => {
+  const seen: Array<{ method: string; url: string; type?: string; auth?: string; body: string }> = [];
+  let answer: { status: number; body: string } = { status: 200, body: '{}' };
+  const server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      seen.push({ method: req.method!, url: req.url!, type: req.headers['content-type'], auth: req.headers.authorization, body: Buffer.concat(chunks).toString('utf8') });
+      res.writeHead(answer.status, { 'Content-Type': 'application/json' });
+      res.end(answer.body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const port = (server.address() as AddressInfo).port;
+  const c = await connectCluster({ server: `http://member.test:${port}`, token: 'write-token-1', networkGuard: { allow: ['127.0.0.0/8'] } }, { resolve: (_h, _o, cb) => cb(null, [{ address: '127.0.0.1', family: 4 }]) });
+  t.teardown(() => c.close());
+
+  answer = { status: 201, body: '{"metadata":{"name":"a","resourceVersion":"7"}}' };
+  const created = await c.create('/api/v1/namespaces/shop/services', { metadata: { name: 'a' } }, { fieldManager: 'panoptes-test' });
+  t.same(created, { metadata: { name: 'a', resourceVersion: '7' } });
+  answer = { status: 200, body: '{"metadata":{"name":"a","resourceVersion":"8"}}' };
+  await c.update('/api/v1/namespaces/shop/services/a', { metadata: { name: 'a', resourceVersion: '7' } });
+  await c.delete('/api/v1/namespaces/shop/services/a', { preconditions: { uid: 'u1', resourceVersion: '8' } });
+  t.same(
+    seen.map((s) => [s.method, s.url, s.type, s.auth]),
+    [
+      ['POST', '/api/v1/namespaces/shop/services?fieldManager=panoptes-test', 'application/json', 'Bearer write-token-1'],
+      ['PUT', '/api/v1/namespaces/shop/services/a', 'application/json', 'Bearer write-token-1'],
+      ['DELETE', '/api/v1/namespaces/shop/services/a', 'application/json', 'Bearer write-token-1'],
+    ],
+    'each verb, with the connection\'s credentials',
+  );
+  t.same(JSON.parse(seen[1].body), { metadata: { name: 'a', resourceVersion: '7' } }, 'PUT carries the resourceVersion it was given');
+  t.same(JSON.parse(seen[2].body), { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: 'u1', resourceVersion: '8' } }, 'DELETE carries its preconditions');
+
+  const status = (code: number, reason: string, message: string) => ({ status: code, body: JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason, code, message }) });
+  answer = status(409, 'Conflict', 'Operation cannot be fulfilled on services "a": the object has been modified; please apply your changes to the latest version and try again');
+  const conflict = await c.update('/api/v1/namespaces/shop/services/a', {}).catch((e: unknown) => e);
+  t.type(conflict, HttpError);
+  t.match(conflict, { status: 409, reason: 'Conflict', message: 'HTTP 409 Conflict', statusMessage: /^Operation cannot be fulfilled on services "a"/ }, 'a kube Status: reason in the message, its own message apart');
+  answer = status(403, 'Forbidden', `services is forbidden:\u0000 line\nbreak token Bearer abcdefghijkl ${'x'.repeat(2000)}`);
+  const forbidden = (await c.create('/api/v1/namespaces/shop/services', {}).catch((e: unknown) => e)) as HttpError;
+  t.equal(forbidden.status, 403);
+  t.notOk(/[\u0000-\u001f]/.test(forbidden.statusMessage!), 'control characters dropped: one line');
+  t.ok(forbidden.statusMessage!.length <= 520, 'clipped');
+  t.notOk(forbidden.statusMessage!.includes('abcdefghijkl'), 'redacted');
+  t.match(forbidden.statusMessage, /^services is forbidden: line break token Bearer \(redacted\)/);
+  answer = { status: 404, body: '<html>SECRET-INTERNAL-PAGE</html>' };
+  const notKube = (await c.delete('/x').catch((e: unknown) => e)) as HttpError;
+  t.match(notKube, { status: 404, message: 'HTTP 404', statusMessage: undefined }, 'not a Status: nothing of the body');
+  answer = { status: 500, body: JSON.stringify({ kind: 'Status', apiVersion: 'v2', reason: 'InternalError', message: 'SECRET-FROM-ELSEWHERE' }) };
+  const other = (await c.create('/x', {}).catch((e: unknown) => e)) as HttpError;
+  t.notOk(JSON.stringify({ ...other, message: other.message }).includes('SECRET'), 'a Status of another version: nothing of the body');
+
+  const guarded = await connectCluster({ server: `http://member.test:${port}`, networkGuard: { allow: [] } }, { resolve: (_h, _o, cb) => cb(null, [{ address: '127.0.0.1', family: 4 }]) });
+  t.teardown(() => guarded.close());
+  const before = seen.length;
+  await t.rejects(guarded.create('/api/v1/namespaces/shop/services', {}), { code: 'EREFUSEDADDRESS' }, 'the network guard refuses a write as it refuses a read');
+  t.equal(seen.length, before, 'nothing reached the server');
 });

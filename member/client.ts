@@ -7,11 +7,16 @@
 // Kubernetes reason only: nothing of the body of a server that may not be a kube-apiserver
 // goes into an error. Every credential a connection loads (token, token file, password,
 // client key, a plugin's token) is registered with the redactor (lib/redact.ts).
+//
+// Writes (create, update, delete: synchro's multi-cluster Service dispatcher, as the holder of
+// the member's lease) go through the same connection, TLS settings, credentials and network
+// guard. Their errors are HttpErrors too: the HTTP status, the Status reason and, from a
+// Kubernetes v1 Status body only, its message (clipped, redacted); nothing else of a body.
 import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { dirname } from 'node:path';
-import { rememberSecrets } from '../lib/redact.ts';
+import { redact, rememberSecrets } from '../lib/redact.ts';
 import { kubeconfigContext, rawContext, readKubeconfig } from './kubeconfig.ts';
 import { allowHint, guardedLookup, MemberNetworks, memberNetworksFlag, RefusedAddressError, type Resolve } from './networks.ts';
 
@@ -38,13 +43,15 @@ export interface ClusterConnection {
   networkGuard?: { allow: string[] };
 }
 
-/** A non-2xx answer, with the Kubernetes Status reason when the body had one. */
+/** A non-2xx answer, with the Kubernetes Status reason (and message) when the body was a v1 Status. */
 export class HttpError extends Error {
   override name = 'HttpError';
   constructor(
     readonly status: number,
     message: string,
     readonly reason?: string,
+    /** The v1 Status's own message (clipped, redacted): kept apart from `message`, for the writers that report it. */
+    readonly statusMessage?: string,
   ) {
     super(message);
   }
@@ -67,6 +74,27 @@ export interface ClusterClient {
   /** Starts a streaming GET; resolves to the 200 response (the caller reads it), rejects on other codes. */
   stream(path: string, opts?: RequestOptions): Promise<IncomingMessage>;
   close(): void;
+}
+
+export interface WriteOptions extends RequestOptions {
+  /** kube's `fieldManager` query parameter (the writer's name in managedFields). */
+  fieldManager?: string;
+}
+
+/** DeleteOptions.preconditions: the delete happens only if the object still has this uid and resourceVersion (409 Conflict otherwise). */
+export interface Preconditions {
+  uid?: string;
+  resourceVersion?: string;
+}
+
+/** A member connection that also writes: POST, PUT and DELETE as kube-apiserver takes them. */
+export interface WritableClusterClient extends ClusterClient {
+  /** POST `path` (a collection): the created object (409 AlreadyExists, 404 for a missing namespace, 422 Invalid: HttpError). */
+  create<T = unknown>(path: string, body: unknown, opts?: WriteOptions): Promise<T>;
+  /** PUT `path` (an object, or its status): optimistic when the body carries metadata.resourceVersion (409 Conflict on a stale one). */
+  update<T = unknown>(path: string, body: unknown, opts?: WriteOptions): Promise<T>;
+  /** DELETE `path` with DeleteOptions (preconditions): the answer, the object or a Status (404 NotFound when already gone: HttpError). */
+  delete<T = unknown>(path: string, opts?: WriteOptions & { preconditions?: Preconditions }): Promise<T>;
 }
 
 interface Settings {
@@ -205,21 +233,33 @@ function fromInline(c: ClusterConnection): Settings {
   };
 }
 
+/** The longest v1 Status message an HttpError keeps (kube's own are a line or two). */
+const maxStatusMessage = 512;
+
 /**
  * The error of a non-success answer: its HTTP status, and the reason of a Kubernetes v1 Status
- * body (a CamelCase word such as Forbidden). Nothing else of the body: a server that is not a
- * kube-apiserver (a metadata service, any internal service a Cluster's server points at)
- * must not have its answer copied into a status anyone who reads Clusters sees.
+ * body (a CamelCase word such as Forbidden). Nothing else of the body goes into the message: a
+ * server that is not a kube-apiserver (a metadata service, any internal service a Cluster's
+ * server points at) must not have its answer copied into a status anyone who reads Clusters
+ * sees. A v1 Status's own message (a kube-apiserver's answer, e.g. why a write was refused) is
+ * kept apart in `statusMessage`: one line, control characters dropped, clipped and redacted.
  */
 function statusMessage(status: number, body: string): HttpError {
   let reason: string | undefined;
+  let message: string | undefined;
   try {
-    const s = JSON.parse(body) as { kind?: unknown; apiVersion?: unknown; reason?: unknown };
-    if (s.kind === 'Status' && s.apiVersion === 'v1' && typeof s.reason === 'string' && /^[A-Z][A-Za-z]{0,63}$/.test(s.reason)) reason = s.reason;
+    const s = JSON.parse(body) as { kind?: unknown; apiVersion?: unknown; reason?: unknown; message?: unknown };
+    if (s.kind === 'Status' && s.apiVersion === 'v1') {
+      if (typeof s.reason === 'string' && /^[A-Z][A-Za-z]{0,63}$/.test(s.reason)) reason = s.reason;
+      if (typeof s.message === 'string' && s.message !== '') {
+        const line = s.message.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/ {2,}/g, ' ').trim();
+        message = redact(line.length > maxStatusMessage ? `${line.slice(0, maxStatusMessage)}...` : line);
+      }
+    }
   } catch {
     // not JSON
   }
-  return new HttpError(status, reason ? `HTTP ${status} ${reason}` : `HTTP ${status}`, reason);
+  return new HttpError(status, reason ? `HTTP ${status} ${reason}` : `HTTP ${status}`, reason, message);
 }
 
 /** The guard of a connection: refuses its server now when it is an address, and checks every resolved address when it is a name. */
@@ -242,7 +282,7 @@ export interface ConnectOptions {
 }
 
 /** Builds a client for a cluster; throws when its settings cannot be loaded (bad kubeconfig, missing files) or its guard refuses the server. */
-export async function connectCluster(c: ClusterConnection, opts: ConnectOptions = {}): Promise<ClusterClient> {
+export async function connectCluster(c: ClusterConnection, opts: ConnectOptions = {}): Promise<WritableClusterClient> {
   const s = c.kubeconfig ? await fromKubeconfig(c) : fromInline(c);
   const secure = s.server.protocol === 'https:';
   if (!secure && s.server.protocol !== 'http:') throw new Error(`server ${s.server.href}: only http:// and https:// are supported`);
@@ -253,12 +293,16 @@ export async function connectCluster(c: ClusterConnection, opts: ConnectOptions 
   const base = s.server.pathname.replace(/\/+$/, '');
   const transport = secure ? https : http;
 
-  const request = async (path: string, opts: RequestOptions): Promise<IncomingMessage> => {
-    const headers = { Accept: 'application/json', 'User-Agent': 'panoptes-synchro', ...(await s.headers()) };
+  const request = async (path: string, opts: RequestOptions, method = 'GET', body?: string): Promise<IncomingMessage> => {
+    const headers: Record<string, string | number> = { Accept: 'application/json', 'User-Agent': 'panoptes-synchro', ...(await s.headers()) };
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      headers['Content-Length'] = Buffer.byteLength(body);
+    }
     return new Promise((resolve, reject) => {
       if (opts.signal?.aborted) return reject(new Error('aborted'));
       const req = transport.request(
-        { protocol: s.server.protocol, hostname: s.server.hostname, port: s.server.port, path: base + path, method: 'GET', headers, agent },
+        { protocol: s.server.protocol, hostname: s.server.hostname, port: s.server.port, path: base + path, method, headers, agent },
         (res) => {
           clearTimeout(timer);
           resolve(res);
@@ -272,7 +316,7 @@ export async function connectCluster(c: ClusterConnection, opts: ConnectOptions 
         clearTimeout(timer);
         reject(err);
       });
-      req.end();
+      req.end(body);
     });
   };
 
@@ -287,20 +331,36 @@ export async function connectCluster(c: ClusterConnection, opts: ConnectOptions 
     return Buffer.concat(chunks).toString('utf8');
   };
 
+  /** One request with a JSON answer: the parsed body of a 2xx, an HttpError otherwise. */
+  const exchange = async <T>(method: string, path: string, opts: RequestOptions, body?: unknown): Promise<T> => {
+    const started = Date.now();
+    const res = await request(path, opts, method, body === undefined ? undefined : JSON.stringify(body));
+    const text = await readBody(res, opts.timeoutMs ? Math.max(1, opts.timeoutMs - (Date.now() - started)) : undefined);
+    const status = res.statusCode ?? 0;
+    if (status < 200 || status >= 300) throw statusMessage(status, text);
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new Error(`${method} ${path}: the answer is not JSON`);
+    }
+  };
+  const withManager = (path: string, opts: WriteOptions) => (opts.fieldManager ? `${path}${path.includes('?') ? '&' : '?'}fieldManager=${encodeURIComponent(opts.fieldManager)}` : path);
+
   return {
     server: s.server.href,
     warnings: s.warnings,
-    async get<T>(path: string, opts: RequestOptions = {}): Promise<T> {
-      const started = Date.now();
-      const res = await request(path, opts);
-      const body = await readBody(res, opts.timeoutMs ? Math.max(1, opts.timeoutMs - (Date.now() - started)) : undefined);
-      const status = res.statusCode ?? 0;
-      if (status < 200 || status >= 300) throw statusMessage(status, body);
-      try {
-        return JSON.parse(body) as T;
-      } catch {
-        throw new Error(`GET ${path}: the answer is not JSON`);
-      }
+    get<T>(path: string, opts: RequestOptions = {}): Promise<T> {
+      return exchange<T>('GET', path, opts);
+    },
+    create<T>(path: string, body: unknown, opts: WriteOptions = {}): Promise<T> {
+      return exchange<T>('POST', withManager(path, opts), opts, body);
+    },
+    update<T>(path: string, body: unknown, opts: WriteOptions = {}): Promise<T> {
+      return exchange<T>('PUT', withManager(path, opts), opts, body);
+    },
+    delete<T>(path: string, opts: WriteOptions & { preconditions?: Preconditions } = {}): Promise<T> {
+      const options = { apiVersion: 'v1', kind: 'DeleteOptions', ...(opts.preconditions ? { preconditions: opts.preconditions } : {}) };
+      return exchange<T>('DELETE', path, opts, options);
     },
     async stream(path: string, opts: RequestOptions = {}): Promise<IncomingMessage> {
       const res = await request(path, opts);

@@ -37,3 +37,29 @@ for (const backend of backends) {
     });
   });
 }
+
+for (const backend of backends) {
+  t.test(`${backend}: changesOfResources reads only the given resources, up to a watermark`, async (t) => {
+    const { store, close } = await openTestStore(backend);
+    t.teardown(close);
+    const svc = (name: string, rv: string) => ({ type: 'ADDED' as const, group: '', version: 'v1', resource: 'services', object: { metadata: { name, namespace: 'n', uid: `uid-${name}`, resourceVersion: rv } } });
+    const slice = (name: string, rv: string) => ({ type: 'ADDED' as const, group: 'discovery.k8s.io', version: 'v1', resource: 'endpointslices', object: { metadata: { name, namespace: 'n', uid: `uid-s-${name}`, resourceVersion: rv } } });
+    const b = await store.watermark();
+    await store.applyBatch('c', [podEvent('ADDED', 'n', 'p0', '1'), svc('a', '2'), podEvent('ADDED', 'n', 'p1', '3'), slice('a-1', '4'), podEvent('ADDED', 'n', 'p2', '5'), svc('b', '6')]);
+    const followed = [{ group: '', resource: 'services' }, { group: 'discovery.k8s.io', resource: 'endpointslices' }];
+    // Their rvs relative to the log before the batch.
+    const names = (cs: Awaited<ReturnType<typeof store.changesOfResources>>) => cs.map((c) => `${c.rv - b} ${c.resource} ${c.name}`);
+    const w = await store.watermark();
+    t.equal(w, b + 6);
+    t.same(names(await store.changesOfResources(b, w, followed, 100)), ['2 services a', '4 endpointslices a-1', '6 services b'], 'no pod');
+    t.same(names(await store.changesOfResources(b, w, followed, 2)), ['2 services a', '4 endpointslices a-1'], 'at most limit, in rv order');
+    t.same(names(await store.changesOfResources(b + 2, b + 5, followed, 100)), ['4 endpointslices a-1'], 'within (rv, upTo]');
+    t.same(names(await store.changesOfResources(b, w, [{ group: '', resource: 'services' }], 100)), ['2 services a', '6 services b']);
+    t.same(await store.changesOfResources(b, w, [], 100), []);
+    t.same(await store.changesOfResources(w, w, followed, 100), []);
+    const fence = await takeLease(store, compactorLease);
+    await store.compact({ minAgeMs: 0, minCount: 2 }, fence);
+    await t.rejects(store.changesOfResources(b + 1, w, followed, 100), { code: 410 }, 'compacted past the reader: Expired, never a silent skip');
+    t.same(names(await store.changesOfResources(b + 4, w, followed, 100)), ['6 services b']);
+  });
+}

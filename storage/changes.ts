@@ -18,3 +18,30 @@ export async function changesAfter(knex: Knex, rv: number, limit: number): Promi
   if (rv < meta.compactedRv) throw new CompactedError(rv, meta.compactedRv, 'watch');
   return changes;
 }
+
+/**
+ * The changes of `resources` (group, resource) with rv in (`rv`, `upTo`], oldest first, at most
+ * `limit`: a reader that follows a few resources reads only their rows (the changes_by_resource
+ * index), not every row of the log. `upTo` is a watermark read before (everything up to it is
+ * committed, so nothing in the range commits late). CompactedError when changes after `rv`
+ * were compacted, before or during the read.
+ */
+export async function changesOfResources(knex: Knex, rv: number, upTo: number, resources: ReadonlyArray<{ group: string; resource: string }>, limit: number): Promise<Change[]> {
+  const compacted = async () => {
+    const meta = await readMeta(knex);
+    if (rv < meta.compactedRv) throw new CompactedError(rv, meta.compactedRv, 'watch');
+  };
+  await compacted();
+  if (resources.length === 0 || upTo <= rv) return [];
+  const rows: ChangeRow[] = await knex('changes')
+    .where('rv', '>', rv)
+    .andWhere('rv', '<=', upTo)
+    .andWhere((b) => {
+      for (const r of resources) void b.orWhere({ grp: r.group, resource: r.resource });
+    })
+    .orderBy('rv')
+    .limit(limit)
+    .select('*');
+  await compacted();
+  return rows.map(toChange);
+}

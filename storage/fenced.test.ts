@@ -196,6 +196,7 @@ const reads = [
   'dialect',
   'onCommit',
   'changesAfter',
+  'changesOfResources',
   'watermark',
   'meta',
   'get',

@@ -8,7 +8,7 @@
 // resourceVersion under the rv lock, and single batches of tests and benchmarks.
 import { connect, type Connection, type ConnectOptions } from './connect.ts';
 import { aggregate, type AggregateQuery, type AggregateResult } from './aggregate.ts';
-import { changesAfter } from './changes.ts';
+import { changesAfter, changesOfResources } from './changes.ts';
 import * as clusters from './clusters.ts';
 import * as clusterObjects from './cluster-objects.ts';
 import * as ownObjects from './own-objects.ts';
@@ -125,6 +125,11 @@ export class Store {
 
   changesAfter(rv: number, limit: number): Promise<Change[]> {
     return changesAfter(this.conn.knex, rv, limit);
+  }
+
+  /** The changes of a few resources with rv in (rv, upTo], oldest first (storage/changes.ts): a follower of those resources alone. */
+  changesOfResources(rv: number, upTo: number, resources: ReadonlyArray<{ group: string; resource: string }>, limit: number): Promise<Change[]> {
+    return changesOfResources(this.conn.knex, rv, upTo, resources, limit);
   }
 
   async watermark(): Promise<number> {

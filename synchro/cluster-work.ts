@@ -10,7 +10,8 @@ import { clusterLease, FencedError, type Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import { fileClusterSpec } from '../api/cluster.ts';
 import { Batcher } from './batcher.ts';
-import { ClusterSync, dropStored, type ClusterDeps, type ClusterStatus } from './cluster.ts';
+import { ClusterSync, dropStored, type ClusterDeps, type ClusterPhase, type ClusterStatus } from './cluster.ts';
+import type { WritableClusterClient } from '../member/client.ts';
 import { ClusterObjectWriter, finishRemoval, type ObjectSource } from './cluster-objects.ts';
 import type { ClusterConfig, InvalidEntry, ParsedConfig } from './config.ts';
 import type { HostSecrets } from './host-secrets.ts';
@@ -56,6 +57,8 @@ export class ClusterWork {
   constructor(
     private readonly deps: ClusterDeps,
     private readonly membership: Membership,
+    /** Cluster `name` leaves this member: whatever else writes to it stops (resolves once nothing is in flight). */
+    private readonly leaving: (name: string) => Promise<void> = async () => {},
   ) {}
 
   private fenceOf(name: string): Fence {
@@ -111,6 +114,7 @@ export class ClusterWork {
       if (w.invalid !== key) await this.underLease(name, () => this.writeInvalid(name, bad, source));
       w.invalid = key;
     } else {
+      await this.leaving(name);
       await w.sync?.stop();
       await this.underLease(name, () => this.removeCluster(name));
       this.running.delete(name);
@@ -122,6 +126,7 @@ export class ClusterWork {
   async stop(name: string): Promise<void> {
     const w = this.running.get(name);
     this.running.delete(name);
+    await this.leaving(name);
     await w?.sync?.stop();
   }
 
@@ -137,6 +142,14 @@ export class ClusterWork {
     const all = [...this.running.values()];
     this.running.clear();
     await Promise.all(all.map((w) => w.sync?.stop()));
+  }
+
+  /** The connection of cluster `name` running here, its lease epoch, phase and whether its initial sync is done: where the dispatcher writes. */
+  connection(name: string): { client: WritableClusterClient; epoch: number; phase: ClusterPhase; synced: boolean } | undefined {
+    const w = this.running.get(name);
+    const client = w?.sync?.connection;
+    if (!w || !client) return undefined;
+    return { client, epoch: w.epoch, phase: w.sync!.currentPhase, synced: w.sync!.initialSyncDone };
   }
 
   /** Status of every cluster running here, by name. */

@@ -10,7 +10,7 @@ import type { KubeObject } from '../storage/types.ts';
 import { Backoff, Waker, sleep, type BackoffOptions } from './backoff.ts';
 import { Batcher, clip, type BatcherOptions, type CommitHook } from './batcher.ts';
 import type { Committer } from './committer.ts';
-import { connectCluster, describeError, type ClusterClient } from '../member/client.ts';
+import { connectCluster, describeError, type WritableClusterClient } from '../member/client.ts';
 import { fileClusterSpec } from '../api/cluster.ts';
 import { ClusterObjectWriter, type ObjectSource } from './cluster-objects.ts';
 import { publicSpec, type ClusterConfig } from './config.ts';
@@ -106,7 +106,7 @@ const crdId = 'apiextensions.k8s.io/customresourcedefinitions';
 
 export class ClusterSync {
   readonly name: string;
-  private client?: ClusterClient;
+  private client?: WritableClusterClient;
   private batcher?: Batcher;
   private openapi?: OpenAPIFetcher;
   /** A CRD changed since the last OpenAPI pass (a v2-only member's document is fetched again). */
@@ -181,6 +181,16 @@ export class ClusterSync {
     for (const warning of this.client.warnings) this.log.warn(warning, { server: this.client.server });
     await this.writeStatus();
     this.loops.push(this.probeLoop(), this.discoveryLoop(), this.progressLoop());
+  }
+
+  /** The member connection (undefined before start or with unusable settings): the dispatcher writes through it, under this sync's lease. */
+  get connection(): WritableClusterClient | undefined {
+    return this.client;
+  }
+
+  /** The cluster's phase as last probed. */
+  get currentPhase(): ClusterPhase {
+    return this.phase;
   }
 
   /** Whether the first list of every resource selected at first discovery has been committed. */

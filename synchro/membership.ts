@@ -208,11 +208,9 @@ export class Membership {
       }, this.settings.renewIntervalMs);
     };
     loop();
-    // Well before the TTL runs out locally: a lease not renewed by then may be someone else's.
-    const margin = Math.min(2000, this.settings.leaseTtlMs / 5);
     this.watchdog = setInterval(() => {
       const now = performance.now();
-      const deadline = this.settings.leaseTtlMs - margin;
+      const deadline = this.deadlineMs;
       if (this.phase === 'member' && now - this.heartbeatSentAt > deadline) this.leave(`storage unreachable: no heartbeat written for ${Math.round((now - this.heartbeatSentAt) / 1000)} s`);
       for (const [name, h] of [...this.held]) if (now - h.renewedAt > deadline) this.lose(name, h.epoch, 'renew-timeout');
     }, Math.max(50, Math.min(500, this.settings.renewIntervalMs / 2)));
@@ -285,6 +283,21 @@ export class Membership {
   fence(name: string): Fence | undefined {
     const h = this.held.get(name);
     return h ? { lease: name, holder: this.identity, epoch: h.epoch } : undefined;
+  }
+
+  /**
+   * How long `name` is still surely held (ms, on this process's clock): until the watchdog
+   * gives it up, unless a renewal comes first. 0 when not held. A write to a member (which
+   * storage cannot fence) is started only with a timeout within it.
+   */
+  remainingMs(name: string): number {
+    const h = this.held.get(name);
+    return h ? Math.max(0, h.renewedAt + this.deadlineMs - performance.now()) : 0;
+  }
+
+  /** How long after its last renewal a lease is given up: well before the TTL runs out locally, when it may be someone else's. */
+  private get deadlineMs(): number {
+    return this.settings.leaseTtlMs - Math.min(2000, this.settings.leaseTtlMs / 5);
   }
 
   /** When the lease was acquired (ISO time), for status. */

@@ -27,6 +27,11 @@ export class SynchroMetrics {
   readonly openapiFetches: Counter<'cluster' | 'format' | 'result'>;
   readonly quarantinedEvents: Counter<'cluster' | 'resource'>;
   readonly quarantinedObjects: Gauge<'cluster'>;
+  readonly mcsDispatchLatency: Histogram<'cluster'>;
+  readonly mcsWrites: Counter<'cluster' | 'kind' | 'verb'>;
+  readonly mcsErrors: Counter<'cluster' | 'reason'>;
+  readonly mcsConflicts: Counter<'cluster' | 'kind'>;
+  readonly mcsPasses: Counter<'trigger'>;
 
   constructor(registry = new Registry()) {
     this.registry = registry;
@@ -57,6 +62,17 @@ export class SynchroMetrics {
       registers: r,
     });
     this.quarantinedObjects = new Gauge({ name: 'panoptes_synchro_quarantined_objects', help: 'Objects kept out of storage until a newer version of them arrives (their cluster status names them)', labelNames: ['cluster'], registers: r });
+    this.mcsDispatchLatency = new Histogram({
+      name: 'panoptes_synchro_mcs_dispatch_latency_seconds',
+      help: "Multi-cluster Services: from the commit of a provider's change (its change-log row) to the consumer's write done",
+      labelNames: ['cluster'],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: r,
+    });
+    this.mcsWrites = new Counter({ name: 'panoptes_synchro_mcs_writes_total', help: 'Multi-cluster Services: writes to a consumer cluster, by kind (Service, EndpointSlice, ServiceImport) and verb (create, update, delete)', labelNames: ['cluster', 'kind', 'verb'], registers: r });
+    this.mcsErrors = new Counter({ name: 'panoptes_synchro_mcs_errors_total', help: 'Multi-cluster Services: failed writes to a consumer cluster, by reason (Forbidden, Conflict, Invalid, NamespaceNotFound, Unreachable, ...)', labelNames: ['cluster', 'reason'], registers: r });
+    this.mcsConflicts = new Counter({ name: 'panoptes_synchro_mcs_conflicts_total', help: "Multi-cluster Services: objects of a consumer's own in the way of a dispatch (left alone, reported)", labelNames: ['cluster', 'kind'], registers: r });
+    this.mcsPasses = new Counter({ name: 'panoptes_synchro_mcs_passes_total', help: 'Multi-cluster Services: dispatch passes, by trigger (change, resync, retry)', labelNames: ['trigger'], registers: r });
     this.openapiFetches = new Counter({
       name: 'panoptes_synchro_openapi_fetches_total',
       help: 'OpenAPI documents by outcome: fetched, unchanged (same hash, not fetched), shared (stored by another cluster, not fetched), failed',
@@ -67,7 +83,7 @@ export class SynchroMetrics {
 
   /** Drops every series of a removed cluster. */
   async forget(cluster: string): Promise<void> {
-    const all = [this.eventsReceived, this.eventsApplied, this.lag, this.batchSize, this.batchDuration, this.errors, this.reconnects, this.relists, this.objects, this.clusterReady, this.queued, this.openapiFetches, this.fencedBatches, this.rvLockWait, this.quarantinedEvents, this.quarantinedObjects];
+    const all = [this.eventsReceived, this.eventsApplied, this.lag, this.batchSize, this.batchDuration, this.errors, this.reconnects, this.relists, this.objects, this.clusterReady, this.queued, this.openapiFetches, this.fencedBatches, this.rvLockWait, this.quarantinedEvents, this.quarantinedObjects, this.mcsDispatchLatency, this.mcsWrites, this.mcsErrors, this.mcsConflicts];
     for (const m of all) {
       const seen = new Set<string>();
       for (const v of (await m.get()).values) {

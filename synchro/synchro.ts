@@ -7,6 +7,8 @@
 //                                     (credentials inline or from Secrets of the host cluster)
 //   ClusterWork (cluster-work.ts)     a ClusterSync per cluster it holds, Invalid entries, removals
 //   NotSyncedMarker (not-synced.ts)   clusters of other members that nobody syncs, marked not Ready
+//   McsDispatcher (mcs/dispatcher.ts) multi-cluster Services: the consumer clusters it holds get the
+//                                     providers' EndpointSlices, written under their leases
 //   the compactor (under its own lease) and the metrics endpoint.
 // One pass (reconcile) runs at a time: after a configuration change, a change of the host's
 // Secrets, and every assignIntervalMs, as members come and go.
@@ -27,6 +29,7 @@ import { SynchroMetrics, serveMetrics } from './metrics.ts';
 import { defaultCompaction, startCompactor, type CompactionOptions } from './compactor.ts';
 import { defaultShardSettings, Membership, type MembershipState, type ShardSettings } from './membership.ts';
 import { NotSyncedMarker } from './not-synced.ts';
+import { McsDispatcher, type DispatcherOptions } from './mcs/dispatcher.ts';
 
 export interface SynchroOptions {
   /** Opened storage; the caller owns it (and closes it after stop()). */
@@ -59,6 +62,8 @@ export interface SynchroOptions {
   onCommit?: CommitHook;
   /** Change-log retention and how often to compact (default: 15 minutes and 100,000 changes, every minute); false: never. */
   compaction?: Partial<CompactionOptions> | false;
+  /** The multi-cluster Service dispatcher's timings (synchro/mcs/dispatcher.ts); false: no dispatch from this process. */
+  mcs?: Partial<DispatcherOptions> | false;
   log?: Logger;
 }
 
@@ -101,11 +106,15 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   const committer = new Committer(store, batch, metrics, log.child({ part: 'committer' }));
   const config = new ConfigSource({ ...opts, metrics, log, onFileChange: () => void reload().catch(() => undefined) });
   const deps = { store, metrics, log, batch, committer, timings, onCommit: opts.onCommit, configError: () => config.error };
-  // A lost cluster lease stops that cluster's work at once.
+  // A lost cluster lease stops that cluster's work (and its dispatch) at once.
   const membership = new Membership(store, shards, metrics, log, (lease, epoch) => {
-    if (lease.startsWith(clusterLease(''))) work.lost(lease.slice(clusterLease('').length), epoch);
+    if (!lease.startsWith(clusterLease(''))) return;
+    dispatcher?.lost(lease.slice(clusterLease('').length), epoch);
+    work.lost(lease.slice(clusterLease('').length), epoch);
   });
-  const work = new ClusterWork(deps, membership);
+  // A cluster leaving this member is no longer written to before its lease is released.
+  const work: ClusterWork = new ClusterWork(deps, membership, async (name: string): Promise<void> => dispatcher?.release(name));
+  const dispatcher: McsDispatcher | undefined = opts.mcs === false ? undefined : new McsDispatcher({ store, membership, source: work, metrics, log, options: opts.mcs });
   const notSynced = new NotSyncedMarker(store, membership, shards.notSyncedAfterMs, log);
 
   // The host cluster's Secrets, listed and watched once some API cluster names one.
@@ -153,6 +162,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   const cleanup = async () => {
     config.close();
     await hostSecrets?.stop();
+    await dispatcher?.stop();
     await work.stopAll();
     await committer.close();
     await compactor?.stop();
@@ -172,6 +182,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     storage: store.conn.display,
   });
   membership.start();
+  dispatcher?.start();
   let loaded = false;
   try {
     loaded = config.read();

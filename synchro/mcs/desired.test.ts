@@ -1,0 +1,282 @@
+// The desired state of an exported Service, as table tests over storage-shaped inputs:
+// providers and consumers, what each consumer gets, conflicts, the ports filter, the
+// ServiceImport, ServiceExports, deletion, and the not-Ready policies against a clock.
+import t from 'tap';
+import { annotations, dispatchedSliceName, dispatchManagedBy, labels, managedByLabel, managedByValue, providerReadyAnnotation, type MultiClusterServiceSpec } from '../../api/multicluster-service.ts';
+import { defaultResources } from '../../api/resource-patterns.ts';
+import type { KubeObject } from '../../storage/types.ts';
+import { planKey, type ClusterObject, type ClusterView, type KeyInputs, type KeyPlan, type McsView } from './desired.ts';
+
+const key = { namespace: 'shop', name: 'web' };
+const NOW = Date.parse('2026-03-01T12:00:00Z');
+const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
+
+const ready = (name: string, extra: Partial<ClusterView> = {}): ClusterView => ({ name, ready: true, phase: 'Ready', serviceImports: false, ...extra });
+const down = (name: string, sinceSecondsAgo: number): ClusterView => ({ name, ready: false, phase: 'Unreachable (ProbeFailed)', serviceImports: false, notReadySince: ago(sinceSecondsAgo) });
+
+const service = (cluster: string, opts: { managed?: boolean; ports?: Array<Record<string, unknown>>; headless?: boolean } = {}): ClusterObject => ({
+  cluster,
+  object: {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'web', namespace: 'shop', ...(opts.managed ? { labels: { [managedByLabel]: managedByValue } } : {}) },
+    spec: { selector: opts.managed ? undefined : { app: 'web' }, ports: opts.ports ?? [{ name: 'http', port: 80, protocol: 'TCP', targetPort: 8080 }], ...(opts.headless ? { clusterIP: 'None' } : { clusterIP: '10.96.0.10' }) },
+  },
+});
+
+const slice = (cluster: string, name: string, ips: string[], opts: { dispatched?: boolean; ports?: Array<Record<string, unknown>>; ready?: boolean[] } = {}): ClusterObject => ({
+  cluster,
+  object: {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: {
+      name,
+      namespace: 'shop',
+      labels: { [labels.serviceName]: 'web', [labels.endpointSliceManagedBy]: opts.dispatched ? dispatchManagedBy : 'endpointslice-controller.k8s.io', ...(opts.dispatched ? { [managedByLabel]: managedByValue } : {}) },
+      annotations: { 'panoptes.io/cluster': cluster },
+    },
+    addressType: 'IPv4',
+    endpoints: ips.map((ip, i) => ({ addresses: [ip], conditions: { ready: opts.ready?.[i] ?? true }, nodeName: `${cluster}-n${i}` })),
+    ports: opts.ports ?? [{ name: 'http', port: 8080, protocol: 'TCP' }],
+  },
+});
+
+const mcs = (spec: MultiClusterServiceSpec = {}, extra: Partial<McsView> = {}): McsView => ({ uid: 'u1', generation: 3, spec, deleting: false, ...extra });
+
+const inputs = (over: Partial<KeyInputs>): KeyInputs => ({
+  key,
+  now: NOW,
+  clusters: [ready('east'), ready('west'), ready('lab')],
+  mcs: mcs(),
+  exporters: [],
+  services: [service('east')],
+  slices: [slice('east', 'web-abc', ['10.0.0.1', '10.0.0.2'])],
+  ...over,
+});
+
+/** A plan, summarised: per consumer, its Service plan and the slices it gets (sorted), `+si` when it gets a ServiceImport. */
+function summary(p: KeyPlan): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [c, cp] of p.consumers) out[c] = `${cp.service.kind}${cp.service.kind === 'none' ? `:${cp.service.reason}` : ''} [${[...cp.slices.keys()].sort().join(',')}]${cp.serviceImport ? ' +si' : ''}`;
+  return out;
+}
+
+t.test('who provides, who consumes, and what each consumer gets', async (t) => {
+  const cases: Array<{ name: string; in: Partial<KeyInputs>; want: Record<string, string>; providers?: string[] }> = [
+    {
+      name: 'one provider, every other cluster consumes; the provider keeps its own Service and gets nothing of its own',
+      in: {},
+      want: { east: 'provider []', lab: 'ensure [east-web-abc]', west: 'ensure [east-web-abc]' },
+      providers: ['east'],
+    },
+    {
+      name: 'two providers: each gets the other one\'s slices, the consumer both',
+      in: { services: [service('east'), service('lab')], slices: [slice('east', 'web-abc', ['10.0.0.1']), slice('lab', 'web-xyz', ['10.1.0.1']), slice('lab', 'web-xyz2', ['10.1.0.2'])] },
+      want: { east: 'provider [lab-web-xyz,lab-web-xyz2]', lab: 'provider [east-web-abc]', west: 'ensure [east-web-abc,lab-web-xyz,lab-web-xyz2]' },
+      providers: ['east', 'lab'],
+    },
+    {
+      name: 'slices Panoptes dispatched are never collected back, wherever they are',
+      in: { services: [service('east'), service('west', { managed: true })], slices: [slice('east', 'web-abc', ['10.0.0.1']), slice('west', 'east-web-abc', ['10.0.0.1'], { dispatched: true }), slice('east', 'lab-web-old', ['10.3.0.1'], { dispatched: true })] },
+      want: { east: 'provider []', lab: 'ensure [east-web-abc]', west: 'ensure [east-web-abc]' },
+      providers: ['east'],
+    },
+    {
+      name: 'providerClusters: a cluster with the Service that is not named is a consumer in conflict',
+      in: { mcs: mcs({ providerClusters: ['east'] }), services: [service('east'), service('lab')] },
+      want: { east: 'provider []', lab: 'conflict []', west: 'ensure [east-web-abc]' },
+      providers: ['east'],
+    },
+    {
+      name: 'consumerClusters: only those (a name of no known cluster is ignored)',
+      in: { mcs: mcs({ consumerClusters: ['west', 'gone'] }) },
+      want: { west: 'ensure [east-web-abc]' },
+    },
+    {
+      name: 'a pre-existing Service Panoptes did not create: a conflict, nothing dispatched there',
+      in: { mcs: mcs({ providerClusters: ['east'] }), services: [service('east'), service('west')] },
+      want: { east: 'provider []', lab: 'ensure [east-web-abc]', west: 'conflict []' },
+    },
+    {
+      name: 'a Service Panoptes created earlier is not a provider\'s',
+      in: { services: [service('east'), service('west', { managed: true })] },
+      want: { east: 'provider []', lab: 'ensure [east-web-abc]', west: 'ensure [east-web-abc]' },
+      providers: ['east'],
+    },
+    {
+      name: 'no provider has the Service: nothing to dispatch anywhere',
+      in: { services: [], slices: [] },
+      want: { east: 'none:NoProviderService []', lab: 'none:NoProviderService []', west: 'none:NoProviderService []' },
+      providers: [],
+    },
+    {
+      name: 'the ServiceImport where the consumer has the CRD (a provider too), never in a conflict',
+      in: { clusters: [ready('east', { serviceImports: true }), ready('west', { serviceImports: true }), ready('lab', { serviceImports: true }), ready('dev', { serviceImports: true })], services: [service('east'), service('dev')], mcs: mcs({ providerClusters: ['east'] }) },
+      want: { dev: 'conflict []', east: 'provider [] +si', lab: 'ensure [east-web-abc] +si', west: 'ensure [east-web-abc] +si' },
+    },
+    {
+      name: 'no MultiClusterService, a ServiceExport in east: east exports to every other cluster',
+      in: { mcs: undefined, exporters: ['east'] },
+      want: { east: 'provider []', lab: 'ensure [east-web-abc]', west: 'ensure [east-web-abc]' },
+      providers: ['east'],
+    },
+    {
+      name: 'ServiceExports in east and lab: both provide',
+      in: { mcs: undefined, exporters: ['east', 'lab'], services: [service('east'), service('lab')], slices: [slice('east', 'web-abc', ['10.0.0.1']), slice('lab', 'web-xyz', ['10.1.0.1'])] },
+      want: { east: 'provider [lab-web-xyz]', lab: 'provider [east-web-abc]', west: 'ensure [east-web-abc,lab-web-xyz]' },
+      providers: ['east', 'lab'],
+    },
+    {
+      name: 'a ServiceExport in a cluster without the Service provides nothing; a Service without a ServiceExport is a conflict',
+      in: { mcs: undefined, exporters: ['west', 'east'], services: [service('east'), service('lab')] },
+      want: { east: 'provider []', lab: 'conflict []', west: 'ensure [east-web-abc]' },
+      providers: ['east'],
+    },
+    {
+      name: 'nothing exports it: no plan at all (everything dispatched for it goes)',
+      in: { mcs: undefined, exporters: [] },
+      want: {},
+      providers: [],
+    },
+    {
+      name: 'deleting: nobody gets anything, the consumers are still known (their cleanup is awaited)',
+      in: { mcs: mcs({}, { deleting: true }) },
+      want: {},
+    },
+  ];
+  for (const c of cases) {
+    const p = planKey(inputs(c.in));
+    t.same(summary(p), c.want, c.name);
+    if (c.providers) t.same(p.providers.map((x) => x.cluster), c.providers, `${c.name}: providers`);
+  }
+  const deleting = planKey(inputs({ mcs: mcs({ consumerClusters: ['west', 'lab'] }, { deleting: true }) }));
+  t.same(deleting.consumerSet, ['lab', 'west'], 'a deleting plan keeps its consumer set');
+  t.equal(deleting.deleting, true);
+  t.equal(deleting.generation, 3);
+});
+
+t.test('a dispatched slice: the contract\'s name, labels and annotations, the provider\'s endpoints, ports and address type as they are', async (t) => {
+  const p = planKey(inputs({}));
+  const s = p.consumers.get('west')!.slices.get('east-web-abc')!;
+  const src = slice('east', 'web-abc', ['10.0.0.1', '10.0.0.2']).object;
+  t.equal(s.metadata?.name, dispatchedSliceName('east', 'web-abc'));
+  t.same(s.metadata?.labels, {
+    'kubernetes.io/service-name': 'web',
+    'multicluster.kubernetes.io/service-name': 'web',
+    'multicluster.kubernetes.io/source-cluster': 'east',
+    'endpointslice.kubernetes.io/managed-by': dispatchManagedBy,
+    [managedByLabel]: managedByValue,
+  });
+  t.equal(s.metadata?.annotations?.[annotations.source], 'east/shop/web-abc');
+  t.equal(s.metadata?.annotations?.[providerReadyAnnotation], 'true');
+  t.equal(s.metadata?.annotations?.[annotations.providerLastSync], '2026-03-01T12:00:00Z', 'a Ready provider: written now');
+  t.same([s.addressType, s.endpoints, s.ports], [src.addressType, src.endpoints, src.ports]);
+  t.notOk(JSON.stringify(s).includes('endpointslice-controller.k8s.io'), "never kube's controller's managed-by");
+  t.notOk(JSON.stringify(s).includes('panoptes.io/cluster'), "nothing of storage's annotations");
+  const svc = p.consumers.get('west')!.service;
+  t.same(svc.kind === 'ensure' && svc.object, {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'web', namespace: 'shop', labels: { [managedByLabel]: managedByValue } },
+    spec: { type: 'ClusterIP', ports: [{ name: 'http', protocol: 'TCP', port: 80 }] },
+  }, 'the Service: ClusterIP, no selector, the providers\' ports, labelled');
+  t.same(p.providers, [{ cluster: 'east', endpoints: 2, ready: true }]);
+
+  const long = 'x'.repeat(250);
+  const named = planKey(inputs({ slices: [slice('east', long, ['10.0.0.1'])] })).consumers.get('west')!.slices;
+  const [n] = [...named.keys()];
+  t.ok(n.length <= 253 && /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(n), 'a long name stays a DNS subdomain of at most 253 characters');
+});
+
+t.test('ports: the union of the providers\' ports, filtered by spec.ports; slices keep the matching ports, and go when none is left', async (t) => {
+  const twoPorts = [
+    { name: 'http', port: 80, protocol: 'TCP', targetPort: 8080 },
+    { name: 'metrics', port: 9090, protocol: 'TCP', targetPort: 9090 },
+  ];
+  const base = {
+    services: [service('east', { ports: twoPorts }), service('lab', { ports: [{ name: 'grpc', port: 81, protocol: 'TCP', appProtocol: 'grpc' }, { name: 'http', port: 8000, protocol: 'TCP' }] })],
+    slices: [
+      slice('east', 'web-both', ['10.0.0.1'], { ports: [{ name: 'http', port: 8080, protocol: 'TCP' }, { name: 'metrics', port: 9090, protocol: 'TCP' }] }),
+      slice('east', 'web-metrics', ['10.0.0.2'], { ports: [{ name: 'metrics', port: 9090, protocol: 'TCP' }] }),
+    ],
+  };
+  const all = planKey(inputs(base)).consumers.get('west')!;
+  const svcPorts = (cp: typeof all) => (cp.service.kind === 'ensure' ? (cp.service.object.spec as { ports: unknown[] }).ports : undefined);
+  t.same(svcPorts(all), [{ name: 'http', protocol: 'TCP', port: 80 }, { name: 'metrics', protocol: 'TCP', port: 9090 }, { name: 'grpc', protocol: 'TCP', port: 81, appProtocol: 'grpc' }], 'every port once (a name taken by the first provider is not repeated)');
+  t.same([...all.slices.keys()], ['east-web-both', 'east-web-metrics'], 'no filter: every slice as it is');
+  const http = planKey(inputs({ ...base, mcs: mcs({ ports: [{ name: 'http' }] }) })).consumers.get('west')!;
+  t.same(svcPorts(http), [{ name: 'http', protocol: 'TCP', port: 80 }]);
+  t.same([...http.slices.keys()], ['east-web-both'], 'a slice with no selected port is not dispatched');
+  t.same(http.slices.get('east-web-both')!.ports, [{ name: 'http', port: 8080, protocol: 'TCP' }], 'a slice keeps only the selected ports');
+  const byPort = planKey(inputs({ ...base, mcs: mcs({ ports: [{ port: 9090 }] }) })).consumers.get('west')!;
+  t.same(svcPorts(byPort), [{ name: 'metrics', protocol: 'TCP', port: 9090 }], 'by port number');
+  const nothing = planKey(inputs({ ...base, mcs: mcs({ ports: [{ name: 'nope' }] }) })).consumers.get('west')!;
+  t.same(nothing.service, { kind: 'none', reason: 'NoPorts', message: "no port of the providers' Service shop/web is selected by spec.ports" });
+
+  const mixed = planKey(inputs({ services: [service('east', { ports: [{ port: 80, protocol: 'TCP' }] }), service('lab', { ports: [{ name: 'grpc', port: 81, protocol: 'TCP' }] })] })).consumers.get('west')!;
+  t.same(svcPorts(mixed), [{ name: 'grpc', protocol: 'TCP', port: 81 }], 'several ports: only named ones, as kube requires');
+  const single = planKey(inputs({ services: [service('east', { ports: [{ port: 80, protocol: 'TCP' }] })] })).consumers.get('west')!;
+  t.same(svcPorts(single), [{ protocol: 'TCP', port: 80 }], 'one port may be unnamed');
+
+  const headless = planKey(inputs({ services: [service('east', { headless: true, ports: [] })], clusters: [ready('east'), ready('west', { serviceImports: true })] })).consumers.get('west')!;
+  t.match(headless.service, { kind: 'ensure', object: { spec: { type: 'ClusterIP', clusterIP: 'None', ports: [] } } }, 'headless providers: a headless Service');
+  t.match(headless.serviceImport, { spec: { type: 'Headless' } });
+});
+
+t.test('the ServiceImport: ports and type as the Service, status.clusters the providers dispatched', async (t) => {
+  const p = planKey(inputs({ clusters: [ready('east'), ready('west', { serviceImports: true }), ready('lab')], services: [service('east'), service('lab')], slices: [slice('east', 'web-abc', ['10.0.0.1'])] }));
+  t.same(p.consumers.get('west')!.serviceImport, {
+    apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+    kind: 'ServiceImport',
+    metadata: { name: 'web', namespace: 'shop', labels: { [managedByLabel]: managedByValue } },
+    spec: { type: 'ClusterSetIP', ports: [{ name: 'http', protocol: 'TCP', port: 80 }] },
+    status: { clusters: [{ cluster: 'east' }, { cluster: 'lab' }] },
+  });
+  t.notOk(p.consumers.get('lab')!.serviceImport, 'not where the CRD is not served');
+});
+
+t.test('not-Ready providers: each policy, measured from when the provider stopped being Ready', async (t) => {
+  const two = { services: [service('east'), service('lab')], slices: [slice('east', 'web-abc', ['10.0.0.1']), slice('lab', 'web-xyz', ['10.1.0.1'])] };
+  const cases: Array<{ name: string; spec: MultiClusterServiceSpec; east: ClusterView; dispatching: string[]; recheckAt?: number; recorded?: string }> = [
+    { name: 'Ready: dispatched', spec: {}, east: ready('east'), dispatching: ['east', 'lab'] },
+    { name: 'KeepForGracePeriod (default 300 s), 10 s down: kept, planned again when the grace ends', spec: {}, east: down('east', 10), dispatching: ['east', 'lab'], recheckAt: NOW + 290_000 },
+    { name: 'KeepForGracePeriod, 301 s down: removed', spec: {}, east: down('east', 301), dispatching: ['lab'] },
+    { name: 'KeepForGracePeriod 60 s, 59 s down: kept', spec: { providerNotReady: { policy: 'KeepForGracePeriod', gracePeriodSeconds: 60 } }, east: down('east', 59), dispatching: ['east', 'lab'], recheckAt: NOW + 1000 },
+    { name: 'KeepForGracePeriod 60 s, 61 s down: removed', spec: { providerNotReady: { gracePeriodSeconds: 60 } }, east: down('east', 61), dispatching: ['lab'] },
+    {
+      name: 'KeepForGracePeriod: the earlier time the status recorded counts (the cluster\'s transition moved on)',
+      spec: { providerNotReady: { gracePeriodSeconds: 60 } },
+      east: down('east', 10),
+      recorded: ago(100),
+      dispatching: ['lab'],
+    },
+    { name: 'RemoveImmediately, 1 s down: removed', spec: { providerNotReady: { policy: 'RemoveImmediately' } }, east: down('east', 1), dispatching: ['lab'] },
+    { name: 'Keep, a day down: kept', spec: { providerNotReady: { policy: 'Keep' } }, east: down('east', 86_400), dispatching: ['east', 'lab'] },
+    { name: 'a provider Pending while a new owner starts counts as Ready', spec: { providerNotReady: { policy: 'RemoveImmediately' } }, east: ready('east', { phase: 'Pending (Starting)' }), dispatching: ['east', 'lab'] },
+  ];
+  for (const c of cases) {
+    const status = c.recorded ? { providers: [{ cluster: 'east', endpoints: 1, ready: false, notReadySince: c.recorded }] } : undefined;
+    const p = planKey(inputs({ ...two, clusters: [c.east, ready('west'), ready('lab')], mcs: mcs(c.spec, { status }) }));
+    t.same(p.dispatching, c.dispatching, c.name);
+    t.same([...p.consumers.get('west')!.slices.keys()], c.dispatching.map((x) => (x === 'east' ? 'east-web-abc' : 'lab-web-xyz')), `${c.name}: the consumer's slices`);
+    t.equal(p.recheckAt, c.recheckAt, `${c.name}: recheck`);
+    t.equal(p.providers.find((x) => x.cluster === 'east')?.ready, c.east.ready, `${c.name}: provider status`);
+  }
+  const kept = planKey(inputs({ ...two, clusters: [down('east', 10), ready('west'), ready('lab')] }));
+  const s = kept.consumers.get('west')!.slices.get('east-web-abc')!;
+  t.equal(s.metadata?.annotations?.[providerReadyAnnotation], 'false', 'a kept slice of a provider that is not Ready says so');
+  t.equal(s.metadata?.annotations?.[annotations.providerLastSync], ago(10), '...and since when its data is not current');
+  t.same(kept.providers.find((x) => x.cluster === 'east'), { cluster: 'east', endpoints: 1, ready: false, notReadySince: ago(10) });
+  t.same(kept.consumers.get('west')!.serviceImport, undefined);
+});
+
+t.test('provider endpoints count the ready ones; every endpoint is dispatched', async (t) => {
+  const p = planKey(inputs({ slices: [slice('east', 'a', ['10.0.0.1', '10.0.0.2', '10.0.0.3'], { ready: [true, false, true] })] }));
+  t.equal(p.providers[0].endpoints, 2);
+  const obj: KubeObject = p.consumers.get('west')!.slices.get('east-a')!;
+  t.equal((obj.endpoints as unknown[]).length, 3, 'every endpoint is dispatched, with its conditions');
+});
+
+t.test('the default resource set syncs what a plan is made of', async (t) => {
+  for (const r of ['services', 'namespaces', 'discovery.k8s.io/endpointslices', 'multicluster.x-k8s.io/serviceexports', 'multicluster.x-k8s.io/serviceimports', 'apiextensions.k8s.io/customresourcedefinitions']) t.ok(defaultResources.includes(r), r);
+});

@@ -1,0 +1,163 @@
+// What a consumer holds of one exported Service, and the writes that bring it to its plan:
+// pure. What it holds is what storage synced from it, overlaid with what this dispatcher
+// wrote since (the consumer's watch may not have caught up yet), so the same change is never
+// written twice. Only objects carrying Panoptes' managed-by mark are ever updated or deleted;
+// a Service or ServiceImport of the consumer's own is a conflict, reported and left alone.
+import { annotations, labels, managedByLabel, providerReadyAnnotation } from '../../api/multicluster-service.ts';
+import { canonicalJson } from '../../kube/patch.ts';
+import type { KubeObject } from '../../storage/types.ts';
+import { isManaged, type ConsumerPlan } from './desired.ts';
+
+export type Kind = 'Service' | 'EndpointSlice' | 'ServiceImport';
+export type Verb = 'create' | 'update' | 'delete';
+
+/** One write to a consumer. */
+export interface Op {
+  kind: Kind;
+  verb: Verb;
+  name: string;
+  /** The object to write (create, update). */
+  desired?: KubeObject;
+}
+
+/** What a consumer holds of one key. */
+export interface Held {
+  /** Its Service of that name, whoever made it. */
+  service?: KubeObject;
+  /** The slices of that Service carrying Panoptes' mark, by name. */
+  slices: Map<string, KubeObject>;
+  /** Its ServiceImport of that name, whoever made it. */
+  serviceImport?: KubeObject;
+}
+
+/** An object as storage synced it: its upstream resourceVersion says how recent it is. */
+export interface Synced {
+  object: KubeObject;
+  upstreamRv: string;
+}
+
+/** What this dispatcher last wrote (or found in place) for an object: the member's answer and its resourceVersion. */
+export interface Written {
+  rv: string;
+  /** The object as the member answered; absent: deleted. */
+  object?: KubeObject;
+}
+
+/** a is newer than or as new as b (resourceVersions compared as integers when both are, as storage compares them). */
+function atLeast(a: string, b: string): boolean {
+  if (/^\d+$/.test(a) && /^\d+$/.test(b)) return BigInt(a) >= BigInt(b);
+  return a === b;
+}
+
+/**
+ * What the consumer holds, as far as this member knows: storage's copy once it is as recent as
+ * this dispatcher's last write (`caughtUp`: the record can go), this dispatcher's write before
+ * that. A deletion is caught up once storage's copy is gone or newer than the deleted object.
+ */
+export function overlay(synced: Synced | undefined, written: Written | undefined): { object?: KubeObject; caughtUp: boolean } {
+  if (!written) return { object: synced?.object, caughtUp: true };
+  if (synced && atLeast(synced.upstreamRv, written.rv) && !(written.object === undefined && synced.upstreamRv === written.rv)) return { object: synced.object, caughtUp: true };
+  if (!synced && written.object === undefined) return { caughtUp: true };
+  return { object: written.object, caughtUp: false };
+}
+
+type Obj = Record<string, unknown>;
+const isRecord = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const specOf = (o: KubeObject): Obj => (isRecord(o.spec) ? o.spec : {});
+
+/** Ports as kube defaults them: name '' and protocol TCP when unset (EndpointPort and ServicePort alike). */
+function ports(list: unknown, fields: string[]): string {
+  const items = (Array.isArray(list) ? list : []).filter(isRecord).map((p) => {
+    const out: Obj = { name: p.name ?? '', protocol: p.protocol ?? 'TCP' };
+    for (const f of fields) if (p[f] !== undefined && p[f] !== null) out[f] = p[f];
+    return out;
+  });
+  return canonicalJson(items);
+}
+
+const servicePorts = (o: KubeObject) => ports(specOf(o).ports, ['port', 'appProtocol']);
+
+/** The fields of a dispatched slice Panoptes owns; a Ready provider's last-sync time is when the slice was written, not a difference. */
+function sliceDigest(o: KubeObject): string {
+  const l = o.metadata?.labels ?? {};
+  const a = o.metadata?.annotations ?? {};
+  const ready = a[providerReadyAnnotation];
+  return canonicalJson({
+    labels: [labels.serviceName, labels.mcsServiceName, labels.sourceCluster, labels.endpointSliceManagedBy, managedByLabel].map((k) => l[k] ?? null),
+    source: a[annotations.source] ?? null,
+    ready: ready ?? null,
+    lastSync: ready === 'true' ? null : (a[annotations.providerLastSync] ?? null),
+    addressType: o.addressType ?? null,
+    endpoints: o.endpoints ?? [],
+    ports: ports(o.ports, ['port', 'appProtocol']),
+  });
+}
+
+export const sameSlice = (a: KubeObject, b: KubeObject): boolean => sliceDigest(a) === sliceDigest(b);
+
+/** A Panoptes Service as it should be: marked, no selector, the plan's ports (what kube defaults, clusterIP, targetPort..., is not compared). */
+export function sameService(current: KubeObject, desired: KubeObject): boolean {
+  const sel = specOf(current).selector;
+  return isManaged(current) && (!isRecord(sel) || Object.keys(sel).length === 0) && servicePorts(current) === servicePorts(desired);
+}
+
+const importSpec = (o: KubeObject) => canonicalJson({ type: specOf(o).type ?? null, ports: ports(specOf(o).ports, ['port', 'appProtocol']) });
+const importClusters = (o: KubeObject) => {
+  const st = isRecord(o.status) ? o.status : {};
+  return canonicalJson((Array.isArray(st.clusters) ? st.clusters : []).filter(isRecord).map((c) => String(c.cluster)).sort());
+};
+
+/** The ServiceImport's spec (type, ports) as the plan's. */
+export const sameImportSpec = (current: KubeObject, desired: KubeObject): boolean => isManaged(current) && importSpec(current) === importSpec(desired);
+/** Its status.clusters as the plan's. */
+export const sameImportStatus = (current: KubeObject, desired: KubeObject): boolean => importClusters(current) === importClusters(desired);
+
+export interface DiffResult {
+  ops: Op[];
+  /** Objects of the consumer's own that stand in the way (reported, never written). */
+  conflicts: Array<{ kind: Kind; message: string }>;
+}
+
+/**
+ * The writes that make `held` what `plan` says (no plan: the consumer gets nothing of this
+ * Service): creates and updates first (the Service before its slices), deletes last. Only
+ * Panoptes' own objects are updated or deleted.
+ */
+export function diff(plan: ConsumerPlan | undefined, held: Held, where: { cluster: string; namespace: string; name: string }): DiffResult {
+  const ops: Op[] = [];
+  const deletes: Op[] = [];
+  const conflicts: DiffResult['conflicts'] = [];
+  const svc = plan?.service;
+  const ref = `${where.namespace}/${where.name}`;
+
+  if (svc?.kind === 'ensure') {
+    if (!held.service) ops.push({ kind: 'Service', verb: 'create', name: where.name, desired: svc.object });
+    else if (!isManaged(held.service)) conflicts.push({ kind: 'Service', message: `cluster ${where.cluster} has a Service ${ref} that Panoptes did not create: it is left alone` });
+    else if (!sameService(held.service, svc.object)) ops.push({ kind: 'Service', verb: 'update', name: where.name, desired: svc.object });
+  } else if (held.service && isManaged(held.service)) {
+    deletes.push({ kind: 'Service', verb: 'delete', name: where.name });
+  }
+
+  const imp = plan?.serviceImport;
+  if (imp) {
+    if (!held.serviceImport) ops.push({ kind: 'ServiceImport', verb: 'create', name: where.name, desired: imp });
+    else if (!isManaged(held.serviceImport)) conflicts.push({ kind: 'ServiceImport', message: `cluster ${where.cluster} has a ServiceImport ${ref} that Panoptes did not create: it is left alone` });
+    else if (!sameImportSpec(held.serviceImport, imp) || !sameImportStatus(held.serviceImport, imp)) ops.push({ kind: 'ServiceImport', verb: 'update', name: where.name, desired: imp });
+  } else if (held.serviceImport && isManaged(held.serviceImport)) {
+    deletes.push({ kind: 'ServiceImport', verb: 'delete', name: where.name });
+  }
+
+  const want = plan?.slices ?? new Map<string, KubeObject>();
+  const sliceDeletes: Op[] = [];
+  for (const [name, desired] of want) {
+    const cur = held.slices.get(name);
+    if (!cur) ops.push({ kind: 'EndpointSlice', verb: 'create', name, desired });
+    else if (!sameSlice(cur, desired)) ops.push({ kind: 'EndpointSlice', verb: 'update', name, desired });
+  }
+  for (const name of [...held.slices.keys()].sort()) if (!want.has(name) && isManaged(held.slices.get(name))) sliceDeletes.push({ kind: 'EndpointSlice', verb: 'delete', name });
+  // The slices go before their ServiceImport and Service.
+  return { ops: [...ops, ...sliceDeletes, ...deletes], conflicts };
+}
+
+/** Whether a consumer holds nothing Panoptes dispatched for this key (its cleanup is done). */
+export const holdsNothing = (held: Held): boolean => !isManaged(held.service) && !isManaged(held.serviceImport) && ![...held.slices.values()].some(isManaged);

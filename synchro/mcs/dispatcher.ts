@@ -1,0 +1,599 @@
+// The multi-cluster Service dispatcher of one synchro member: for the consumer clusters whose
+// lease this member holds, it keeps what each should hold of every exported Service (plan:
+// desired.ts) equal to what it holds (storage's copy of it, overlaid with what this dispatcher
+// wrote since: diff.ts), writing only the difference (writer.ts), and writes each consumer's
+// part of the MultiClusterService's status under that consumer's lease (status.ts).
+//
+// Level-triggered. It follows the change log for the few resources plans depend on
+// (triggers.ts), woken by this process's commits and, on PostgreSQL, by the other processes'
+// NOTIFY (storage/listen.ts), with a short poll as the fallback, and plans again only the keys
+// a change concerns: a provider's slice change reaches the consumers at once. A full pass
+// every resyncIntervalMs (and whenever the consumers it holds change) plans every key again
+// and repairs drift. A consumer that refuses with 403 gets a condition and a growing backoff,
+// a consumer that is away is skipped (and gets its state once it is back: its return is a
+// change), a consumer whose lease goes stops being written at once: every write checks the
+// lease first and in-flight requests are aborted.
+import { mcsResource, type McsConsumerStatus } from '../../api/multicluster-service.ts';
+import type { Logger } from '../../lib/log.ts';
+import { describeError, HttpError, type WritableClusterClient } from '../../member/client.ts';
+import { CompactedError } from '../../storage/errors.ts';
+import { clusterLease, FencedError } from '../../storage/leases.ts';
+import { listenForCommits, type CommitSubscription } from '../../storage/listen.ts';
+import type { OwnObjectState, OwnObjectWrite } from '../../storage/own-objects.ts';
+import type { Store } from '../../storage/store.ts';
+import type { KubeObject } from '../../storage/types.ts';
+import { Backoff, Waker, type BackoffOptions } from '../backoff.ts';
+import type { ClusterPhase } from '../cluster.ts';
+import type { Membership } from '../membership.ts';
+import type { SynchroMetrics } from '../metrics.ts';
+import { isManaged, keyString, planKey, type ClusterObject, type ConsumerPlan, type KeyPlan, type ServiceKey } from './desired.ts';
+import { diff, holdsNothing, overlay, type Held, type Kind, type Written } from './diff.ts';
+import { managedKeys, readClusters, readExports, readKey, readMcs, type DispatchCluster, type KeyRows, type McsState } from './inputs.ts';
+import { consumerEntry, everyConsumerCleaned, mergeStatus, statusDigest, withoutFinalizer, type ConsumerOutcome, type Reason } from './status.ts';
+import { followed, triggersOf } from './triggers.ts';
+import { LeaseGoneError, MemberWriter, type Applied } from './writer.ts';
+
+export interface DispatcherOptions {
+  /** Full pass period: every key planned again, drift repaired (default 60 s). */
+  resyncIntervalMs: number;
+  /** How often the change log is read when nothing wakes the dispatcher (default 1 s). */
+  pollIntervalMs: number;
+  /** Longest time of one member request (default 10 s; never beyond what is left of the lease). */
+  writeTimeoutMs: number;
+  /** Least time between two status writes of one consumer that change only counts and times (default 5 s). */
+  statusCountsIntervalMs: number;
+  /** How long a write of this dispatcher stands in for storage's copy while the consumer's watch catches up (default 60 s). */
+  writtenTtlMs: number;
+  /** A write needs at least this much of its lease left (default 500 ms). */
+  minLeaseMs: number;
+  /** After a 403 from a consumer: no write there for this long, growing (default 10 s to 5 min). */
+  forbiddenBackoff: BackoffOptions;
+  /** After a consumer failed otherwise (unreachable, 5xx, timeouts): default 1 s to 60 s. */
+  errorBackoff: BackoffOptions;
+}
+
+export const defaultDispatcherOptions: DispatcherOptions = {
+  resyncIntervalMs: 60_000,
+  pollIntervalMs: 1000,
+  writeTimeoutMs: 10_000,
+  statusCountsIntervalMs: 5000,
+  writtenTtlMs: 60_000,
+  minLeaseMs: 500,
+  forbiddenBackoff: { initialMs: 10_000, maxMs: 300_000 },
+  errorBackoff: { initialMs: 1000, maxMs: 60_000 },
+};
+
+/** Where the dispatcher finds the clusters this member runs: their connection and lease epoch. */
+export interface ConsumerSource {
+  connection(name: string): { client: WritableClusterClient; epoch: number; phase: ClusterPhase; synced: boolean } | undefined;
+}
+
+export interface DispatcherDeps {
+  store: Store;
+  membership: Membership;
+  source: ConsumerSource;
+  metrics: SynchroMetrics;
+  log: Logger;
+  options?: Partial<DispatcherOptions>;
+}
+
+/** One consumer cluster this member holds the lease of. */
+interface Consumer {
+  cluster: string;
+  epoch: number;
+  client: WritableClusterClient;
+  abort: AbortController;
+  /** What this dispatcher wrote (or found in place), per key, per `Kind/name`. */
+  written: Map<string, Map<string, Written & { at: number }>>;
+  /** No write until `until` (performance.now()), and why. */
+  blocked?: { until: number; reason: Reason };
+  forbidden: Backoff;
+  errors: Backoff;
+  /** Writes in flight (awaited before the lease is released). */
+  inflight: Set<Promise<unknown>>;
+  /** Its phase and initial sync, as its ClusterSync says. */
+  phase: ClusterPhase;
+  synced: boolean;
+}
+
+const writtenKey = (kind: Kind, name: string) => `${kind}/${name}`;
+const sortKeys = (keys: Iterable<ServiceKey>) => [...keys].sort((a, b) => keyString(a).localeCompare(keyString(b)));
+
+export class McsDispatcher {
+  private readonly opts: DispatcherOptions;
+  private readonly consumers = new Map<string, Consumer>();
+  private readonly waker = new Waker();
+  private stopped = false;
+  private loop?: Promise<void>;
+  private unsubscribe?: () => void;
+  private listen?: CommitSubscription;
+  /** The change log read up to here (-1: not yet: the first pass is a full one). */
+  private watermark = -1;
+  private fullDue = true;
+  private nextResync = 0;
+  /** Keys to plan again, with the commit time of the oldest change that asked for it (ms), if a change did. */
+  private readonly dirty = new Map<string, { key: ServiceKey; since?: number }>();
+  /** Keys to plan again at a time (performance.now()): a grace period ends, a backoff ends, a status write is due. */
+  private readonly timers = new Map<string, { key: ServiceKey; at: number }>();
+  /** The clusters as the last full pass read them: every change of a cluster's readiness, of what it serves, or of the set of clusters asks for a full pass. */
+  private clusterViews?: DispatchCluster[];
+  /** When each (key, consumer) status was last written (performance.now()). */
+  private readonly statusWrittenAt = new Map<string, number>();
+  private readonly log: Logger;
+
+  constructor(private readonly deps: DispatcherDeps) {
+    this.opts = { ...defaultDispatcherOptions, ...deps.options };
+    this.log = deps.log.child({ part: 'mcs-dispatcher' });
+  }
+
+  start(): void {
+    const { store } = this.deps;
+    this.unsubscribe = store.onCommit(() => this.waker.wake());
+    try {
+      this.listen = listenForCommits(store.conn, () => this.waker.wake());
+    } catch (err) {
+      this.log.warn("no LISTEN for other processes' commits: the change log is polled", { err: err as Error, pollIntervalMs: this.opts.pollIntervalMs });
+    }
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe?.();
+    this.waker.wake();
+    for (const c of this.consumers.values()) c.abort.abort();
+    await this.loop;
+    await this.listen?.close();
+    await Promise.all([...this.consumers.values()].map((c) => Promise.allSettled([...c.inflight])));
+    this.consumers.clear();
+  }
+
+  /** Plan and write now (tests; a commit does it by itself). */
+  wake(): void {
+    this.waker.wake();
+  }
+
+  /** Cluster `name` leaves this member (rebalance, removal): no write from now on; resolves once none is in flight. */
+  async release(name: string): Promise<void> {
+    const c = this.consumers.get(name);
+    if (!c) return;
+    this.drop(c);
+    await Promise.allSettled([...c.inflight]);
+  }
+
+  /** The lease of `name` at `epoch` is lost: no write from now on, in-flight requests cut. */
+  lost(name: string, epoch: number): void {
+    const c = this.consumers.get(name);
+    if (c && c.epoch === epoch) this.drop(c);
+  }
+
+  private drop(c: Consumer): void {
+    this.consumers.delete(c.cluster);
+    c.abort.abort();
+    for (const slot of [...this.statusWrittenAt.keys()]) if (slot.endsWith(`|${c.cluster}`)) this.statusWrittenAt.delete(slot);
+  }
+
+  private async run(): Promise<void> {
+    const backoff = new Backoff({ initialMs: 200, maxMs: 10_000 });
+    while (!this.stopped) {
+      try {
+        await this.step();
+        backoff.reset();
+        await this.waker.sleep(this.nextDelay());
+      } catch (err) {
+        if (this.stopped) break;
+        const retryInMs = backoff.next();
+        this.log.warn('dispatch pass failed; retrying', { err: err as Error, retryInMs });
+        this.fullDue = true;
+        await this.waker.sleep(retryInMs);
+      }
+    }
+  }
+
+  private nextDelay(): number {
+    const now = performance.now();
+    let at = Math.min(now + this.opts.pollIntervalMs, this.nextResync);
+    for (const t of this.timers.values()) at = Math.min(at, t.at);
+    return Math.max(0, at - now);
+  }
+
+  /** One round: new changes, the consumers held now, due timers; then one pass. */
+  private async step(): Promise<void> {
+    await this.follow();
+    this.refreshConsumers();
+    const now = performance.now();
+    let trigger: 'change' | 'resync' | 'retry' = 'change';
+    if (now >= this.nextResync) {
+      this.fullDue = true;
+      trigger = 'resync';
+    }
+    for (const [k, t] of this.timers) {
+      if (t.at > now) continue;
+      this.timers.delete(k);
+      if (!this.dirty.has(k)) this.dirty.set(k, { key: t.key });
+      if (trigger === 'change') trigger = 'retry';
+    }
+    if (!this.fullDue && this.dirty.size === 0) return;
+    const full = this.fullDue;
+    const dirty = new Map(this.dirty);
+    this.fullDue = false;
+    this.dirty.clear();
+    if (full) this.nextResync = performance.now() + this.opts.resyncIntervalMs;
+    this.deps.metrics.mcsPasses.inc({ trigger: full && trigger === 'change' ? 'resync' : trigger });
+    await this.pass(full, dirty);
+  }
+
+  /** Reads the followed resources' changes since the watermark into dirty keys (or a full pass). */
+  private async follow(): Promise<void> {
+    const { store } = this.deps;
+    if (this.watermark < 0) {
+      this.watermark = await store.watermark();
+      this.fullDue = true;
+      return;
+    }
+    const upTo = await store.watermark();
+    for (let page = 0; page < 100 && this.watermark < upTo; page++) {
+      let changes;
+      try {
+        changes = await store.changesOfResources(this.watermark, upTo, followed, 1000);
+      } catch (err) {
+        if (!(err instanceof CompactedError)) throw err;
+        this.log.info('the change log was compacted past the dispatcher; planning everything again', { from: this.watermark });
+        this.watermark = upTo;
+        this.fullDue = true;
+        return;
+      }
+      for (const c of changes) {
+        for (const t of triggersOf(c)) {
+          if (t.all) this.fullDue = true;
+          else {
+            const k = keyString(t.key);
+            const before = this.dirty.get(k);
+            this.dirty.set(k, { key: t.key, since: Math.min(before?.since ?? Infinity, c.ts) });
+          }
+        }
+      }
+      this.watermark = changes.length < 1000 ? upTo : changes[changes.length - 1].rv;
+    }
+  }
+
+  /** The consumers are the cluster leases this member holds whose sync runs; a new one (or a new epoch) asks for a full pass. */
+  private refreshConsumers(): void {
+    const { membership, source } = this.deps;
+    const held = new Set(membership.heldNames('cluster').map((l) => l.slice(clusterLease('').length)));
+    for (const [name, c] of this.consumers) {
+      if (!held.has(name) || membership.epoch(clusterLease(name)) !== c.epoch) this.lost(name, c.epoch);
+    }
+    for (const name of held) {
+      const conn = source.connection(name);
+      if (!conn || conn.epoch !== membership.epoch(clusterLease(name))) continue;
+      const c = this.consumers.get(name);
+      if (c && c.epoch === conn.epoch) {
+        c.client = conn.client; // a restarted sync (its configuration changed) has a new connection
+        // Synced or back: everything it should hold is planned again.
+        if ((conn.synced && !c.synced) || (conn.phase === 'Ready' && c.phase !== 'Ready')) this.fullDue = true;
+        c.phase = conn.phase;
+        c.synced = conn.synced;
+        continue;
+      }
+      this.consumers.set(name, {
+        cluster: name,
+        epoch: conn.epoch,
+        client: conn.client,
+        abort: new AbortController(),
+        written: new Map(),
+        forbidden: new Backoff({ ...this.opts.forbiddenBackoff, jitter: 0.2 }),
+        errors: new Backoff({ ...this.opts.errorBackoff, jitter: 0.2 }),
+        inflight: new Set(),
+        phase: conn.phase,
+        synced: conn.synced,
+      });
+      this.fullDue = true;
+    }
+  }
+
+  /** Plans the keys (every key on a full pass) and brings each consumer held here to its plan. */
+  private async pass(full: boolean, dirty: Map<string, { key: ServiceKey; since?: number }>): Promise<void> {
+    const { store } = this.deps;
+    const clusters = full || !this.clusterViews ? (this.clusterViews = await readClusters(store)) : this.clusterViews;
+    const mcs = new Map((full ? await readMcs(store) : []).map((m) => [keyString(m.key), m]));
+    const exports = full ? await readExports(store) : new Map<string, string[]>();
+    const keys = new Map([...dirty].map(([k, d]) => [k, d.key]));
+    if (full) {
+      for (const m of mcs.values()) keys.set(keyString(m.key), m.key);
+      for (const k of exports.keys()) {
+        const [namespace, name] = [k.slice(0, k.indexOf('/')), k.slice(k.indexOf('/') + 1)];
+        keys.set(k, { namespace, name });
+      }
+      for (const k of await managedKeys(store, [...this.consumers.keys()])) keys.set(keyString(k), k);
+    }
+    for (const key of sortKeys(keys.values())) {
+      if (this.stopped) return;
+      const k = keyString(key);
+      const m = full ? mcs.get(k) : (await readMcs(store, key))[0];
+      const exporters = (full ? exports : await readExports(store, key)).get(k) ?? [];
+      await this.processKey(key, clusters, m, exporters, dirty.get(k)?.since);
+    }
+  }
+
+  private async processKey(key: ServiceKey, clusters: DispatchCluster[], mcs: McsState | undefined, exporters: string[], since: number | undefined): Promise<void> {
+    const rows = await readKey(this.deps.store, key, { now: Date.now(), clusters, mcs, exporters });
+    const plan = planKey(rows);
+    const k = keyString(key);
+    if (plan.recheckAt !== undefined) this.schedule(key, performance.now() + Math.max(0, plan.recheckAt - Date.now()) + 50);
+    if (!plan.source) for (const slot of [...this.statusWrittenAt.keys()]) if (slot.startsWith(`${k}|`)) this.statusWrittenAt.delete(slot);
+    const entries = new Set((mcs?.status?.consumers ?? []).map((e) => e.cluster));
+    const outcomes: ConsumerOutcome[] = [];
+    await Promise.all(
+      [...this.consumers.values()].map(async (c) => {
+        const held = this.heldOf(c, k, rows);
+        // A cluster that is no consumer, holds nothing of this key and has no entry to keep: not concerned.
+        const consumer = plan.consumers.has(c.cluster) || plan.consumerSet.includes(c.cluster);
+        if (!consumer && holdsNothing(held) && !entries.has(c.cluster)) return;
+        const o = await this.dispatchTo(c, plan, rows, held, since);
+        if (o) outcomes.push(o);
+      }),
+    );
+    if (mcs && outcomes.length > 0) await this.writeStatus(mcs, plan, outcomes);
+    else if (mcs?.deleting) await this.releaseFinalizer(mcs, plan);
+  }
+
+  /** What consumer `c` holds of key `k`: storage's copy, overlaid with this dispatcher's writes not yet synced back. */
+  private heldOf(c: Consumer, k: string, rows: KeyRows): Held {
+    const mine = (list: ClusterObject[]) => list.filter((o) => o.cluster === c.cluster);
+    const written = c.written.get(k) ?? new Map<string, Written & { at: number }>();
+    const expired = performance.now() - this.opts.writtenTtlMs;
+    const view = (kind: Kind, name: string, synced: ClusterObject | undefined): KubeObject | undefined => {
+      const w = written.get(writtenKey(kind, name));
+      if (w && w.at < expired) written.delete(writtenKey(kind, name));
+      const r = overlay(synced ? { object: synced.object, upstreamRv: synced.upstreamRv ?? '' } : undefined, w && w.at >= expired ? w : undefined);
+      if (r.caughtUp) written.delete(writtenKey(kind, name));
+      return r.object;
+    };
+    const service = view('Service', rows.key.name, mine(rows.services)[0]);
+    const serviceImport = view('ServiceImport', rows.key.name, mine(rows.serviceImports)[0]);
+    const slices = new Map<string, KubeObject>();
+    const names = new Set([...mine(rows.slices).filter((s) => isManaged(s.object)).map((s) => s.object.metadata!.name!), ...[...written.keys()].filter((w) => w.startsWith('EndpointSlice/')).map((w) => w.slice('EndpointSlice/'.length))]);
+    for (const name of names) {
+      const o = view('EndpointSlice', name, mine(rows.slices).find((s) => s.object.metadata?.name === name));
+      if (o && isManaged(o)) slices.set(name, o);
+    }
+    if (written.size === 0) c.written.delete(k);
+    else c.written.set(k, written);
+    return { service, serviceImport, slices };
+  }
+
+  /** Brings consumer `c` to its plan for one key; undefined when its lease went meanwhile (nothing to report under it). */
+  private async dispatchTo(c: Consumer, plan: KeyPlan, rows: KeyRows, held: Held, since: number | undefined): Promise<ConsumerOutcome | undefined> {
+    const k = keyString(plan.key);
+    const cp = plan.consumers.get(c.cluster);
+    const outcome: ConsumerOutcome = { cluster: c.cluster, serviceInPlace: false, slices: 0, endpoints: 0, wrote: false, inSync: false, holdsNothing: holdsNothing(held), conflicts: [] };
+    const { ops, conflicts } = diff(cp, held, { cluster: c.cluster, ...plan.key });
+    for (const x of conflicts) {
+      outcome.conflicts.push(x.message);
+      this.deps.metrics.mcsConflicts.inc({ cluster: c.cluster, kind: x.kind });
+    }
+    const view = this.tally(cp, held, outcome);
+    if (!c.synced) return undefined; // its view is not current yet: the end of its initial sync asks for a full pass
+    if (ops.length === 0) {
+      outcome.inSync = outcome.conflicts.length === 0;
+      return outcome;
+    }
+    if (c.phase !== 'Ready') {
+      outcome.blocked = { reason: 'ConsumerUnreachable', message: `cluster ${c.cluster} is ${c.phase}: ${ops.length} write(s) wait until it is back` };
+      return outcome;
+    }
+    if (c.blocked && performance.now() < c.blocked.until) {
+      outcome.blocked = c.blocked.reason;
+      return outcome;
+    }
+    if (ops.some((o) => o.verb !== 'delete') && this.syncsNamespaces(c, rows) && !rows.namespaceIn.has(c.cluster)) {
+      outcome.error = { reason: 'NamespaceNotFound', message: `namespace ${plan.key.namespace} does not exist in cluster ${c.cluster}` };
+      return outcome;
+    }
+
+    const lease = clusterLease(c.cluster);
+    const writer = new MemberWriter(c.client, {
+      signal: c.abort.signal,
+      remainingMs: () => {
+        const fence = this.deps.membership.fence(lease);
+        if (!fence || fence.epoch !== c.epoch || c.abort.signal.aborted) throw new LeaseGoneError(`this member no longer holds the lease of ${c.cluster} at epoch ${c.epoch}`);
+        const left = this.deps.membership.remainingMs(lease);
+        if (left < this.opts.minLeaseMs) throw new LeaseGoneError(`the lease of ${c.cluster} ends in ${Math.round(left)} ms: no write is started`);
+        return left;
+      },
+    }, this.opts.writeTimeoutMs);
+    const started = performance.now();
+    const counts: Record<string, number> = {};
+    const written = c.written.get(k) ?? new Map<string, Written & { at: number }>();
+    c.written.set(k, written);
+    let failed = 0;
+    for (const op of ops) {
+      if (c.abort.signal.aborted) return undefined;
+      let applied: Applied;
+      const run = writer.apply(op, plan.key.namespace);
+      c.inflight.add(run);
+      try {
+        applied = await run;
+      } catch (err) {
+        if (err instanceof LeaseGoneError || c.abort.signal.aborted) return undefined;
+        failed++;
+        const r = this.failure(c, err, op.kind, op.name, plan.key.namespace);
+        outcome.error = r;
+        if (c.blocked) {
+          outcome.blocked = c.blocked.reason;
+          break;
+        }
+        this.schedule(plan.key, performance.now() + c.errors.next());
+        continue;
+      } finally {
+        c.inflight.delete(run);
+      }
+      for (const verb of applied.writes) {
+        counts[`${op.kind}.${verb}`] = (counts[`${op.kind}.${verb}`] ?? 0) + 1;
+        this.deps.metrics.mcsWrites.inc({ cluster: c.cluster, kind: op.kind, verb });
+      }
+      if (applied.writes.length > 0) {
+        outcome.wrote = true;
+        if (since !== undefined) this.deps.metrics.mcsDispatchLatency.observe({ cluster: c.cluster }, Math.max(0, Date.now() - since) / 1000);
+      }
+      if (applied.conflict) {
+        failed++;
+        outcome.conflicts.push(`cluster ${c.cluster}: ${applied.conflict}`);
+        this.deps.metrics.mcsConflicts.inc({ cluster: c.cluster, kind: op.kind });
+      }
+      // What the consumer holds now: what was written, or the live object (someone's own, in a conflict), or nothing.
+      written.set(writtenKey(op.kind, op.name), { rv: applied.rv ?? '', ...(applied.object ? { object: applied.object } : {}), at: performance.now() });
+      view.apply(op.kind, op.name, applied.object);
+    }
+    if (failed === 0) {
+      c.errors.reset();
+      c.forbidden.reset();
+      c.blocked = undefined;
+    }
+    outcome.inSync = failed === 0 && outcome.conflicts.length === 0;
+    view.finish();
+    const batch = { consumer: c.cluster, service: k, writes: counts, ops: ops.length, failed, ms: Math.round(performance.now() - started), epoch: c.epoch };
+    // One line per batch: what was written to this consumer for this Service (or why not).
+    if (failed > 0) this.log.warn('dispatch batch', { ...batch, error: outcome.error ? `${outcome.error.reason}: ${outcome.error.message}` : undefined, conflicts: outcome.conflicts.length || undefined });
+    else if (outcome.wrote) this.log.info('dispatch batch', batch);
+    else this.log.debug('dispatch batch: already in place', batch);
+    return outcome;
+  }
+
+  /** Counts what is in place for the status, before the writes and as they land. */
+  private tally(cp: ConsumerPlan | undefined, held: Held, outcome: ConsumerOutcome) {
+    const now = { service: held.service, slices: new Map(held.slices), serviceImport: held.serviceImport };
+    const finish = () => {
+      const svc = cp?.service;
+      outcome.serviceInPlace = svc?.kind === 'provider' || (svc?.kind === 'ensure' && isManaged(now.service));
+      let slices = 0;
+      let endpoints = 0;
+      for (const name of cp?.slices.keys() ?? []) {
+        const s = now.slices.get(name);
+        if (!s) continue;
+        slices++;
+        endpoints += Array.isArray(s.endpoints) ? s.endpoints.length : 0;
+      }
+      outcome.slices = slices;
+      outcome.endpoints = endpoints;
+      outcome.holdsNothing = holdsNothing({ service: now.service, slices: now.slices, serviceImport: now.serviceImport });
+    };
+    finish();
+    return {
+      apply(kind: Kind, name: string, object: KubeObject | undefined) {
+        if (kind === 'Service') now.service = object ?? (now.service && !isManaged(now.service) ? now.service : undefined);
+        else if (kind === 'ServiceImport') now.serviceImport = object ?? (now.serviceImport && !isManaged(now.serviceImport) ? now.serviceImport : undefined);
+        else if (object && isManaged(object)) now.slices.set(name, object);
+        else now.slices.delete(name);
+      },
+      finish,
+    };
+  }
+
+  private syncsNamespaces(c: Consumer, rows: KeyRows): boolean {
+    return rows.clusters.find((x) => x.name === c.cluster)?.synced.has('/namespaces') ?? false;
+  }
+
+  /** What a failed write means for its consumer: a 403 or an unreachable consumer blocks it for a backoff; anything else is this object's. */
+  private failure(c: Consumer, err: unknown, kind: Kind, name: string, namespace: string): Reason {
+    const what = `${kind} ${namespace}/${name} in cluster ${c.cluster}`;
+    let r: Reason;
+    if (err instanceof HttpError && err.status === 403) {
+      r = {
+        reason: 'Forbidden',
+        message: `the dispatcher may not write ${what} (${err.message}${err.statusMessage ? `: ${err.statusMessage}` : ''}): give its identity there the role of manifests/member-cluster/dispatcher/`,
+      };
+      c.blocked = { until: performance.now() + c.forbidden.next(), reason: r };
+    } else if (err instanceof HttpError && err.status !== 503 && err.status !== 429 && err.status < 500) {
+      // A 404 that reaches here is a create's: the namespace is missing.
+      const reason = err.status === 404 ? 'NamespaceNotFound' : (err.reason ?? `HTTP${err.status}`);
+      r = { reason, message: `writing ${what}: ${err.message}${err.statusMessage ? `: ${err.statusMessage}` : ''}` };
+    } else {
+      r = { reason: 'ConsumerUnreachable', message: `writing ${what}: ${describeError(err)}` };
+      c.blocked = { until: performance.now() + c.errors.next(), reason: r };
+    }
+    this.deps.metrics.mcsErrors.inc({ cluster: c.cluster, reason: r.reason });
+    // The consumer's backoff ends with a full pass: everything it missed is planned again.
+    if (c.blocked) this.nextResync = Math.min(this.nextResync, c.blocked.until);
+    return r;
+  }
+
+  /** Plans `key` again at `at` (performance.now()). */
+  private schedule(key: ServiceKey, at: number): void {
+    const k = keyString(key);
+    const before = this.timers.get(k);
+    if (before && before.at <= at) return;
+    this.timers.set(k, { key, at });
+  }
+
+  /** Writes each consumer's entry (and the drop of a former consumer's) into the status, under that consumer's lease, when it changed. */
+  private async writeStatus(mcs: McsState, plan: KeyPlan, outcomes: ConsumerOutcome[]): Promise<void> {
+    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const previous = new Map((mcs.status?.consumers ?? []).map((e) => [e.cluster, e]));
+    let current = mcs.status;
+    for (const o of outcomes.sort((a, b) => a.cluster.localeCompare(b.cluster))) {
+      const c = this.consumers.get(o.cluster);
+      if (!c) continue;
+      const drop = !plan.deleting && !plan.consumers.has(o.cluster) && o.holdsNothing;
+      const entry: McsConsumerStatus | undefined = drop ? undefined : consumerEntry(plan, o, previous.get(o.cluster), now);
+      const merged = mergeStatus(current, plan, entry ? [entry] : [], drop ? [o.cluster] : [], now);
+      const before = statusDigest(current);
+      const after = statusDigest(merged);
+      const finalizerDue = plan.deleting && everyConsumerCleaned(merged, plan.consumerSet) && withoutFinalizer(mcs.object) !== undefined;
+      if (before.all === after.all && !finalizerDue) continue;
+      const slot = `${keyString(plan.key)}|${o.cluster}`;
+      const last = this.statusWrittenAt.get(slot) ?? -Infinity;
+      if (before.major === after.major && !finalizerDue && performance.now() - last < this.opts.statusCountsIntervalMs) {
+        this.schedule(plan.key, last + this.opts.statusCountsIntervalMs);
+        continue;
+      }
+      const result = await this.writeUnder(c, mcs, (cur) => this.decideStatus(cur, mcs, plan, entry, drop ? [o.cluster] : [], now));
+      if (result === undefined) continue;
+      this.statusWrittenAt.set(slot, performance.now());
+      current = result;
+    }
+  }
+
+  /** The status write's decision: the entry merged into the status as stored now; the finalizer released once every consumer is cleaned; nothing when nothing changes. */
+  private decideStatus(cur: OwnObjectState | undefined, mcs: McsState, plan: KeyPlan, entry: McsConsumerStatus | undefined, drop: string[], now: string): OwnObjectWrite {
+    if (!cur || cur.uid !== mcs.uid || Number(cur.object.metadata?.generation ?? 1) !== mcs.generation) return { action: 'none' };
+    const status = mergeStatus(cur.object.status as McsState['status'], plan, entry ? [entry] : [], drop, now);
+    let object: KubeObject = { ...cur.object, status };
+    if (plan.deleting && everyConsumerCleaned(status, plan.consumerSet)) {
+      const released = withoutFinalizer(object);
+      if (released) {
+        object = released;
+        if (((released.metadata?.finalizers as string[] | undefined) ?? []).length === 0) return { action: 'delete' };
+      }
+    }
+    return statusDigest(status).all === statusDigest(cur.object.status as McsState['status']).all && object.metadata === cur.object.metadata ? { action: 'none' } : { action: 'put', object };
+  }
+
+  /** A deleting MultiClusterService whose consumers are all cleaned (as stored) loses its finalizer, written under any consumer lease held here. */
+  private async releaseFinalizer(mcs: McsState, plan: KeyPlan): Promise<void> {
+    if (!everyConsumerCleaned(mcs.status, plan.consumerSet) || withoutFinalizer(mcs.object) === undefined) return;
+    const c = [...this.consumers.values()].sort((a, b) => a.cluster.localeCompare(b.cluster))[0];
+    if (!c) return;
+    await this.writeUnder(c, mcs, (cur) => this.decideStatus(cur, mcs, plan, undefined, [], new Date().toISOString()));
+  }
+
+  /** One write of the MultiClusterService under consumer `c`'s lease; returns the status written (undefined: none, or the lease is gone). */
+  private async writeUnder(c: Consumer, mcs: McsState, decide: (cur: OwnObjectState | undefined) => OwnObjectWrite): Promise<McsState['status'] | undefined> {
+    const fence = this.deps.membership.fence(clusterLease(c.cluster));
+    if (!fence || fence.epoch !== c.epoch || c.abort.signal.aborted) return undefined;
+    const seen: { decided: OwnObjectWrite } = { decided: { action: 'none' } };
+    try {
+      const result = await this.deps.store.writeOwnObject({ resource: mcsResource, ...mcs.key }, c.cluster, (cur) => (seen.decided = decide(cur)), fence);
+      if (!result.change) return undefined;
+      const decided = seen.decided;
+      if (decided.action === 'delete') this.log.info('MultiClusterService removed: every consumer is cleaned up', { service: keyString(mcs.key) });
+      else if (decided.action === 'put' && withoutFinalizer(decided.object) === undefined && withoutFinalizer(mcs.object) !== undefined) this.log.info('MultiClusterService finalizer released: every consumer is cleaned up', { service: keyString(mcs.key) });
+      return decided.action === 'put' ? (decided.object.status as McsState['status']) : undefined;
+    } catch (err) {
+      if (!(err instanceof FencedError)) throw err;
+      this.deps.membership.fenced(fence.lease, fence.epoch);
+      return undefined;
+    }
+  }
+}
