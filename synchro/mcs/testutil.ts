@@ -65,7 +65,8 @@ export function recordWrites(sim: SimCluster): { writes: ReceivedWrite[]; fixtur
  */
 export async function simFleet(names: string[]) {
   const sims: SimCluster[] = [];
-  for (const n of names) sims.push(await startSimCluster({ name: n }));
+  // Static clusters: the tests play kube's EndpointSlice controller themselves (provide, setEndpoints), slice by slice.
+  for (const n of names) sims.push(await startSimCluster({ name: n, controllers: false }));
   const rec = new Map(sims.map((s) => [s.name, recordWrites(s)]));
   return {
     sims,
