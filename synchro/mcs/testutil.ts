@@ -61,11 +61,14 @@ export function recordWrites(sim: SimCluster): { writes: ReceivedWrite[]; fixtur
 /**
  * Simulated clusters of these names, every write they receive from now on recorded: `fx(sim)`
  * writes for the test itself (unrecorded), `writes()` marks where the records are, `since(mark)`
- * the writes each received after it.
+ * the writes each received after it. Static clusters (no controllers): the tests write the
+ * providers' slices themselves, as kube's EndpointSlice controller would (`provide`,
+ * `setEndpoints`); a running controller would take those slices of a Service whose selector
+ * matches no pod as its own and empty them.
  */
 export async function simFleet(names: string[]) {
   const sims: SimCluster[] = [];
-  for (const n of names) sims.push(await startSimCluster({ name: n }));
+  for (const n of names) sims.push(await startSimCluster({ name: n, controllers: false }));
   const rec = new Map(sims.map((s) => [s.name, recordWrites(s)]));
   return {
     sims,
