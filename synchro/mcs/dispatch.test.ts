@@ -124,6 +124,8 @@ for (const backend of backends) {
       provide(east, fx(east), 'shop', 'api', ips(1, '10.3.0'));
       provide(lab, fx(lab), 'shop', 'api', ips(1, '10.4.0'));
       const own = structuredClone(lab.store.get('/services', 'shop', 'api'));
+      // Synced before the export: the plan itself finds the conflict (no write meets it).
+      await waitUntil("lab's Service in storage", async () => (await store.list({ group: '', resource: 'services', clusters: ['lab'] })).items.some((o) => o.name === 'api'), 10_000);
       const before = writes();
       await putMcs(store, 'shop', 'api', { providerClusters: ['east'] });
       await waitUntil('west holds api', () => endpointsOf(west, 'shop', dispatchedSliceName('east', 'api-abcde')) === 1, 10_000);
@@ -135,6 +137,8 @@ for (const backend of backends) {
       t.same(lab.store.get('/services', 'shop', 'api'), own, 'its Service untouched');
       t.notOk(lab.store.get(SLICES, 'shop', dispatchedSliceName('east', 'api-abcde')), 'no slice bound to it');
       t.match((await status('api'))?.conditions?.[0], { type: 'Ready', status: 'False', reason: 'ConsumersNotReady' });
+      const conflicts = (await synchro.metrics.registry.getSingleMetric('panoptes_synchro_mcs_conflicts_total')!.get()).values.find((v) => v.labels.cluster === 'lab' && v.labels.kind === 'Service')?.value ?? 0;
+      t.ok(conflicts >= 1, `the conflict counted in panoptes_synchro_mcs_conflicts_total (${conflicts})`);
     });
 
     await t.test('a ServiceExport in a member exports its Service to every other cluster; gone, everything goes', async (t) => {

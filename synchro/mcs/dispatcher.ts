@@ -373,6 +373,8 @@ export class McsDispatcher {
       outcome.conflicts.push(x.message);
       this.deps.metrics.mcsConflicts.inc({ cluster: c.cluster, kind: x.kind });
     }
+    // A Service of the consumer's own that the plan already found (synced before the export) is a conflict met too.
+    if (cp?.service.kind === 'conflict') this.deps.metrics.mcsConflicts.inc({ cluster: c.cluster, kind: 'Service' });
     const view = this.tally(cp, held, outcome);
     if (!c.synced) return undefined; // its view is not current yet: the end of its initial sync asks for a full pass
     if (ops.length === 0) {
