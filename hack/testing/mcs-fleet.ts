@@ -15,6 +15,7 @@ import { writeClusters } from '../../synchro/testutil.ts';
 import { readOnlyUser } from '../sim/auth.ts';
 import { startSimCluster, type SimCluster } from '../sim/cluster.ts';
 import type { JsonObject, KObject } from '../sim/types.ts';
+import { addApp } from '../sim/workload.ts';
 
 export const SLICES = 'discovery.k8s.io/endpointslices';
 export const IMPORTS = 'multicluster.x-k8s.io/serviceimports';
@@ -64,20 +65,6 @@ function nodes(sim: SimCluster, n: number): void {
   }
 }
 
-/** A Deployment of `replicas` pods and its Service (port http 80 to 8080): the controllers make the pods and the EndpointSlices. */
-export function app(sim: SimCluster, name: string, replicas: number): void {
-  const selector = { app: name };
-  sim.crud.create(info(sim, 'apps/deployments'), 'v1', NS, {
-    metadata: { name, namespace: NS, labels: selector },
-    spec: {
-      replicas,
-      selector: { matchLabels: selector },
-      template: { metadata: { labels: selector }, spec: { containers: [{ name: 'app', image: `registry.example/${name}:1`, ports: [{ name: 'http', containerPort: 8080 }] }] } },
-    },
-  });
-  sim.crud.create(info(sim, '/services'), 'v1', NS, { metadata: { name, namespace: NS, labels: selector }, spec: { selector, ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] } });
-}
-
 /** The Services east exports: `web` (the main one), `api` (to consumers where it cannot land), and one per not-Ready policy. */
 export const eastApps: Array<[string, number]> = [['web', 2], ['api', 1], ['keep', 1], ['grace', 1], ['drop', 1]];
 
@@ -92,9 +79,9 @@ export async function startMcsFleet(dir: string): Promise<McsFleet> {
   const sims = Object.fromEntries(started.map((s) => [s.name, s])) as Record<FleetName, SimCluster>;
   for (const s of started) s.crud.create(info(s, '/namespaces'), 'v1', undefined, { metadata: { name: NS } });
   nodes(sims.east, 1);
-  for (const [name, replicas] of eastApps) app(sims.east, name, replicas);
+  for (const [name, replicas] of eastApps) addApp(sims.east.crud, NS, name, replicas);
   nodes(sims.west, 2);
-  app(sims.west, 'reports', 2);
+  addApp(sims.west.crud, NS, 'reports', 2);
   // lab's own Service api, which Panoptes did not create: a conflict, never touched.
   sims.lab.crud.create(info(sims.lab, '/services'), 'v1', NS, { metadata: { name: 'api', namespace: NS, labels: { team: 'lab' } }, spec: { ports: [{ name: 'http', port: 80, targetPort: 9090 }] } });
   sims.audit.auth.grant(readOnlyToken, readOnlyUser('panoptes'));
