@@ -307,13 +307,36 @@ export class McsDispatcher {
       }
       for (const k of await managedKeys(store, [...this.consumers.keys()])) keys.set(keyString(k), k);
     }
+    /** Keys planned during this pass from reads newer than its own (a change came meanwhile): not planned again with its older reads. */
+    const planned = new Set<string>();
     for (const key of sortKeys(keys.values())) {
       if (this.stopped) return;
       const k = keyString(key);
-      const m = full ? mcs.get(k) : (await readMcs(store, key))[0];
-      const exporters = (full ? exports : await readExports(store, key)).get(k) ?? [];
-      await this.processKey(key, clusters, m, exporters, dirty.get(k)?.since);
+      if (planned.has(k)) continue;
+      if (full) await this.processKey(key, clusters, mcs.get(k), exports.get(k) ?? [], dirty.get(k)?.since);
+      else await this.planNow(key, clusters, dirty.get(k)?.since);
+      // A full pass plans every key (seconds, with many): a provider's change that comes meanwhile is planned now, between its keys, not after them.
+      if (full) for (const x of await this.changedMeanwhile(clusters)) planned.add(x);
     }
+  }
+
+  /** Plans one key from what storage holds now. */
+  private async planNow(key: ServiceKey, clusters: DispatchCluster[], since: number | undefined): Promise<void> {
+    const { store } = this.deps;
+    await this.processKey(key, clusters, (await readMcs(store, key))[0], (await readExports(store, key)).get(keyString(key)) ?? [], since);
+  }
+
+  /** The keys the change log asks for since it was last read, planned now; returns them. */
+  private async changedMeanwhile(clusters: DispatchCluster[]): Promise<string[]> {
+    await this.follow();
+    if (this.dirty.size === 0) return [];
+    const dirty = new Map(this.dirty);
+    this.dirty.clear();
+    for (const d of dirty.values()) {
+      if (this.stopped) break;
+      await this.planNow(d.key, clusters, d.since);
+    }
+    return [...dirty.keys()];
   }
 
   private async processKey(key: ServiceKey, clusters: DispatchCluster[], mcs: McsState | undefined, exporters: string[], since: number | undefined): Promise<void> {
