@@ -21,14 +21,15 @@ import { clusterLease, FencedError } from '../../storage/leases.ts';
 import { listenForCommits, type CommitSubscription } from '../../storage/listen.ts';
 import type { OwnObjectState, OwnObjectWrite } from '../../storage/own-objects.ts';
 import type { Store } from '../../storage/store.ts';
-import type { KubeObject } from '../../storage/types.ts';
+import type { Change, KubeObject } from '../../storage/types.ts';
+import { upstreamRvAnnotation } from '../../storage/write.ts';
 import { Backoff, Waker, type BackoffOptions } from '../backoff.ts';
 import type { ClusterPhase } from '../cluster.ts';
 import type { Membership } from '../membership.ts';
 import type { SynchroMetrics } from '../metrics.ts';
 import { isManaged, keyString, planKey, type ClusterObject, type ConsumerPlan, type KeyPlan, type ServiceKey } from './desired.ts';
 import { diff, holdsNothing, overlay, type Held, type Kind, type Written } from './diff.ts';
-import { managedKeys, readClusters, readExports, readKey, readMcs, type DispatchCluster, type KeyRows, type McsState } from './inputs.ts';
+import { kinds, managedKeys, readClusters, readExports, readKey, readMcs, type DispatchCluster, type KeyRows, type McsState } from './inputs.ts';
 import { consumerEntry, everyConsumerCleaned, mergeStatus, statusDigest, withoutFinalizer, type ConsumerOutcome, type Reason } from './status.ts';
 import { followed, triggersOf } from './triggers.ts';
 import { LeaseGoneError, MemberWriter, type Applied } from './writer.ts';
@@ -97,6 +98,8 @@ interface Consumer {
 }
 
 const writtenKey = (kind: Kind, name: string) => `${kind}/${name}`;
+/** The resources of what the dispatcher writes into consumers. */
+const echoKinds: Record<Kind, { group: string; resource: string }> = { Service: kinds.services, EndpointSlice: kinds.endpointSlices, ServiceImport: kinds.serviceImports };
 const sortKeys = (keys: Iterable<ServiceKey>) => [...keys].sort((a, b) => keyString(a).localeCompare(keyString(b)));
 
 export class McsDispatcher {
@@ -246,7 +249,7 @@ export class McsDispatcher {
       for (const c of changes) {
         for (const t of triggersOf(c)) {
           if (t.all) this.fullDue = true;
-          else {
+          else if (!this.ownEcho(c, t.key)) {
             const k = keyString(t.key);
             const before = this.dirty.get(k);
             this.dirty.set(k, { key: t.key, since: Math.min(before?.since ?? Infinity, c.ts) });
@@ -255,6 +258,20 @@ export class McsDispatcher {
       }
       this.watermark = changes.length < 1000 ? upTo : changes[changes.length - 1].rv;
     }
+  }
+
+  /**
+   * A consumer's object as this dispatcher just wrote it, synced back (its upstream
+   * resourceVersion is the write's): it moves no plan, and planning the key again for it would
+   * only find everything in place. Anyone else's change of the object is not one.
+   */
+  private ownEcho(change: Change, key: ServiceKey): boolean {
+    const c = this.consumers.get(change.cluster);
+    const kind = (Object.keys(echoKinds) as Kind[]).find((k) => echoKinds[k].group === change.group && echoKinds[k].resource === change.resource);
+    if (!c || !kind || change.type === 'DELETED') return false;
+    const w = c.written.get(keyString(key))?.get(writtenKey(kind, change.name));
+    if (!w?.object) return false;
+    return (JSON.parse(change.object) as KubeObject).metadata?.annotations?.[upstreamRvAnnotation] === w.rv;
   }
 
   /** The consumers are the cluster leases this member holds whose sync runs; a new one (or a new epoch) asks for a full pass. */

@@ -1,0 +1,114 @@
+// What the dispatcher spares itself, so that a provider's change reaches the consumers at
+// once: it does not wait for a long full pass (the keys a change asks for while one runs,
+// every read of the plans of 30 other Services slowed down here, are planned between its
+// keys), and it does not plan a key again for its own writes synced back from the consumers.
+import t from 'tap';
+import { dispatchedSliceName } from '../../api/multicluster-service.ts';
+import type { ListQuery } from '../../storage/types.ts';
+import type { Store } from '../../storage/store.ts';
+import { openTestStore } from '../../storage/testing.ts';
+import { startSynchro } from '../synchro.ts';
+import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
+import { ensureNamespace, mcsTimings, provide, putMcs, resources, setEndpoints, simFleet } from './testutil.ts';
+
+const SLICES = 'discovery.k8s.io/endpointslices';
+const SLOW_KEYS = 30;
+const SLOW_MS = 80;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * `store`, with its reads of one Service's slices (a plan of that key: inputs.ts readKey)
+ * counted per Service, and delayed by SLOW_MS for the Services named slow-* while `slow.on`.
+ */
+function watchedStore(store: Store, slow: { on: boolean }, plans: Map<string, number>): Store {
+  return new Proxy(store, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop, target) as unknown;
+      if (prop === 'list') {
+        return async (q: ListQuery, ...rest: unknown[]) => {
+          const selected = q.resource === 'endpointslices' ? q.labelSelector?.[0]?.values?.[0] : undefined;
+          if (typeof selected === 'string') {
+            plans.set(selected, (plans.get(selected) ?? 0) + 1);
+            if (slow.on && selected.startsWith('slow-')) await sleep(SLOW_MS);
+          }
+          return (v as (...a: unknown[]) => unknown).call(target, q, ...rest);
+        };
+      }
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
+t.test('a change during a long full pass is dispatched before the pass ends', async (t) => {
+  const { store, close } = await openTestStore('sqlite');
+  const plans = new Map<string, number>();
+  const { dir, cleanup } = tempDir();
+  const { sims, fx } = await simFleet(['east', 'west']);
+  const [east, west] = sims;
+  ensureNamespace(west, fx(west), 'shop');
+  provide(east, fx(east), 'shop', 'web', ['10.0.0.1']);
+  for (let i = 0; i < SLOW_KEYS; i++) provide(east, fx(east), 'shop', `slow-${String(i).padStart(2, '0')}`, ['10.1.0.1']);
+  const file = `${dir}/clusters.yaml`;
+  writeClusters(file, sims.map((s) => ({ name: s.name, server: s.url, resources })));
+  const slow = { on: false };
+  const resyncIntervalMs = 4000;
+  const synchro = await startSynchro({ store: watchedStore(store, slow, plans), clustersFile: file, timings: fastTimings, compaction: false, mcs: { ...mcsTimings, resyncIntervalMs } });
+  t.teardown(async () => {
+    await synchro.stop();
+    await Promise.all(sims.map((s) => s.close()));
+    await close();
+    cleanup();
+  });
+  t.ok(await synchro.waitForInitialSync(30_000), 'initial sync');
+  for (const name of ['web', ...Array.from({ length: SLOW_KEYS }, (_, i) => `slow-${String(i).padStart(2, '0')}`)]) await putMcs(store, 'shop', name, { providerClusters: ['east'], consumerClusters: ['west'] });
+  const web = dispatchedSliceName('east', 'web-abcde');
+  const held = (n: number) => (west.store.get(SLICES, 'shop', web)?.endpoints as unknown[] | undefined)?.length === n;
+  await waitUntil('everything dispatched to west', () => held(1) && west.store.list(SLICES, { namespace: 'shop' }).items.length === SLOW_KEYS + 1, 30_000);
+
+  slow.on = true;
+  const resyncs = async () => (await synchro.metrics.mcsPasses.get()).values.find((v) => v.labels.trigger === 'resync')?.value ?? 0;
+  const before = await resyncs();
+  await waitUntil('a full pass begins', async () => (await resyncs()) > before, resyncIntervalMs + 5000, 10);
+  const began = performance.now();
+  setEndpoints(east, fx(east), 'shop', 'web', ['10.0.0.1', '10.0.0.2']);
+  await waitUntil("west holds the provider's change", () => held(2), 20_000, 10);
+  const latency = performance.now() - began;
+  t.ok(latency < (SLOW_KEYS * SLOW_MS) / 2, `the change reached west ${Math.round(latency)} ms after a full pass of at least ${SLOW_KEYS * SLOW_MS} ms began`);
+});
+
+t.test("the consumers' copies of the dispatcher's own writes plan nothing again", async (t) => {
+  const { store, close } = await openTestStore('sqlite');
+  const plans = new Map<string, number>();
+  const { dir, cleanup } = tempDir();
+  const { sims, fx } = await simFleet(['east', 'west', 'lab']);
+  const [east, west, lab] = sims;
+  for (const s of [west, lab]) ensureNamespace(s, fx(s), 'shop');
+  provide(east, fx(east), 'shop', 'web', ['10.0.0.1']);
+  const file = `${dir}/clusters.yaml`;
+  writeClusters(file, sims.map((s) => ({ name: s.name, server: s.url, resources })));
+  // No full pass and no status left for later in the test's time: every plan is a change's.
+  const synchro = await startSynchro({ store: watchedStore(store, { on: false }, plans), clustersFile: file, timings: fastTimings, compaction: false, mcs: { ...mcsTimings, resyncIntervalMs: 600_000, statusCountsIntervalMs: 0 } });
+  t.teardown(async () => {
+    await synchro.stop();
+    await Promise.all(sims.map((s) => s.close()));
+    await close();
+    cleanup();
+  });
+  t.ok(await synchro.waitForInitialSync(30_000), 'initial sync');
+  await putMcs(store, 'shop', 'web', { providerClusters: ['east'], consumerClusters: ['west', 'lab'] });
+  const web = dispatchedSliceName('east', 'web-abcde');
+  const held = (n: number) => [west, lab].every((c) => (c.store.get(SLICES, 'shop', web)?.endpoints as unknown[] | undefined)?.length === n);
+  await waitUntil('dispatched to west and lab', () => held(1), 20_000);
+  await sleep(1500);
+
+  const before = plans.get('web') ?? 0;
+  setEndpoints(east, fx(east), 'shop', 'web', ['10.0.0.1', '10.0.0.2']);
+  await waitUntil('the change in west and lab', () => held(2), 10_000);
+  // Their watches bring the two updates back into storage: changes of the key, and the dispatcher's own.
+  await waitUntil('west and lab synced back', async () => {
+    const rows = (await store.list({ group: 'discovery.k8s.io', resource: 'endpointslices', clusters: ['west', 'lab'], names: [web] })).items;
+    return rows.length === 2 && rows.every((r) => (JSON.parse(r.object).endpoints as unknown[]).length === 2);
+  }, 10_000);
+  await sleep(1500);
+  t.equal((plans.get('web') ?? 0) - before, 1, "one plan of web: the provider's change, none for the copies of its own writes");
+});
