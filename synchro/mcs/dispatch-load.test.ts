@@ -1,9 +1,10 @@
 // What the dispatcher spares itself, so that a provider's change reaches the consumers at
 // once: it does not wait for a long full pass (the keys a change asks for while one runs,
 // every read of the plans of 30 other Services slowed down here, are planned between its
-// keys), and it does not plan a key again for its own writes synced back from the consumers.
+// keys), it does not plan a key again for its own writes synced back from the consumers, and
+// it writes the status entries of the consumers it holds in one write, not one each.
 import t from 'tap';
-import { dispatchedSliceName } from '../../api/multicluster-service.ts';
+import { dispatchedSliceName, type MultiClusterServiceStatus } from '../../api/multicluster-service.ts';
 import type { ListQuery } from '../../storage/types.ts';
 import type { Store } from '../../storage/store.ts';
 import { openTestStore } from '../../storage/testing.ts';
@@ -111,4 +112,33 @@ t.test("the consumers' copies of the dispatcher's own writes plan nothing again"
   }, 10_000);
   await sleep(1500);
   t.equal((plans.get('web') ?? 0) - before, 1, "one plan of web: the provider's change, none for the copies of its own writes");
+});
+
+t.test('the status entries of the consumers one member holds: one write', async (t) => {
+  const { store, close } = await openTestStore('sqlite');
+  const { dir, cleanup } = tempDir();
+  const { sims, fx } = await simFleet(['east', 'west', 'lab', 'north']);
+  const [east, ...consumers] = sims;
+  for (const s of consumers) ensureNamespace(s, fx(s), 'shop');
+  provide(east, fx(east), 'shop', 'web', ['10.0.0.1']);
+  const file = `${dir}/clusters.yaml`;
+  writeClusters(file, sims.map((s) => ({ name: s.name, server: s.url, resources })));
+  const synchro = await startSynchro({ store, clustersFile: file, timings: fastTimings, compaction: false, mcs: { ...mcsTimings, resyncIntervalMs: 600_000 } });
+  t.teardown(async () => {
+    await synchro.stop();
+    await Promise.all(sims.map((s) => s.close()));
+    await close();
+    cleanup();
+  });
+  t.ok(await synchro.waitForInitialSync(30_000), 'initial sync');
+  const from = await store.watermark();
+  await putMcs(store, 'shop', 'web', { providerClusters: ['east'], consumerClusters: consumers.map((s) => s.name) });
+  const web = dispatchedSliceName('east', 'web-abcde');
+  await waitUntil('dispatched to every consumer', () => consumers.every((c) => c.store.get(SLICES, 'shop', web)), 20_000);
+  const status = async () => ((await store.getOwnObject({ resource: 'multiclusterservices', namespace: 'shop', name: 'web' }))?.object.status ?? {}) as MultiClusterServiceStatus;
+  await waitUntil('Ready', async () => (await status()).conditions?.find((c) => c.type === 'Ready')?.status === 'True', 10_000);
+  await sleep(1500);
+  const writes = (await store.changesAfter(from, 10_000)).filter((c) => c.resource === 'multiclusterservices' && c.epoch !== null);
+  t.equal(writes.length, 1, `the three consumers' entries in one status write (${writes.length})`);
+  t.same((await status()).consumers?.map((c) => [c.cluster, c.endpoints]), [['lab', 1], ['north', 1], ['west', 1]]);
 });

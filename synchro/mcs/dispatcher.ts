@@ -17,7 +17,7 @@ import { mcsResource, type McsConsumerStatus } from '../../api/multicluster-serv
 import type { Logger } from '../../lib/log.ts';
 import { describeError, HttpError, type WritableClusterClient } from '../../member/client.ts';
 import { CompactedError } from '../../storage/errors.ts';
-import { clusterLease, FencedError } from '../../storage/leases.ts';
+import { clusterLease, FencedError, type Fence } from '../../storage/leases.ts';
 import { listenForCommits, type CommitSubscription } from '../../storage/listen.ts';
 import type { OwnObjectState, OwnObjectWrite } from '../../storage/own-objects.ts';
 import type { Store } from '../../storage/store.ts';
@@ -569,38 +569,61 @@ export class McsDispatcher {
     this.timers.set(k, { key, at });
   }
 
-  /** Writes each consumer's entry (and the drop of a former consumer's) into the status, under that consumer's lease, when it changed. */
+  /**
+   * Writes the entries of the consumers held here that changed (and the drops of former
+   * consumers') into the status, in one write under all their leases: at once when what they
+   * say changed (conditions, errors, which consumers, the providers' readiness, the
+   * finalizer), counts and times of each consumer at most every statusCountsIntervalMs.
+   */
   private async writeStatus(mcs: McsState, plan: KeyPlan, outcomes: ConsumerOutcome[]): Promise<void> {
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const k = keyString(plan.key);
     const previous = new Map((mcs.status?.consumers ?? []).map((e) => [e.cluster, e]));
-    let current = mcs.status;
+    interface Part {
+      c: Consumer;
+      entry?: McsConsumerStatus;
+      drop: boolean;
+      slot: string;
+    }
+    const changed: Part[] = [];
     for (const o of outcomes.sort((a, b) => a.cluster.localeCompare(b.cluster))) {
       const c = this.consumers.get(o.cluster);
       if (!c) continue;
-      const drop = !plan.deleting && !plan.consumers.has(o.cluster) && o.holdsNothing;
-      const entry: McsConsumerStatus | undefined = drop ? undefined : consumerEntry(plan, o, previous.get(o.cluster), now);
-      const merged = mergeStatus(current, plan, entry ? [entry] : [], drop ? [o.cluster] : [], now);
-      const before = statusDigest(current);
-      const after = statusDigest(merged);
-      const finalizerDue = plan.deleting && everyConsumerCleaned(merged, plan.consumerSet) && withoutFinalizer(mcs.object) !== undefined;
-      if (before.all === after.all && !finalizerDue) continue;
-      const slot = `${keyString(plan.key)}|${o.cluster}`;
-      const last = this.statusWrittenAt.get(slot) ?? -Infinity;
-      if (before.major === after.major && !finalizerDue && performance.now() - last < this.opts.statusCountsIntervalMs) {
-        this.schedule(plan.key, last + this.opts.statusCountsIntervalMs);
+      const slot = `${k}|${o.cluster}`;
+      const before = previous.get(o.cluster);
+      if (!plan.deleting && !plan.consumers.has(o.cluster) && o.holdsNothing) {
+        if (before) changed.push({ c, drop: true, slot });
         continue;
       }
-      const result = await this.writeUnder(c, mcs, (cur) => this.decideStatus(cur, mcs, plan, entry, drop ? [o.cluster] : [], now));
-      if (result === undefined) continue;
-      this.statusWrittenAt.set(slot, performance.now());
-      current = result;
+      const entry = consumerEntry(plan, o, before, now);
+      if (!before || statusDigest({ consumers: [entry] }).all !== statusDigest({ consumers: [before] }).all) changed.push({ c, entry, drop: false, slot });
     }
+    const merged = mergeStatus(mcs.status, plan, changed.flatMap((x) => (x.entry ? [x.entry] : [])), changed.filter((x) => x.drop).map((x) => x.c.cluster), now);
+    const before = statusDigest(mcs.status);
+    const after = statusDigest(merged);
+    const finalizerDue = plan.deleting && everyConsumerCleaned(merged, plan.consumerSet) && withoutFinalizer(mcs.object) !== undefined;
+    if (before.all === after.all && !finalizerDue) return;
+    // Only what the providers' part says moved (no entry of this member's): written under any consumer lease held here.
+    const firstHeld = outcomes.map((o) => this.consumers.get(o.cluster)).find((c) => c !== undefined);
+    let parts: Part[] = changed.length > 0 ? changed : firstHeld ? [{ c: firstHeld, drop: false, slot: `${k}|` }] : [];
+    if (before.major === after.major && !finalizerDue) {
+      const due = (x: Part) => (this.statusWrittenAt.get(x.slot) ?? -Infinity) + this.opts.statusCountsIntervalMs;
+      const later = parts.filter((x) => due(x) > performance.now());
+      if (later.length > 0) this.schedule(plan.key, Math.min(...later.map(due)));
+      parts = parts.filter((x) => !later.includes(x));
+    }
+    if (parts.length === 0) return;
+    const entries = parts.flatMap((x) => (x.entry ? [x.entry] : []));
+    const drops = parts.filter((x) => x.drop).map((x) => x.c.cluster);
+    const result = await this.writeUnder(parts.map((x) => x.c), mcs, (cur) => this.decideStatus(cur, mcs, plan, entries, drops, now));
+    if (result === undefined) return;
+    for (const x of parts) this.statusWrittenAt.set(x.slot, performance.now());
   }
 
-  /** The status write's decision: the entry merged into the status as stored now; the finalizer released once every consumer is cleaned; nothing when nothing changes. */
-  private decideStatus(cur: OwnObjectState | undefined, mcs: McsState, plan: KeyPlan, entry: McsConsumerStatus | undefined, drop: string[], now: string): OwnObjectWrite {
+  /** The status write's decision: the entries merged into the status as stored now; the finalizer released once every consumer is cleaned; nothing when nothing changes. */
+  private decideStatus(cur: OwnObjectState | undefined, mcs: McsState, plan: KeyPlan, entries: McsConsumerStatus[], drop: string[], now: string): OwnObjectWrite {
     if (!cur || cur.uid !== mcs.uid || Number(cur.object.metadata?.generation ?? 1) !== mcs.generation) return { action: 'none' };
-    const status = mergeStatus(cur.object.status as McsState['status'], plan, entry ? [entry] : [], drop, now);
+    const status = mergeStatus(cur.object.status as McsState['status'], plan, entries, drop, now);
     let object: KubeObject = { ...cur.object, status };
     if (plan.deleting && everyConsumerCleaned(status, plan.consumerSet)) {
       const released = withoutFinalizer(object);
@@ -617,16 +640,20 @@ export class McsDispatcher {
     if (!everyConsumerCleaned(mcs.status, plan.consumerSet) || withoutFinalizer(mcs.object) === undefined) return;
     const c = [...this.consumers.values()].sort((a, b) => a.cluster.localeCompare(b.cluster))[0];
     if (!c) return;
-    await this.writeUnder(c, mcs, (cur) => this.decideStatus(cur, mcs, plan, undefined, [], new Date().toISOString()));
+    await this.writeUnder([c], mcs, (cur) => this.decideStatus(cur, mcs, plan, [], [], new Date().toISOString()));
   }
 
-  /** One write of the MultiClusterService under consumer `c`'s lease; returns the status written (undefined: none, or the lease is gone). */
-  private async writeUnder(c: Consumer, mcs: McsState, decide: (cur: OwnObjectState | undefined) => OwnObjectWrite): Promise<McsState['status'] | undefined> {
-    const fence = this.deps.membership.fence(clusterLease(c.cluster));
-    if (!fence || fence.epoch !== c.epoch || c.abort.signal.aborted) return undefined;
+  /** One write of the MultiClusterService under the leases of consumers `under` (every one still held here); returns the status written (undefined: none, or a lease is gone). */
+  private async writeUnder(under: Consumer[], mcs: McsState, decide: (cur: OwnObjectState | undefined) => OwnObjectWrite): Promise<McsState['status'] | undefined> {
+    const fences: Array<{ cluster: string; fence: Fence }> = [];
+    for (const c of under) {
+      const fence = this.deps.membership.fence(clusterLease(c.cluster));
+      if (!fence || fence.epoch !== c.epoch || c.abort.signal.aborted) return undefined;
+      fences.push({ cluster: c.cluster, fence });
+    }
     const seen: { decided: OwnObjectWrite } = { decided: { action: 'none' } };
     try {
-      const result = await this.deps.store.writeOwnObject({ resource: mcsResource, ...mcs.key }, c.cluster, (cur) => (seen.decided = decide(cur)), fence);
+      const result = await this.deps.store.writeOwnObjectUnder({ resource: mcsResource, ...mcs.key }, fences, (cur) => (seen.decided = decide(cur)));
       if (!result.change) return undefined;
       const decided = seen.decided;
       if (decided.action === 'delete') this.log.info('MultiClusterService removed: every consumer is cleaned up', { service: keyString(mcs.key) });
@@ -634,7 +661,7 @@ export class McsDispatcher {
       return decided.action === 'put' ? (decided.object.status as McsState['status']) : undefined;
     } catch (err) {
       if (!(err instanceof FencedError)) throw err;
-      this.deps.membership.fenced(fence.lease, fence.epoch);
+      this.deps.membership.fenced(err.fence.lease, err.fence.epoch);
       return undefined;
     }
   }
