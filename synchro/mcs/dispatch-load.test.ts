@@ -3,12 +3,13 @@
 // every read of the plans of 30 other Services slowed down here, are planned between its
 // keys), it does not plan a key again for its own writes synced back from the consumers, and
 // it writes the status entries of the consumers it holds in one write, not one each.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { dispatchedSliceName, type MultiClusterServiceStatus } from '../../api/multicluster-service.ts';
 import type { ListQuery } from '../../storage/types.ts';
 import type { Store } from '../../storage/store.ts';
 import { openTestStore } from '../../storage/testing.ts';
 import { startSynchro } from '../synchro.ts';
+import type { DispatcherOptions } from './dispatcher.ts';
 import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
 import { ensureNamespace, mcsTimings, provide, putMcs, resources, setEndpoints, simFleet } from './testutil.ts';
 
@@ -40,20 +41,21 @@ function watchedStore(store: Store, slow: { on: boolean }, plans: Map<string, nu
   });
 }
 
-t.test('a change during a long full pass is dispatched before the pass ends', async (t) => {
+/**
+ * Simulated clusters `names` (east provides shop/web, the others have the namespace) and one
+ * synchro over them on SQLite, through `wrap(store)`, with the tests' timings and `mcs`;
+ * stopped at teardown.
+ */
+async function dispatching(t: Test, names: string[], mcs: Partial<DispatcherOptions>, wrap: (s: Store) => Store = (s) => s) {
   const { store, close } = await openTestStore('sqlite');
-  const plans = new Map<string, number>();
   const { dir, cleanup } = tempDir();
-  const { sims, fx } = await simFleet(['east', 'west']);
-  const [east, west] = sims;
-  ensureNamespace(west, fx(west), 'shop');
+  const { sims, fx } = await simFleet(names);
+  const [east, ...others] = sims;
+  for (const s of others) ensureNamespace(s, fx(s), 'shop');
   provide(east, fx(east), 'shop', 'web', ['10.0.0.1']);
-  for (let i = 0; i < SLOW_KEYS; i++) provide(east, fx(east), 'shop', `slow-${String(i).padStart(2, '0')}`, ['10.1.0.1']);
   const file = `${dir}/clusters.yaml`;
   writeClusters(file, sims.map((s) => ({ name: s.name, server: s.url, resources })));
-  const slow = { on: false };
-  const resyncIntervalMs = 4000;
-  const synchro = await startSynchro({ store: watchedStore(store, slow, plans), clustersFile: file, timings: fastTimings, compaction: false, mcs: { ...mcsTimings, resyncIntervalMs } });
+  const synchro = await startSynchro({ store: wrap(store), clustersFile: file, timings: fastTimings, compaction: false, mcs: { ...mcsTimings, ...mcs } });
   t.teardown(async () => {
     await synchro.stop();
     await Promise.all(sims.map((s) => s.close()));
@@ -61,6 +63,15 @@ t.test('a change during a long full pass is dispatched before the pass ends', as
     cleanup();
   });
   t.ok(await synchro.waitForInitialSync(30_000), 'initial sync');
+  return { store, synchro, sims, fx };
+}
+
+t.test('a change during a long full pass is dispatched before the pass ends', async (t) => {
+  const slow = { on: false };
+  const resyncIntervalMs = 4000;
+  const { store, synchro, sims, fx } = await dispatching(t, ['east', 'west'], { resyncIntervalMs }, (s) => watchedStore(s, slow, new Map()));
+  const [east, west] = sims;
+  for (let i = 0; i < SLOW_KEYS; i++) provide(east, fx(east), 'shop', `slow-${String(i).padStart(2, '0')}`, ['10.1.0.1']);
   for (const name of ['web', ...Array.from({ length: SLOW_KEYS }, (_, i) => `slow-${String(i).padStart(2, '0')}`)]) await putMcs(store, 'shop', name, { providerClusters: ['east'], consumerClusters: ['west'] });
   const web = dispatchedSliceName('east', 'web-abcde');
   const held = (n: number) => (west.store.get(SLICES, 'shop', web)?.endpoints as unknown[] | undefined)?.length === n;
@@ -78,24 +89,10 @@ t.test('a change during a long full pass is dispatched before the pass ends', as
 });
 
 t.test("the consumers' copies of the dispatcher's own writes plan nothing again", async (t) => {
-  const { store, close } = await openTestStore('sqlite');
   const plans = new Map<string, number>();
-  const { dir, cleanup } = tempDir();
-  const { sims, fx } = await simFleet(['east', 'west', 'lab']);
-  const [east, west, lab] = sims;
-  for (const s of [west, lab]) ensureNamespace(s, fx(s), 'shop');
-  provide(east, fx(east), 'shop', 'web', ['10.0.0.1']);
-  const file = `${dir}/clusters.yaml`;
-  writeClusters(file, sims.map((s) => ({ name: s.name, server: s.url, resources })));
   // No full pass and no status left for later in the test's time: every plan is a change's.
-  const synchro = await startSynchro({ store: watchedStore(store, { on: false }, plans), clustersFile: file, timings: fastTimings, compaction: false, mcs: { ...mcsTimings, resyncIntervalMs: 600_000, statusCountsIntervalMs: 0 } });
-  t.teardown(async () => {
-    await synchro.stop();
-    await Promise.all(sims.map((s) => s.close()));
-    await close();
-    cleanup();
-  });
-  t.ok(await synchro.waitForInitialSync(30_000), 'initial sync');
+  const { store, sims, fx } = await dispatching(t, ['east', 'west', 'lab'], { resyncIntervalMs: 600_000, statusCountsIntervalMs: 0 }, (s) => watchedStore(s, { on: false }, plans));
+  const [east, west, lab] = sims;
   await putMcs(store, 'shop', 'web', { providerClusters: ['east'], consumerClusters: ['west', 'lab'] });
   const web = dispatchedSliceName('east', 'web-abcde');
   const held = (n: number) => [west, lab].every((c) => (c.store.get(SLICES, 'shop', web)?.endpoints as unknown[] | undefined)?.length === n);
@@ -115,22 +112,8 @@ t.test("the consumers' copies of the dispatcher's own writes plan nothing again"
 });
 
 t.test('the status entries of the consumers one member holds: one write', async (t) => {
-  const { store, close } = await openTestStore('sqlite');
-  const { dir, cleanup } = tempDir();
-  const { sims, fx } = await simFleet(['east', 'west', 'lab', 'north']);
-  const [east, ...consumers] = sims;
-  for (const s of consumers) ensureNamespace(s, fx(s), 'shop');
-  provide(east, fx(east), 'shop', 'web', ['10.0.0.1']);
-  const file = `${dir}/clusters.yaml`;
-  writeClusters(file, sims.map((s) => ({ name: s.name, server: s.url, resources })));
-  const synchro = await startSynchro({ store, clustersFile: file, timings: fastTimings, compaction: false, mcs: { ...mcsTimings, resyncIntervalMs: 600_000 } });
-  t.teardown(async () => {
-    await synchro.stop();
-    await Promise.all(sims.map((s) => s.close()));
-    await close();
-    cleanup();
-  });
-  t.ok(await synchro.waitForInitialSync(30_000), 'initial sync');
+  const { store, sims } = await dispatching(t, ['east', 'west', 'lab', 'north'], { resyncIntervalMs: 600_000 });
+  const [, ...consumers] = sims;
   const from = await store.watermark();
   await putMcs(store, 'shop', 'web', { providerClusters: ['east'], consumerClusters: consumers.map((s) => s.name) });
   const web = dispatchedSliceName('east', 'web-abcde');
