@@ -14,6 +14,7 @@
 // change), a consumer whose lease goes stops being written at once: every write checks the
 // lease first and in-flight requests are aborted.
 import { mcsResource, type McsConsumerStatus } from '../../api/multicluster-service.ts';
+import { setImmediate } from 'node:timers/promises';
 import type { Logger } from '../../lib/log.ts';
 import { describeError, HttpError, type WritableClusterClient } from '../../member/client.ts';
 import { CompactedError } from '../../storage/errors.ts';
@@ -332,6 +333,10 @@ export class McsDispatcher {
       if (planned.has(k)) continue;
       if (full) await this.processKey(key, clusters, mcs.get(k), exports.get(k) ?? [], dirty.get(k)?.since);
       else await this.planNow(key, clusters, dirty.get(k)?.since);
+      // Storage reads that answer at once (SQLite) never leave the event loop: without a turn of
+      // it between keys, a pass with nothing to write would hold back the members' watches, the
+      // lease renewals and the changes to plan until it ends.
+      await setImmediate();
       // A full pass plans every key (seconds, with many): a provider's change that comes meanwhile is planned now, between its keys, not after them.
       if (full) for (const x of await this.changedMeanwhile(clusters)) planned.add(x);
     }
