@@ -86,6 +86,8 @@ export interface McsProviderStatus {
   ready: boolean;
   /** Since when it is not Ready (for the grace period). */
   notReadySince?: string;
+  /** Its endpoints are dispatched now: it is Ready, or the providerNotReady policy still keeps them (false: removed from the consumers). */
+  dispatched?: boolean;
 }
 
 export interface MultiClusterServiceStatus {

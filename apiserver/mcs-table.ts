@@ -1,10 +1,12 @@
 // The columns and cells of `kubectl get multiclusterservices` (`kubectl get mcs`): name, the
 // providers and consumers (a count, or `all` when the spec names none), the endpoints
-// collected from the providers, READY as consumers in place of consumers, and age; -o wide
-// adds the ports exported, the not-Ready policy and a message (Terminating while a deleted
-// object's consumers are cleaned up, else the Ready condition's, else the first consumer
-// error). kubectl adds the NAMESPACE column itself for -A (from the rows' object metadata).
-import { providerNotReadyOf, type McsCondition, type McsConsumerStatus, type MultiClusterServiceSpec, type MultiClusterServiceStatus } from '../api/multicluster-service.ts';
+// collected from the providers and dispatched (a provider that is not Ready counts while its
+// policy keeps its endpoints), READY as consumers in place of consumers, and age; -o wide adds
+// the ports exported, the not-Ready policy and a message (Terminating while a deleted object's
+// consumers are cleaned up; else the providers that are not Ready, then the Ready condition's
+// message or the first consumer error). kubectl adds the NAMESPACE column itself for -A (from
+// the rows' object metadata).
+import { providerNotReadyOf, type McsCondition, type McsConsumerStatus, type McsProviderStatus, type MultiClusterServiceSpec, type MultiClusterServiceStatus } from '../api/multicluster-service.ts';
 import { since } from '../kube/printers.ts';
 import type { KubeObject } from '../storage/types.ts';
 import type { TableRenderer } from './table.ts';
@@ -40,15 +42,19 @@ function policy(spec: MultiClusterServiceSpec): string {
   return p.policy === 'KeepForGracePeriod' ? `${p.policy}(${p.gracePeriodSeconds}s)` : p.policy;
 }
 
-function message(o: KubeObject, status: MultiClusterServiceStatus, consumers: McsConsumerStatus[]): string {
+function message(o: KubeObject, status: MultiClusterServiceStatus, consumers: McsConsumerStatus[], providers: McsProviderStatus[]): string {
   if (o.metadata?.deletionTimestamp) {
     const left = consumers.filter((c) => c.cleanedUp !== true).length;
     return `Terminating: cleaning up ${left} consumer cluster${left === 1 ? '' : 's'}`;
   }
+  const parts = providers
+    .filter((p) => p.ready === false)
+    .map((p) => `provider ${p.cluster} not Ready${typeof p.notReadySince === 'string' ? ` since ${p.notReadySince}` : ''}: its endpoints are ${p.dispatched === false ? 'removed' : 'kept'}`);
   const ready = condition(status.conditions, 'Ready');
-  if (ready?.message) return ready.message;
   const failed = consumers.find((c) => typeof c.lastError === 'string' && c.lastError !== '');
-  return failed ? `${failed.cluster}: ${failed.lastError}` : '';
+  if (ready?.message) parts.push(ready.message);
+  else if (failed) parts.push(`${failed.cluster}: ${failed.lastError}`);
+  return parts.join('; ');
 }
 
 export const mcsTable: TableRenderer = {
@@ -56,18 +62,19 @@ export const mcsTable: TableRenderer = {
     { name: 'Name', type: 'string', format: 'name', description: 'The name of the Service exported', priority: 0 },
     { name: 'Providers', type: 'string', format: '', description: 'Clusters the Service and its EndpointSlices are collected from: how many the spec names, or all', priority: 0 },
     { name: 'Consumers', type: 'string', format: '', description: 'Clusters the Service and its EndpointSlices are dispatched to: how many the spec names, or all', priority: 0 },
-    { name: 'Endpoints', type: 'integer', format: '', description: 'Ready endpoints collected from the providers (what is dispatched)', priority: 0 },
+    { name: 'Endpoints', type: 'integer', format: '', description: 'Ready endpoints collected from the providers and dispatched (a provider that is not Ready counts while its policy keeps its endpoints)', priority: 0 },
     { name: 'Ready', type: 'string', format: '', description: 'Consumers with the Service and its EndpointSlices in place, of the consumers', priority: 0 },
     { name: 'Age', type: 'string', format: '', description: 'Time since the MultiClusterService was created', priority: 0 },
     { name: 'Ports', type: 'string', format: '', description: 'The ports exported (name:port), or all', priority: 1 },
     { name: 'Policy', type: 'string', format: '', description: 'What happens to the endpoints of a provider that is not Ready', priority: 1 },
-    { name: 'Message', type: 'string', format: '', description: 'Terminating, the Ready condition, or the first consumer error', priority: 1 },
+    { name: 'Message', type: 'string', format: '', description: 'Terminating; else the providers that are not Ready, then the Ready condition or the first consumer error', priority: 1 },
   ],
   cells(o: KubeObject, _cluster: string, now: number) {
     const spec = (isRecord(o.spec) ? o.spec : {}) as MultiClusterServiceSpec;
     const status = (isRecord(o.status) ? o.status : {}) as MultiClusterServiceStatus;
     const consumers = list<McsConsumerStatus>(status.consumers);
-    const endpoints = list<{ endpoints?: unknown }>(status.providers).reduce((n, p) => n + (typeof p.endpoints === 'number' ? p.endpoints : 0), 0);
+    const providers = list<McsProviderStatus>(status.providers);
+    const endpoints = providers.reduce((n, p) => n + (typeof p.endpoints === 'number' && p.dispatched !== false ? p.endpoints : 0), 0);
     return [
       o.metadata?.name ?? '',
       clusters(spec.providerClusters),
@@ -77,7 +84,7 @@ export const mcsTable: TableRenderer = {
       since(o.metadata?.creationTimestamp, now),
       ports(spec),
       policy(spec),
-      message(o, status, consumers),
+      message(o, status, consumers, providers),
     ];
   },
 };

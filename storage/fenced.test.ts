@@ -52,6 +52,14 @@ const drivers: Record<FencedWrite, Driver> = {
         fence,
       ),
   },
+  writeOwnObjectUnder: {
+    lease: east,
+    write: (s, fence) =>
+      s.writeOwnObjectUnder({ resource: 'multiclusterservices', namespace: 'shop', name: 'web' }, [{ cluster: 'east', fence }], () => ({
+        action: 'put',
+        object: { apiVersion: 'panoptes.io/v1alpha1', kind: 'MultiClusterService', metadata: { name: 'web', namespace: 'shop', uid: 'uid-web' }, status: { n: ++n } },
+      })),
+  },
   setClusterStatus: {
     lease: east,
     setup: (s, fence) => s.upsertCluster('east', { server: 'https://east' }, fence),

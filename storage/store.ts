@@ -58,6 +58,7 @@ export const fencedWrites = [
   'applyBatches',
   'writeClusterObject',
   'writeOwnObject',
+  'writeOwnObjectUnder',
   'setClusterStatus',
   'upsertCluster',
   'deleteClusterRow',
@@ -223,6 +224,16 @@ export class Store {
    */
   async writeOwnObject(ref: OwnObjectRef, cluster: string, decide: (current: OwnObjectState | undefined) => OwnObjectWrite, fence: Fence): Promise<OwnObjectResult> {
     return this.ownObjectWrite(ref, decide, [fenceOf(fence, clusterLease(cluster))]);
+  }
+
+  /**
+   * writeOwnObject under the leases of several member clusters at once (each with a fence of
+   * its lease, every one still held, or nothing is written): synchro writes in one change the
+   * parts of a MultiClusterService's status that the clusters it holds guard.
+   */
+  async writeOwnObjectUnder(ref: OwnObjectRef, under: ReadonlyArray<{ cluster: string; fence: Fence }>, decide: (current: OwnObjectState | undefined) => OwnObjectWrite): Promise<OwnObjectResult> {
+    if (under.length === 0) throw new Error('writeOwnObjectUnder: a write under leases needs their fences');
+    return this.ownObjectWrite(ref, decide, under.map((u) => fenceOf(u.fence, clusterLease(u.cluster))));
   }
 
   /** writeOwnObject without a lease: the apiserver's writes (create, update, patch, delete), serialized by the rv lock alone. */

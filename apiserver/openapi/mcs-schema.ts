@@ -72,6 +72,7 @@ export const mcsDefinitions: Record<string, JsonObject> = {
       endpoints: int('Ready endpoints of its slices.'),
       ready: bool('Whether the cluster is Ready (its data is current).'),
       notReadySince: time('Since when it is not Ready (the grace period counts from it).'),
+      dispatched: bool('Whether its endpoints are dispatched now: it is Ready, or the providerNotReady policy still keeps them.'),
     },
   },
   [`${p}MultiClusterServiceConsumerStatus`]: {

@@ -1,7 +1,10 @@
 // `panoptes demo` (npm run demo): three simulated member clusters with a realistic workload
 // and light churn, a kubeconfig with a context per cluster, and kubectl commands to try.
 // It also starts the Panoptes all-in-one (synchro + apiserver in this process, one Store)
-// over those clusters; its URL goes into the kubeconfig as the `panoptes` contexts.
+// over those clusters; its URL goes into the kubeconfig as the `panoptes` contexts. One
+// Service of the first cluster (`shop/catalog`, a Deployment of its own) is exported to the
+// others by a MultiClusterService created at start; the second cluster has the MCS-API CRDs,
+// so it gets a ServiceImport too.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Registry } from 'prom-client';
@@ -14,6 +17,7 @@ import { startSynchro } from '../../synchro/synchro.ts';
 import { startServing } from './apiserver.ts';
 import { openStorage } from './serve.ts';
 import { startSimClusters } from '../../hack/sim/cluster.ts';
+import { addApp } from '../../hack/sim/workload.ts';
 import { intFlag, parseFlags, UsageError, waitForSignal, type Command } from '../command.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
 import { closeAll, clusterNames } from './sim.ts';
@@ -38,7 +42,38 @@ export const demoMetricPaths = [
   '/apis/external.metrics.k8s.io/v1beta1/namespaces/shop/frontend-ready?labelSelector=search.panoptes.io/clusters!=east',
 ];
 
-export function demoInstructions(kubeconfig: string, clusters: { name: string; url: string }[], panoptes?: string): string {
+/** The Service the demo exports: a Deployment of the first cluster alone, dispatched to the others. */
+export const demoExport = { namespace: 'shop', name: 'catalog', replicas: 2 };
+
+/** The MultiClusterService that exports it from `provider` to `consumers`. */
+export function demoMultiClusterService(provider: string, consumers: string[]) {
+  return {
+    apiVersion: 'panoptes.io/v1alpha1',
+    kind: 'MultiClusterService',
+    metadata: { name: demoExport.name, namespace: demoExport.namespace },
+    spec: { providerClusters: [provider], consumerClusters: consumers },
+  };
+}
+
+/** The kubectl commands that show the exported Service: the MultiClusterService, the dispatched slices, and scaling the provider's Deployment. */
+export function exportInstructions(k: string, clusters: { name: string }[], created: boolean, manifest: string): string[] {
+  const [provider, ...consumers] = clusters.map((c) => c.name);
+  if (!provider || consumers.length === 0) return [];
+  const { namespace: ns, name } = demoExport;
+  const slices = `get endpointslices -n ${ns} -l multicluster.kubernetes.io/service-name=${name}`;
+  return [
+    '',
+    `Multi-cluster Services: ${ns}/${name} of ${provider} exported to ${consumers.join(' and ')} (${created ? 'a MultiClusterService created at start' : `create it: ${k} --context panoptes apply -f ${manifest}`}):`,
+    `  ${k} --context panoptes get mcs -n ${ns} -o wide      # providers, consumers, endpoints, ready`,
+    `  ${k} --context sim-${consumers[0]} get svc ${name} -n ${ns}      # a Service without a selector, made by Panoptes`,
+    `  ${k} --context sim-${consumers[0]} ${slices}      # ${provider}'s endpoints: a slice per slice of ${provider}`,
+    `  ${k} --context sim-${consumers[0]} get serviceimports -n ${ns}      # the MCS-API's ServiceImport (${consumers[0]} has the CRD)`,
+    `  ${k} --context sim-${provider} scale deploy ${name} -n ${ns} --replicas=4      # scale in ${provider}...`,
+    `  ${k} --context sim-${consumers[consumers.length - 1]} ${slices} -w      # ...the slices in ${consumers.join(' and ')} follow: 4 endpoints`,
+  ];
+}
+
+export function demoInstructions(kubeconfig: string, clusters: { name: string; url: string }[], panoptes?: string, exported?: { created: boolean; manifest: string }): string {
   const k = `kubectl --kubeconfig ${kubeconfig}`;
   const first = clusters[0]?.name ?? 'a';
   const lines = [
@@ -74,6 +109,7 @@ export function demoInstructions(kubeconfig: string, clusters: { name: string; u
       'External metrics, as a HorizontalPodAutoscaler reads them (pending pods fleet-wide; frontend ready replicas per cluster but east):',
       ...demoMetricPaths.map((path) => `  ${k} --context panoptes get --raw '${path}'`),
       `  ${k} --context panoptes get --raw /apis/external.metrics.k8s.io/v1beta1      # every metric`,
+      ...(exported ? exportInstructions(k, clusters, exported.created, exported.manifest) : []),
     );
   } else {
     lines.push('', 'No Panoptes server: the sim-* contexts reach the clusters directly.');
@@ -90,6 +126,8 @@ export const demo: Command = {
 Starts simulated member clusters (hack/sim) with deployments, replicasets, pods, services,
 endpointslices, configmaps and a CRD with custom resources, plus light churn, writes a
 kubeconfig with a context sim-<name> per cluster and prints commands to try. Runs until Ctrl-C.
+The Service shop/catalog of the first cluster is exported to the others (a MultiClusterService;
+the second cluster has the MCS-API CRDs).
 
 Flags:
   --clusters a,b,c         cluster names (default east,west,lab)
@@ -123,15 +161,22 @@ clusters listen (--allow-member-networks ${demoMemberNetworks}).`,
     // Step 1: the member clusters.
     let clusters;
     try {
-      clusters = await startSimClusters(names, { basePort, workload: true });
+      clusters = await startSimClusters(names, { basePort, workload: true, mcsCRDs: names.slice(1, 2) });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new UsageError(`a port from ${basePort} is in use: pick another --base-port (or 0)`);
       throw err;
     }
+    // The Service to export: a Deployment of the first cluster alone (the others have no Service of that name).
+    addApp(clusters[0].crud, demoExport.namespace, demoExport.name, demoExport.replicas);
+    await clusters[0].controllers.settle();
     for (const [i, c] of clusters.entries()) {
       if (rate > 0) c.churn.start({ ratePerSecond: rate, seed: seed + i, namespaces: ['shop', 'batch'], maxObjects: 50 });
     }
     const sims = clusters.map((c) => ({ name: c.name, url: c.url }));
+    const manifest = join(dirname(file), `${demoExport.name}-mcs.yaml`);
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(manifest, stringify(demoMultiClusterService(names[0], names.slice(1))));
+    let exported = false;
 
     // Step 2: the Panoptes all-in-one over those clusters (unless one is given).
     let panoptes: string | undefined = values['panoptes-server'];
@@ -167,6 +212,7 @@ clusters listen (--allow-member-networks ${demoMemberNetworks}).`,
       });
       await synchro.waitForInitialSync(30_000);
       panoptes = server.url;
+      if (names.length > 1) exported = await createMultiClusterService(server.url, demoMultiClusterService(names[0], names.slice(1)));
       stopPanoptes = async () => {
         await synchro.stop();
         await server.close();
@@ -176,10 +222,23 @@ clusters listen (--allow-member-networks ${demoMemberNetworks}).`,
 
     // Step 3: kubeconfig and instructions.
     await writeKubeconfig(file, { sims, panoptes: panoptes ? { server: panoptes, clusters: names, insecureSkipTlsVerify: panoptes.startsWith('https:') } : undefined, currentContext: `sim-${names[0]}` });
-    console.log(demoInstructions(file, sims, panoptes));
+    console.log(demoInstructions(file, sims, panoptes, names.length > 1 ? { created: exported, manifest } : undefined));
     await waitForSignal();
     await stopPanoptes();
     await closeAll(clusters);
     return 0;
   },
 };
+
+/** Creates the demo's MultiClusterService through the all-in-one's API, as kubectl would; false (logged) if it could not. */
+async function createMultiClusterService(server: string, body: ReturnType<typeof demoMultiClusterService>): Promise<boolean> {
+  const url = `${server}/apis/panoptes.io/v1alpha1/namespaces/${body.metadata.namespace}/multiclusterservices`;
+  try {
+    const r = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    if (r.status === 201 || r.status === 409) return true;
+    logger('demo').warn('the MultiClusterService was not created', { status: r.status, body: (await r.text()).slice(0, 500) });
+  } catch (err) {
+    logger('demo').warn('the MultiClusterService was not created', { err: err as Error });
+  }
+  return false;
+}

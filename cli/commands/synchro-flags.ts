@@ -2,6 +2,7 @@
 // into the options of startSynchro.
 import { existsSync, readFileSync } from 'node:fs';
 import { defaultCompaction } from '../../synchro/compactor.ts';
+import { defaultDispatcherOptions } from '../../synchro/mcs/dispatcher.ts';
 import type { ClusterConnection } from '../../member/client.ts';
 import type { SynchroOptions } from '../../synchro/synchro.ts';
 import { durationFlag, intFlag, UsageError } from '../command.ts';
@@ -18,6 +19,7 @@ export const synchroFlagSpec = {
   'retention-count': { type: 'string' },
   identity: { type: 'string' },
   'lease-ttl': { type: 'string' },
+  'mcs-resync-interval': { type: 'string' },
   'host-kubeconfig': { type: 'string' },
   'credentials-namespace': { type: 'string' },
   ...memberNetworksFlagSpec,
@@ -42,7 +44,10 @@ export const synchroFlagHelp = `  --clusters FILE               clusters.yaml: m
                                 (env PANOPTES_IDENTITY, e.g. the pod name; default host name and a random id);
                                 a process whose name another live process holds does not start
   --lease-ttl DURATION          how long a cluster lease lasts unrenewed (default 15s): after a crash,
-                                another synchro process takes the clusters over within it`;
+                                another synchro process takes the clusters over within it
+  --mcs-resync-interval DURATION multi-cluster Services: the dispatcher's full pass, which plans every exported
+                                Service again and repairs drift in the consumers (default 60s; changes are
+                                dispatched as they come, without waiting for it)`;
 
 type SynchroFlagValues = { [K in keyof typeof synchroFlagSpec]?: string };
 
@@ -70,7 +75,7 @@ export function credentialsNamespace(flag: string | undefined, saDir = serviceAc
 /** Where the member clusters come from, timings and retention; bad combinations are UsageErrors. */
 export function parseSynchroFlags(
   values: SynchroFlagValues,
-): Pick<SynchroOptions, 'clustersFile' | 'kubeconfig' | 'contexts' | 'resources' | 'timings' | 'compaction' | 'shards' | 'hostCluster' | 'credentialsNamespace' | 'memberNetworks'> {
+): Pick<SynchroOptions, 'clustersFile' | 'kubeconfig' | 'contexts' | 'resources' | 'timings' | 'compaction' | 'shards' | 'hostCluster' | 'credentialsNamespace' | 'memberNetworks' | 'mcs'> {
   const clustersFile = values.clusters ?? (values.kubeconfig ? undefined : process.env.PANOPTES_CLUSTERS);
   if (clustersFile && values.kubeconfig) throw new UsageError('give --clusters or --kubeconfig, not both');
   const ns = values['credentials-namespace'];
@@ -84,6 +89,8 @@ export function parseSynchroFlags(
   if (identity !== undefined && !/^[A-Za-z0-9][-A-Za-z0-9_.:@]{0,252}$/.test(identity)) throw new UsageError(`--identity ${JSON.stringify(identity)}: use letters, digits and - _ . : @ (at most 253)`);
   const leaseTtlMs = durationFlag('lease-ttl', values['lease-ttl'], 15_000);
   if (leaseTtlMs < 1000) throw new UsageError('--lease-ttl must be at least 1s');
+  const resyncIntervalMs = durationFlag('mcs-resync-interval', values['mcs-resync-interval'], defaultDispatcherOptions.resyncIntervalMs);
+  if (resyncIntervalMs < 1000) throw new UsageError('--mcs-resync-interval must be at least 1s');
   return {
     clustersFile,
     kubeconfig: values.kubeconfig,
@@ -101,5 +108,6 @@ export function parseSynchroFlags(
       minCount: intFlag('retention-count', values['retention-count'], defaultCompaction.minCount),
     },
     shards: { identity, leaseTtlMs },
+    mcs: { resyncIntervalMs },
   };
 }

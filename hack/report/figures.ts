@@ -333,6 +333,50 @@ export interface MetricsFigures {
   backends: MetricsBackendFigures[];
 }
 
+// ---- hack/bench-mcs.ts
+
+/** Member writes, by verb. */
+export interface McsWriteFigures {
+  total: number;
+  create: number;
+  update: number;
+  delete: number;
+}
+
+export interface McsFigures {
+  backend: 'sqlite' | 'postgres';
+  /** Simulated clusters, every one a provider and a consumer of every Service. */
+  clusters: number;
+  services: number;
+  endpointsPerSlice: number;
+  /** The MultiClusterServices created, to every consumer holding every other cluster's slices: time and member writes. */
+  initial: { seconds: number; complete: boolean; slices: number; writes: McsWriteFigures };
+  /** Endpoint changes in providers (each of another provider slice), at a rate. */
+  changes: {
+    count: number;
+    ratePerSec: number;
+    /** Per change: the provider's write to the last consumer holding it (ms). */
+    allConsumersMs: number[];
+    /** Per change and consumer (ms), 1 ms bins. */
+    perConsumer: Histogram;
+    /** Changes not held by every consumer within the timeout. */
+    incomplete: number;
+    /** Member writes of the changed slice per change: how many changes made exactly one per consumer, fewer, more; and the extremes. */
+    writesPerChange: { exact: number; fewer: number; more: number; min: number; max: number };
+    /** Writes to the providers of their own changes, and writes of anything else during the phase. */
+    providerWrites: number;
+    otherWrites: number;
+    /** The dispatcher's own measure (panoptes_synchro_mcs_dispatch_latency_seconds): commit to consumer write, mean over the phase. */
+    dispatchLatencyMeanMs: number;
+    /** Writes of the MultiClusterServices' status (changes of the log) per second during the phase. */
+    statusWritesPerSec: number;
+  };
+  /** Full passes of the unchanged fleet: how many ran, the member writes they made. */
+  resync: { passes: number; seconds: number; writes: number };
+  /** p50/p99 of "every consumer updated"; writes per change = consumers (clusters − 1); a resync writes 0. */
+  targets: { p50Ms: number; p99Ms: number; resyncWrites: number };
+}
+
 // ---- every benchmark
 
 export type BenchRun =
@@ -344,10 +388,11 @@ export type BenchRun =
   | Run<'watch-fanout', WatchFanoutFigures>
   | Run<'watch-connections', WatchConnectionsFigures>
   | Run<'memory', MemoryFigures>
-  | Run<'metrics', MetricsFigures>;
+  | Run<'metrics', MetricsFigures>
+  | Run<'mcs', McsFigures>;
 
 export type BenchName = BenchRun['bench'];
-export const benchNames: readonly BenchName[] = ['storage', 'list', 'synchro', 'synchro-ha', 'watch', 'watch-fanout', 'watch-connections', 'metrics', 'memory'];
+export const benchNames: readonly BenchName[] = ['storage', 'list', 'synchro', 'synchro-ha', 'watch', 'watch-fanout', 'watch-connections', 'metrics', 'memory', 'mcs'];
 
 /** The figures of benchmark `B`. */
 export type FiguresOf<B extends BenchName> = Extract<BenchRun, { bench: B }>['figures'];

@@ -15,6 +15,7 @@ import { watchFanoutCharts } from './charts/watch-fanout.ts';
 import { watchConnectionsCharts } from './charts/watch-connections.ts';
 import { metricsCharts } from './charts/metrics.ts';
 import { memoryCharts } from './charts/memory.ts';
+import { mcsCharts } from './charts/mcs.ts';
 
 /** "2 cores (CPU model), 8 GiB, Node v20.20.2, linux/x64 · 2026-01-31" */
 export function footerOf(run: BenchRun): string {
@@ -42,6 +43,8 @@ function specsOf(run: BenchRun, ctx: Context): ChartSpec[] {
       return metricsCharts(run.figures, ctx);
     case 'memory':
       return memoryCharts(run.figures, ctx);
+    case 'mcs':
+      return mcsCharts(run.figures, ctx);
   }
 }
 

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { parse } from 'yaml';
-import { tempDir, until } from './testutil.ts';
+import { sleep, tempDir, until } from './testutil.ts';
 
 const bin = new URL('../../bin/panoptes.mjs', import.meta.url).pathname;
 
@@ -64,6 +64,28 @@ t.test('panoptes demo: three clusters, a kubeconfig, kubectl works through its c
     JSON.parse(perCluster.stdout).items.map((i: { metricLabels: { cluster: string }; value: string }) => [i.metricLabels.cluster, i.value]),
     [['lab', '3'], ['west', '3']],
   );
+
+  // The exported Service: the commands it prints, run as printed (the watch without -w).
+  t.match(out, 'Multi-cluster Services: shop/catalog of east exported to west and lab (a MultiClusterService created at start):');
+  const hints = out.slice(out.indexOf('Multi-cluster Services:')).split('\n').slice(1, 7).map((l) => l.trim().split(/\s+#/)[0].split(/\s+/).slice(3));
+  t.equal(hints.length, 6, 'six commands');
+  const run = async (args: string[]) => {
+    const r = await kubectl(...args.filter((a) => a !== '-w'));
+    return r.code === 0 ? r.stdout : `exit ${r.code}: ${r.stderr}`;
+  };
+  const eventually = async (pred: () => Promise<boolean>, timeoutMs: number) => {
+    for (const end = Date.now() + timeoutMs; Date.now() < end; await sleep(500)) if (await pred()) return true;
+    return false;
+  };
+  const [mcs, svc, slices, imports, scale, follow] = hints;
+  const dispatched = await eventually(async () => /^catalog\s+1\s+2\s+2\s+2\/2\s/m.test(await run(mcs)), 30_000);
+  t.ok(dispatched, 'kubectl get mcs: one provider, two consumers, two endpoints, both ready');
+  t.match(await run(svc), /^catalog\s+ClusterIP\s+10\.96\./m, "west's Service made by Panoptes");
+  t.match(await run(slices), /^east-catalog-\w{5}\s+IPv4\s+8080\s+10\.244\.\d+\.\d+,10\.244\.\d+\.\d+\s/m, "west's slice: east's two endpoints");
+  t.match(await run(imports), /^catalog\s+ClusterSetIP\s/m, "west's ServiceImport");
+  t.match(await run(scale), 'deployment.apps/catalog scaled');
+  t.ok(await eventually(async () => /^east-catalog-\w{5}\s+IPv4\s+8080\s+\S+ \+ 1 more/m.test(await run(follow)), 30_000), "lab's slice follows: four endpoints");
+
   p.kill('SIGTERM');
   t.equal(await exited, 0, 'stops cleanly on SIGTERM');
 });

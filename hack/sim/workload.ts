@@ -164,6 +164,21 @@ function event(b: Builder, ns: string, about: KObject, reason: string, message: 
   });
 }
 
+/**
+ * A Deployment of `replicas` pods and its Service (port `http` 80 to the pods' 8080), written
+ * as a client writes them: a running cluster's controllers make the ReplicaSet, the pods and
+ * the EndpointSlices (a static one gets them from `controllers.reconcileAll()`).
+ */
+export function addApp(crud: Crud, namespace: string, name: string, replicas: number, image = `registry.example/${name}:1`): void {
+  const labels = { app: name };
+  const info = (id: string) => crud.registry.byId(id)!;
+  crud.create(info('apps/deployments'), 'v1', namespace, {
+    metadata: { name, namespace, labels },
+    spec: { replicas, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: podSpec(image) } },
+  });
+  crud.create(info('/services'), 'v1', namespace, { metadata: { name, namespace, labels }, spec: { selector: labels, ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] } });
+}
+
 /** Loads the demo workload into a cluster (namespaces default and kube-system must exist). */
 export function loadWorkload(crud: Crud, opts: WorkloadOptions = {}): void {
   const cluster = opts.cluster ?? 'sim';

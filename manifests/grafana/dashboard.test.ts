@@ -130,10 +130,28 @@ t.test('it shows what Panoptes operators look at', async (t) => {
     'panoptes_apiserver_requests_total', // rates and errors
     'panoptes_external_metric_queries_total',
     'panoptes_external_metric_query_duration_seconds_bucket',
+    'panoptes_synchro_mcs_dispatch_latency_seconds_bucket', // multi-cluster Services
+    'panoptes_synchro_mcs_writes_total',
+    'panoptes_synchro_mcs_errors_total',
+    'panoptes_synchro_mcs_conflicts_total',
   ]) {
     t.ok(exprs.includes(family), family);
   }
   t.match(exprs, /verb="list"/, 'list latency');
+});
+
+t.test("a row for the multi-cluster Services dispatcher: latency quantiles, writes per consumer, errors by reason, conflicts", async (t) => {
+  const at = dashboard.panels.findIndex((p) => p.type === 'row' && /multi-cluster services/i.test(p.title));
+  t.ok(at >= 0, 'the row');
+  const next = dashboard.panels.findIndex((p, i) => i > at && p.type === 'row');
+  const row = dashboard.panels.slice(at + 1, next < 0 ? undefined : next);
+  const exprs = (re: RegExp) => row.flatMap((p) => (p.targets ?? []).map((x) => x.expr)).filter((e) => re.test(e));
+  t.same(exprs(/panoptes_synchro_mcs_dispatch_latency_seconds_bucket/).map((e) => /^histogram_quantile\((0\.\d+),/.exec(e)?.[1]), ['0.99', '0.5'], 'dispatch latency: p99 and p50');
+  t.match(exprs(/panoptes_synchro_mcs_dispatch_latency_seconds_bucket/)[0], /sum by \(cluster, le\)/, '...p99 by consumer cluster');
+  t.match(exprs(/panoptes_synchro_mcs_writes_total/), [/sum by \(cluster, kind, verb\)/], 'writes per consumer, by kind and verb');
+  t.match(exprs(/panoptes_synchro_mcs_errors_total/), [/sum by \(cluster, reason\)/], 'errors by reason');
+  t.match(exprs(/panoptes_synchro_mcs_conflicts_total/), [/sum by \(cluster, kind\)/], 'conflicts');
+  t.ok(row.every((p) => (p.targets ?? []).every((x) => !/\$cluster/.test(x.expr) || /cluster=~"\$cluster"/.test(x.expr))), 'filtered by the cluster variable');
 });
 
 t.test('importable: schema version, a Prometheus data source variable, every panel on it, a layout', async (t) => {

@@ -180,7 +180,7 @@ t.test('a dispatched slice: the contract\'s name, labels and annotations, the pr
     metadata: { name: 'web', namespace: 'shop', labels: { [managedByLabel]: managedByValue } },
     spec: { type: 'ClusterIP', ports: [{ name: 'http', protocol: 'TCP', port: 80 }] },
   }, 'the Service: ClusterIP, no selector, the providers\' ports, labelled');
-  t.same(p.providers, [{ cluster: 'east', endpoints: 2, ready: true }]);
+  t.same(p.providers, [{ cluster: 'east', endpoints: 2, ready: true, dispatched: true }]);
 
   const long = 'x'.repeat(250);
   const named = planKey(inputs({ slices: [slice('east', long, ['10.0.0.1'])] })).consumers.get('west')!.slices;
@@ -261,12 +261,13 @@ t.test('not-Ready providers: each policy, measured from when the provider stoppe
     t.same([...p.consumers.get('west')!.slices.keys()], c.dispatching.map((x) => (x === 'east' ? 'east-web-abc' : 'lab-web-xyz')), `${c.name}: the consumer's slices`);
     t.equal(p.recheckAt, c.recheckAt, `${c.name}: recheck`);
     t.equal(p.providers.find((x) => x.cluster === 'east')?.ready, c.east.ready, `${c.name}: provider status`);
+    t.equal(p.providers.find((x) => x.cluster === 'east')?.dispatched, c.dispatching.includes('east'), `${c.name}: the status says whether its endpoints are dispatched`);
   }
   const kept = planKey(inputs({ ...two, clusters: [down('east', 10), ready('west'), ready('lab')] }));
   const s = kept.consumers.get('west')!.slices.get('east-web-abc')!;
   t.equal(s.metadata?.annotations?.[providerReadyAnnotation], 'false', 'a kept slice of a provider that is not Ready says so');
   t.equal(s.metadata?.annotations?.[annotations.providerLastSync], ago(10), '...and since when its data is not current');
-  t.same(kept.providers.find((x) => x.cluster === 'east'), { cluster: 'east', endpoints: 1, ready: false, notReadySince: ago(10) });
+  t.same(kept.providers.find((x) => x.cluster === 'east'), { cluster: 'east', endpoints: 1, ready: false, notReadySince: ago(10), dispatched: true });
   t.same(kept.consumers.get('west')!.serviceImport, undefined);
 });
 

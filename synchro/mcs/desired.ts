@@ -251,6 +251,7 @@ export function planKey(inputs: KeyInputs): KeyPlan {
     }
   }
   plan.dispatching = dispatching;
+  for (const p of plan.providers) p.dispatched = dispatching.includes(p.cluster);
   if (plan.deleting) return plan;
 
   const ports = mergedPorts(providerServices, mcs?.spec.ports);

@@ -12,6 +12,7 @@ import t from 'tap';
 import { annotations, dispatchedSliceName, mcsFinalizer, providerReadyAnnotation, type McsConsumerStatus, type MultiClusterServiceStatus } from '../../api/multicluster-service.ts';
 import type { SimCluster } from '../../hack/sim/cluster.ts';
 import { StatusError } from '../../kube/status.ts';
+import type { KubeObject } from '../../storage/types.ts';
 import { backends, openTestStore, stopTestPostgres } from '../../storage/testing.ts';
 import { startSynchro } from '../synchro.ts';
 import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
@@ -124,6 +125,8 @@ for (const backend of backends) {
       provide(east, fx(east), 'shop', 'api', ips(1, '10.3.0'));
       provide(lab, fx(lab), 'shop', 'api', ips(1, '10.4.0'));
       const own = structuredClone(lab.store.get('/services', 'shop', 'api'));
+      // Synced before the export: the plan itself finds the conflict (no write meets it).
+      await waitUntil("lab's Service in storage", async () => (await store.list({ group: '', resource: 'services', clusters: ['lab'] })).items.some((o) => o.name === 'api'), 10_000);
       const before = writes();
       await putMcs(store, 'shop', 'api', { providerClusters: ['east'] });
       await waitUntil('west holds api', () => endpointsOf(west, 'shop', dispatchedSliceName('east', 'api-abcde')) === 1, 10_000);
@@ -135,6 +138,8 @@ for (const backend of backends) {
       t.same(lab.store.get('/services', 'shop', 'api'), own, 'its Service untouched');
       t.notOk(lab.store.get(SLICES, 'shop', dispatchedSliceName('east', 'api-abcde')), 'no slice bound to it');
       t.match((await status('api'))?.conditions?.[0], { type: 'Ready', status: 'False', reason: 'ConsumersNotReady' });
+      const conflicts = (await synchro.metrics.registry.getSingleMetric('panoptes_synchro_mcs_conflicts_total')!.get()).values.find((v) => v.labels.cluster === 'lab' && v.labels.kind === 'Service')?.value ?? 0;
+      t.ok(conflicts >= 1, `the conflict counted in panoptes_synchro_mcs_conflicts_total (${conflicts})`);
     });
 
     await t.test('a ServiceExport in a member exports its Service to every other cluster; gone, everything goes', async (t) => {
@@ -254,11 +259,12 @@ for (const backend of backends) {
       const changes = (await store.changesAfter(0, 100_000)).filter((c) => c.resource === 'multiclusterservices' && c.name === 'web');
       const last = changes.at(-1)!;
       t.equal(last.type, 'DELETED', 'the object went with a DELETED change');
-      // Each consumer's entry is written under its own lease; the write of the last one to be
-      // cleaned removes the object, which the DELETED change shows as it was stored before.
-      const prev = JSON.parse(last.object) as { status?: MultiClusterServiceStatus };
-      t.ok((prev.status?.consumers ?? []).filter((c) => c.cleanedUp !== true).length <= 1, 'every other consumer said it was cleaned up first');
-      t.ok(changes.some((c) => c.type === 'MODIFIED' && (JSON.parse(c.object) as { status?: MultiClusterServiceStatus }).status?.consumers?.some((e) => e.cleanedUp === true)), 'cleanups were recorded');
+      // One member holds every consumer here: its entries go in one write under all their
+      // leases, and the write that finds every consumer cleaned removes the object
+      // (dispatch-ha.test.ts: two members, each one's cleanup recorded first).
+      const marked = changes.findIndex((c) => (JSON.parse(c.object) as KubeObject).metadata?.deletionTimestamp);
+      t.equal(changes[marked]?.epoch, null, 'the deletion mark, written as the apiserver writes it');
+      t.ok(changes.slice(marked + 1).every((c) => c.epoch !== null), 'then only writes under the consumers\' leases, the removal too');
     });
   });
 }

@@ -14,21 +14,23 @@
 // change), a consumer whose lease goes stops being written at once: every write checks the
 // lease first and in-flight requests are aborted.
 import { mcsResource, type McsConsumerStatus } from '../../api/multicluster-service.ts';
+import { setImmediate } from 'node:timers/promises';
 import type { Logger } from '../../lib/log.ts';
 import { describeError, HttpError, type WritableClusterClient } from '../../member/client.ts';
 import { CompactedError } from '../../storage/errors.ts';
-import { clusterLease, FencedError } from '../../storage/leases.ts';
+import { clusterLease, FencedError, type Fence } from '../../storage/leases.ts';
 import { listenForCommits, type CommitSubscription } from '../../storage/listen.ts';
 import type { OwnObjectState, OwnObjectWrite } from '../../storage/own-objects.ts';
 import type { Store } from '../../storage/store.ts';
-import type { KubeObject } from '../../storage/types.ts';
+import type { Change, KubeObject } from '../../storage/types.ts';
+import { upstreamRvAnnotation } from '../../storage/write.ts';
 import { Backoff, Waker, type BackoffOptions } from '../backoff.ts';
 import type { ClusterPhase } from '../cluster.ts';
 import type { Membership } from '../membership.ts';
 import type { SynchroMetrics } from '../metrics.ts';
 import { isManaged, keyString, planKey, type ClusterObject, type ConsumerPlan, type KeyPlan, type ServiceKey } from './desired.ts';
 import { diff, holdsNothing, overlay, type Held, type Kind, type Written } from './diff.ts';
-import { managedKeys, readClusters, readExports, readKey, readMcs, type DispatchCluster, type KeyRows, type McsState } from './inputs.ts';
+import { kinds, managedKeys, readClusters, readExports, readKey, readMcs, type DispatchCluster, type KeyRows, type McsState } from './inputs.ts';
 import { consumerEntry, everyConsumerCleaned, mergeStatus, statusDigest, withoutFinalizer, type ConsumerOutcome, type Reason } from './status.ts';
 import { followed, triggersOf } from './triggers.ts';
 import { LeaseGoneError, MemberWriter, type Applied } from './writer.ts';
@@ -97,6 +99,8 @@ interface Consumer {
 }
 
 const writtenKey = (kind: Kind, name: string) => `${kind}/${name}`;
+/** The resources of what the dispatcher writes into consumers. */
+const echoKinds: Record<Kind, { group: string; resource: string }> = { Service: kinds.services, EndpointSlice: kinds.endpointSlices, ServiceImport: kinds.serviceImports };
 const sortKeys = (keys: Iterable<ServiceKey>) => [...keys].sort((a, b) => keyString(a).localeCompare(keyString(b)));
 
 export class McsDispatcher {
@@ -246,7 +250,7 @@ export class McsDispatcher {
       for (const c of changes) {
         for (const t of triggersOf(c)) {
           if (t.all) this.fullDue = true;
-          else {
+          else if (!this.ownEcho(c, t.key)) {
             const k = keyString(t.key);
             const before = this.dirty.get(k);
             this.dirty.set(k, { key: t.key, since: Math.min(before?.since ?? Infinity, c.ts) });
@@ -255,6 +259,20 @@ export class McsDispatcher {
       }
       this.watermark = changes.length < 1000 ? upTo : changes[changes.length - 1].rv;
     }
+  }
+
+  /**
+   * A consumer's object as this dispatcher just wrote it, synced back (its upstream
+   * resourceVersion is the write's): it moves no plan, and planning the key again for it would
+   * only find everything in place. Anyone else's change of the object is not one.
+   */
+  private ownEcho(change: Change, key: ServiceKey): boolean {
+    const c = this.consumers.get(change.cluster);
+    const kind = (Object.keys(echoKinds) as Kind[]).find((k) => echoKinds[k].group === change.group && echoKinds[k].resource === change.resource);
+    if (!c || !kind || change.type === 'DELETED') return false;
+    const w = c.written.get(keyString(key))?.get(writtenKey(kind, change.name));
+    if (!w?.object) return false;
+    return (JSON.parse(change.object) as KubeObject).metadata?.annotations?.[upstreamRvAnnotation] === w.rv;
   }
 
   /** The consumers are the cluster leases this member holds whose sync runs; a new one (or a new epoch) asks for a full pass. */
@@ -307,13 +325,40 @@ export class McsDispatcher {
       }
       for (const k of await managedKeys(store, [...this.consumers.keys()])) keys.set(keyString(k), k);
     }
+    /** Keys planned during this pass from reads newer than its own (a change came meanwhile): not planned again with its older reads. */
+    const planned = new Set<string>();
     for (const key of sortKeys(keys.values())) {
       if (this.stopped) return;
       const k = keyString(key);
-      const m = full ? mcs.get(k) : (await readMcs(store, key))[0];
-      const exporters = (full ? exports : await readExports(store, key)).get(k) ?? [];
-      await this.processKey(key, clusters, m, exporters, dirty.get(k)?.since);
+      if (planned.has(k)) continue;
+      if (full) await this.processKey(key, clusters, mcs.get(k), exports.get(k) ?? [], dirty.get(k)?.since);
+      else await this.planNow(key, clusters, dirty.get(k)?.since);
+      // Storage reads that answer at once (SQLite) never leave the event loop: without a turn of
+      // it between keys, a pass with nothing to write would hold back the members' watches, the
+      // lease renewals and the changes to plan until it ends.
+      await setImmediate();
+      // A full pass plans every key (seconds, with many): a provider's change that comes meanwhile is planned now, between its keys, not after them.
+      if (full) for (const x of await this.changedMeanwhile(clusters)) planned.add(x);
     }
+  }
+
+  /** Plans one key from what storage holds now. */
+  private async planNow(key: ServiceKey, clusters: DispatchCluster[], since: number | undefined): Promise<void> {
+    const { store } = this.deps;
+    await this.processKey(key, clusters, (await readMcs(store, key))[0], (await readExports(store, key)).get(keyString(key)) ?? [], since);
+  }
+
+  /** The keys the change log asks for since it was last read, planned now; returns them. */
+  private async changedMeanwhile(clusters: DispatchCluster[]): Promise<string[]> {
+    await this.follow();
+    if (this.dirty.size === 0) return [];
+    const dirty = new Map(this.dirty);
+    this.dirty.clear();
+    for (const d of dirty.values()) {
+      if (this.stopped) break;
+      await this.planNow(d.key, clusters, d.since);
+    }
+    return [...dirty.keys()];
   }
 
   private async processKey(key: ServiceKey, clusters: DispatchCluster[], mcs: McsState | undefined, exporters: string[], since: number | undefined): Promise<void> {
@@ -373,6 +418,8 @@ export class McsDispatcher {
       outcome.conflicts.push(x.message);
       this.deps.metrics.mcsConflicts.inc({ cluster: c.cluster, kind: x.kind });
     }
+    // A Service of the consumer's own that the plan already found (synced before the export) is a conflict met too.
+    if (cp?.service.kind === 'conflict') this.deps.metrics.mcsConflicts.inc({ cluster: c.cluster, kind: 'Service' });
     const view = this.tally(cp, held, outcome);
     if (!c.synced) return undefined; // its view is not current yet: the end of its initial sync asks for a full pass
     if (ops.length === 0) {
@@ -527,38 +574,61 @@ export class McsDispatcher {
     this.timers.set(k, { key, at });
   }
 
-  /** Writes each consumer's entry (and the drop of a former consumer's) into the status, under that consumer's lease, when it changed. */
+  /**
+   * Writes the entries of the consumers held here that changed (and the drops of former
+   * consumers') into the status, in one write under all their leases: at once when what they
+   * say changed (conditions, errors, which consumers, the providers' readiness, the
+   * finalizer), counts and times of each consumer at most every statusCountsIntervalMs.
+   */
   private async writeStatus(mcs: McsState, plan: KeyPlan, outcomes: ConsumerOutcome[]): Promise<void> {
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const k = keyString(plan.key);
     const previous = new Map((mcs.status?.consumers ?? []).map((e) => [e.cluster, e]));
-    let current = mcs.status;
+    interface Part {
+      c: Consumer;
+      entry?: McsConsumerStatus;
+      drop: boolean;
+      slot: string;
+    }
+    const changed: Part[] = [];
     for (const o of outcomes.sort((a, b) => a.cluster.localeCompare(b.cluster))) {
       const c = this.consumers.get(o.cluster);
       if (!c) continue;
-      const drop = !plan.deleting && !plan.consumers.has(o.cluster) && o.holdsNothing;
-      const entry: McsConsumerStatus | undefined = drop ? undefined : consumerEntry(plan, o, previous.get(o.cluster), now);
-      const merged = mergeStatus(current, plan, entry ? [entry] : [], drop ? [o.cluster] : [], now);
-      const before = statusDigest(current);
-      const after = statusDigest(merged);
-      const finalizerDue = plan.deleting && everyConsumerCleaned(merged, plan.consumerSet) && withoutFinalizer(mcs.object) !== undefined;
-      if (before.all === after.all && !finalizerDue) continue;
-      const slot = `${keyString(plan.key)}|${o.cluster}`;
-      const last = this.statusWrittenAt.get(slot) ?? -Infinity;
-      if (before.major === after.major && !finalizerDue && performance.now() - last < this.opts.statusCountsIntervalMs) {
-        this.schedule(plan.key, last + this.opts.statusCountsIntervalMs);
+      const slot = `${k}|${o.cluster}`;
+      const before = previous.get(o.cluster);
+      if (!plan.deleting && !plan.consumers.has(o.cluster) && o.holdsNothing) {
+        if (before) changed.push({ c, drop: true, slot });
         continue;
       }
-      const result = await this.writeUnder(c, mcs, (cur) => this.decideStatus(cur, mcs, plan, entry, drop ? [o.cluster] : [], now));
-      if (result === undefined) continue;
-      this.statusWrittenAt.set(slot, performance.now());
-      current = result;
+      const entry = consumerEntry(plan, o, before, now);
+      if (!before || statusDigest({ consumers: [entry] }).all !== statusDigest({ consumers: [before] }).all) changed.push({ c, entry, drop: false, slot });
     }
+    const merged = mergeStatus(mcs.status, plan, changed.flatMap((x) => (x.entry ? [x.entry] : [])), changed.filter((x) => x.drop).map((x) => x.c.cluster), now);
+    const before = statusDigest(mcs.status);
+    const after = statusDigest(merged);
+    const finalizerDue = plan.deleting && everyConsumerCleaned(merged, plan.consumerSet) && withoutFinalizer(mcs.object) !== undefined;
+    if (before.all === after.all && !finalizerDue) return;
+    // Only what the providers' part says moved (no entry of this member's): written under any consumer lease held here.
+    const firstHeld = outcomes.map((o) => this.consumers.get(o.cluster)).find((c) => c !== undefined);
+    let parts: Part[] = changed.length > 0 ? changed : firstHeld ? [{ c: firstHeld, drop: false, slot: `${k}|` }] : [];
+    if (before.major === after.major && !finalizerDue) {
+      const due = (x: Part) => (this.statusWrittenAt.get(x.slot) ?? -Infinity) + this.opts.statusCountsIntervalMs;
+      const later = parts.filter((x) => due(x) > performance.now());
+      if (later.length > 0) this.schedule(plan.key, Math.min(...later.map(due)));
+      parts = parts.filter((x) => !later.includes(x));
+    }
+    if (parts.length === 0) return;
+    const entries = parts.flatMap((x) => (x.entry ? [x.entry] : []));
+    const drops = parts.filter((x) => x.drop).map((x) => x.c.cluster);
+    const result = await this.writeUnder(parts.map((x) => x.c), mcs, (cur) => this.decideStatus(cur, mcs, plan, entries, drops, now));
+    if (result === undefined) return;
+    for (const x of parts) this.statusWrittenAt.set(x.slot, performance.now());
   }
 
-  /** The status write's decision: the entry merged into the status as stored now; the finalizer released once every consumer is cleaned; nothing when nothing changes. */
-  private decideStatus(cur: OwnObjectState | undefined, mcs: McsState, plan: KeyPlan, entry: McsConsumerStatus | undefined, drop: string[], now: string): OwnObjectWrite {
+  /** The status write's decision: the entries merged into the status as stored now; the finalizer released once every consumer is cleaned; nothing when nothing changes. */
+  private decideStatus(cur: OwnObjectState | undefined, mcs: McsState, plan: KeyPlan, entries: McsConsumerStatus[], drop: string[], now: string): OwnObjectWrite {
     if (!cur || cur.uid !== mcs.uid || Number(cur.object.metadata?.generation ?? 1) !== mcs.generation) return { action: 'none' };
-    const status = mergeStatus(cur.object.status as McsState['status'], plan, entry ? [entry] : [], drop, now);
+    const status = mergeStatus(cur.object.status as McsState['status'], plan, entries, drop, now);
     let object: KubeObject = { ...cur.object, status };
     if (plan.deleting && everyConsumerCleaned(status, plan.consumerSet)) {
       const released = withoutFinalizer(object);
@@ -575,16 +645,20 @@ export class McsDispatcher {
     if (!everyConsumerCleaned(mcs.status, plan.consumerSet) || withoutFinalizer(mcs.object) === undefined) return;
     const c = [...this.consumers.values()].sort((a, b) => a.cluster.localeCompare(b.cluster))[0];
     if (!c) return;
-    await this.writeUnder(c, mcs, (cur) => this.decideStatus(cur, mcs, plan, undefined, [], new Date().toISOString()));
+    await this.writeUnder([c], mcs, (cur) => this.decideStatus(cur, mcs, plan, [], [], new Date().toISOString()));
   }
 
-  /** One write of the MultiClusterService under consumer `c`'s lease; returns the status written (undefined: none, or the lease is gone). */
-  private async writeUnder(c: Consumer, mcs: McsState, decide: (cur: OwnObjectState | undefined) => OwnObjectWrite): Promise<McsState['status'] | undefined> {
-    const fence = this.deps.membership.fence(clusterLease(c.cluster));
-    if (!fence || fence.epoch !== c.epoch || c.abort.signal.aborted) return undefined;
+  /** One write of the MultiClusterService under the leases of consumers `under` (every one still held here); returns the status written (undefined: none, or a lease is gone). */
+  private async writeUnder(under: Consumer[], mcs: McsState, decide: (cur: OwnObjectState | undefined) => OwnObjectWrite): Promise<McsState['status'] | undefined> {
+    const fences: Array<{ cluster: string; fence: Fence }> = [];
+    for (const c of under) {
+      const fence = this.deps.membership.fence(clusterLease(c.cluster));
+      if (!fence || fence.epoch !== c.epoch || c.abort.signal.aborted) return undefined;
+      fences.push({ cluster: c.cluster, fence });
+    }
     const seen: { decided: OwnObjectWrite } = { decided: { action: 'none' } };
     try {
-      const result = await this.deps.store.writeOwnObject({ resource: mcsResource, ...mcs.key }, c.cluster, (cur) => (seen.decided = decide(cur)), fence);
+      const result = await this.deps.store.writeOwnObjectUnder({ resource: mcsResource, ...mcs.key }, fences, (cur) => (seen.decided = decide(cur)));
       if (!result.change) return undefined;
       const decided = seen.decided;
       if (decided.action === 'delete') this.log.info('MultiClusterService removed: every consumer is cleaned up', { service: keyString(mcs.key) });
@@ -592,7 +666,7 @@ export class McsDispatcher {
       return decided.action === 'put' ? (decided.object.status as McsState['status']) : undefined;
     } catch (err) {
       if (!(err instanceof FencedError)) throw err;
-      this.deps.membership.fenced(fence.lease, fence.epoch);
+      this.deps.membership.fenced(err.fence.lease, err.fence.epoch);
       return undefined;
     }
   }

@@ -61,7 +61,10 @@ export function recordWrites(sim: SimCluster): { writes: ReceivedWrite[]; fixtur
 /**
  * Simulated clusters of these names, every write they receive from now on recorded: `fx(sim)`
  * writes for the test itself (unrecorded), `writes()` marks where the records are, `since(mark)`
- * the writes each received after it.
+ * the writes each received after it. Static clusters (no controllers): the tests write the
+ * providers' slices themselves, as kube's EndpointSlice controller would (`provide`,
+ * `setEndpoints`); a running controller would take those slices of a Service whose selector
+ * matches no pod as its own and empty them.
  */
 export async function simFleet(names: string[]) {
   const sims: SimCluster[] = [];

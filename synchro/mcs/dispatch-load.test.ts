@@ -1,0 +1,159 @@
+// What the dispatcher spares itself, so that a provider's change reaches the consumers at
+// once: it does not wait for a long full pass (the keys a change asks for while one runs,
+// every read of the plans of 30 other Services slowed down here, are planned between its
+// keys), it does not plan a key again for its own writes synced back from the consumers, and
+// it writes the status entries of the consumers it holds in one write, not one each.
+import t, { type Test } from 'tap';
+import { dispatchedSliceName, type MultiClusterServiceStatus } from '../../api/multicluster-service.ts';
+import type { ListQuery } from '../../storage/types.ts';
+import type { Store } from '../../storage/store.ts';
+import { openTestStore } from '../../storage/testing.ts';
+import { startSynchro } from '../synchro.ts';
+import type { DispatcherOptions } from './dispatcher.ts';
+import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
+import { ensureNamespace, mcsTimings, provide, putMcs, resources, setEndpoints, simFleet } from './testutil.ts';
+
+const SLICES = 'discovery.k8s.io/endpointslices';
+const SLOW_KEYS = 30;
+const SLOW_MS = 80;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * `store`, with its reads of one Service's slices (a plan of that key: inputs.ts readKey)
+ * counted per Service, and slowed down by SLOW_MS for the Services named slow-* while `slow.on`
+ * (`slow.busy`: that long of the event loop).
+ */
+function watchedStore(store: Store, slow: { on: boolean; busy?: boolean }, plans: Map<string, number>): Store {
+  return new Proxy(store, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop, target) as unknown;
+      if (prop === 'list') {
+        return async (q: ListQuery, ...rest: unknown[]) => {
+          const selected = q.resource === 'endpointslices' ? q.labelSelector?.[0]?.values?.[0] : undefined;
+          if (typeof selected === 'string') {
+            plans.set(selected, (plans.get(selected) ?? 0) + 1);
+            if (slow.on && selected.startsWith('slow-')) {
+              // A slow database (the event loop free meanwhile), or work on the event loop, as parsing and planning many objects is.
+              if (slow.busy) for (const end = performance.now() + SLOW_MS; performance.now() < end; );
+              else await sleep(SLOW_MS);
+            }
+          }
+          return (v as (...a: unknown[]) => unknown).call(target, q, ...rest);
+        };
+      }
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
+/**
+ * Simulated clusters `names` (east provides shop/web, the others have the namespace) and one
+ * synchro over them on SQLite, through `wrap(store)`, with the tests' timings and `mcs`;
+ * stopped at teardown.
+ */
+async function dispatching(t: Test, names: string[], mcs: Partial<DispatcherOptions>, wrap: (s: Store) => Store = (s) => s) {
+  const { store, close } = await openTestStore('sqlite');
+  const { dir, cleanup } = tempDir();
+  const { sims, fx } = await simFleet(names);
+  const [east, ...others] = sims;
+  for (const s of others) ensureNamespace(s, fx(s), 'shop');
+  provide(east, fx(east), 'shop', 'web', ['10.0.0.1']);
+  const file = `${dir}/clusters.yaml`;
+  writeClusters(file, sims.map((s) => ({ name: s.name, server: s.url, resources })));
+  const synchro = await startSynchro({ store: wrap(store), clustersFile: file, timings: fastTimings, compaction: false, mcs: { ...mcsTimings, ...mcs } });
+  t.teardown(async () => {
+    await synchro.stop();
+    await Promise.all(sims.map((s) => s.close()));
+    await close();
+    cleanup();
+  });
+  t.ok(await synchro.waitForInitialSync(30_000), 'initial sync');
+  return { store, synchro, sims, fx };
+}
+
+t.test('a change during a long full pass is dispatched before the pass ends', async (t) => {
+  const slow = { on: false };
+  const resyncIntervalMs = 4000;
+  const { store, synchro, sims, fx } = await dispatching(t, ['east', 'west'], { resyncIntervalMs }, (s) => watchedStore(s, slow, new Map()));
+  const [east, west] = sims;
+  for (let i = 0; i < SLOW_KEYS; i++) provide(east, fx(east), 'shop', `slow-${String(i).padStart(2, '0')}`, ['10.1.0.1']);
+  for (const name of ['web', ...Array.from({ length: SLOW_KEYS }, (_, i) => `slow-${String(i).padStart(2, '0')}`)]) await putMcs(store, 'shop', name, { providerClusters: ['east'], consumerClusters: ['west'] });
+  const web = dispatchedSliceName('east', 'web-abcde');
+  const held = (n: number) => (west.store.get(SLICES, 'shop', web)?.endpoints as unknown[] | undefined)?.length === n;
+  await waitUntil('everything dispatched to west', () => held(1) && west.store.list(SLICES, { namespace: 'shop' }).items.length === SLOW_KEYS + 1, 30_000);
+
+  slow.on = true;
+  const resyncs = async () => (await synchro.metrics.mcsPasses.get()).values.find((v) => v.labels.trigger === 'resync')?.value ?? 0;
+  const before = await resyncs();
+  await waitUntil('a full pass begins', async () => (await resyncs()) > before, resyncIntervalMs + 5000, 10);
+  const began = performance.now();
+  setEndpoints(east, fx(east), 'shop', 'web', ['10.0.0.1', '10.0.0.2']);
+  await waitUntil("west holds the provider's change", () => held(2), 20_000, 10);
+  const latency = performance.now() - began;
+  t.ok(latency < (SLOW_KEYS * SLOW_MS) / 2, `the change reached west ${Math.round(latency)} ms after a full pass of at least ${SLOW_KEYS * SLOW_MS} ms began`);
+});
+
+t.test("the consumers' copies of the dispatcher's own writes plan nothing again", async (t) => {
+  const plans = new Map<string, number>();
+  // No full pass and no status left for later in the test's time: every plan is a change's.
+  const { store, sims, fx } = await dispatching(t, ['east', 'west', 'lab'], { resyncIntervalMs: 600_000, statusCountsIntervalMs: 0 }, (s) => watchedStore(s, { on: false }, plans));
+  const [east, west, lab] = sims;
+  await putMcs(store, 'shop', 'web', { providerClusters: ['east'], consumerClusters: ['west', 'lab'] });
+  const web = dispatchedSliceName('east', 'web-abcde');
+  const held = (n: number) => [west, lab].every((c) => (c.store.get(SLICES, 'shop', web)?.endpoints as unknown[] | undefined)?.length === n);
+  await waitUntil('dispatched to west and lab', () => held(1), 20_000);
+  await sleep(1500);
+
+  const before = plans.get('web') ?? 0;
+  setEndpoints(east, fx(east), 'shop', 'web', ['10.0.0.1', '10.0.0.2']);
+  await waitUntil('the change in west and lab', () => held(2), 10_000);
+  // Their watches bring the two updates back into storage: changes of the key, and the dispatcher's own.
+  await waitUntil('west and lab synced back', async () => {
+    const rows = (await store.list({ group: 'discovery.k8s.io', resource: 'endpointslices', clusters: ['west', 'lab'], names: [web] })).items;
+    return rows.length === 2 && rows.every((r) => (JSON.parse(r.object).endpoints as unknown[]).length === 2);
+  }, 10_000);
+  await sleep(1500);
+  t.equal((plans.get('web') ?? 0) - before, 1, "one plan of web: the provider's change, none for the copies of its own writes");
+});
+
+t.test('the status entries of the consumers one member holds: one write', async (t) => {
+  const { store, sims } = await dispatching(t, ['east', 'west', 'lab', 'north'], { resyncIntervalMs: 600_000 });
+  const [, ...consumers] = sims;
+  const from = await store.watermark();
+  await putMcs(store, 'shop', 'web', { providerClusters: ['east'], consumerClusters: consumers.map((s) => s.name) });
+  const web = dispatchedSliceName('east', 'web-abcde');
+  await waitUntil('dispatched to every consumer', () => consumers.every((c) => c.store.get(SLICES, 'shop', web)), 20_000);
+  const status = async () => ((await store.getOwnObject({ resource: 'multiclusterservices', namespace: 'shop', name: 'web' }))?.object.status ?? {}) as MultiClusterServiceStatus;
+  await waitUntil('Ready', async () => (await status()).conditions?.find((c) => c.type === 'Ready')?.status === 'True', 10_000);
+  await sleep(1500);
+  const writes = (await store.changesAfter(from, 10_000)).filter((c) => c.resource === 'multiclusterservices' && c.epoch !== null);
+  t.equal(writes.length, 1, `the three consumers' entries in one status write (${writes.length})`);
+  t.same((await status()).consumers?.map((c) => [c.cluster, c.endpoints]), [['lab', 1], ['north', 1], ['west', 1]]);
+});
+
+t.test('a long full pass lets the event loop run between its keys (watches, leases, changes)', async (t) => {
+  const slow = { on: false, busy: true };
+  const resyncIntervalMs = 3000;
+  const { store, synchro, sims, fx } = await dispatching(t, ['east', 'west'], { resyncIntervalMs }, (s) => watchedStore(s, slow, new Map()));
+  const [east, west] = sims;
+  const slowKeys = Array.from({ length: SLOW_KEYS }, (_, i) => `slow-${String(i).padStart(2, '0')}`);
+  for (const name of slowKeys) provide(east, fx(east), 'shop', name, ['10.1.0.1']);
+  for (const name of slowKeys) await putMcs(store, 'shop', name, { providerClusters: ['east'], consumerClusters: ['west'] });
+  await waitUntil('everything dispatched to west', () => west.store.list(SLICES, { namespace: 'shop' }).items.length === SLOW_KEYS, 30_000);
+
+  const resyncs = async () => (await synchro.metrics.mcsPasses.get()).values.find((v) => v.labels.trigger === 'resync')?.value ?? 0;
+  await waitUntil('a full pass begins', async () => (await resyncs()) > 0, resyncIntervalMs + 5000, 10);
+  const first = await resyncs();
+  slow.on = true;
+  // The longest the event loop went without running a timer, over two full passes.
+  let last = performance.now();
+  let longest = 0;
+  const tick = setInterval(() => {
+    longest = Math.max(longest, performance.now() - last);
+    last = performance.now();
+  }, 5);
+  t.teardown(() => clearInterval(tick));
+  await waitUntil('two more full passes', async () => (await resyncs()) >= first + 2, 3 * (resyncIntervalMs + SLOW_KEYS * SLOW_MS) + 5000, 20);
+  clearInterval(tick);
+  t.ok(longest < SLOW_MS * 4, `the event loop ran every ${Math.round(longest)} ms at most during full passes of ${SLOW_KEYS} keys taking ${SLOW_MS} ms each`);
+});
