@@ -75,6 +75,24 @@ export interface Dialect {
    * btree refuses index rows over 2,704 bytes, its hash index stores a 4-byte hash.
    */
   equalityIndex(trx: Knex.Transaction, table: string, column: string, name: string): Promise<void>;
+  /** SQL for the length in bytes (UTF-8) of a text column. */
+  byteLength(column: string): string;
+  /** SQL for the bytes of the JSON text in `column` in the engine's binary JSON form (PostgreSQL jsonb, SQLite JSONB), as a column of that type would hold it. */
+  binaryJsonBytes(column: string): string;
+  /** The bytes each table, its TOAST and each index take on disk (storage/sizes.ts), and the database's. */
+  relationSizes(knex: Knex): Promise<{ relations: RelationSize[]; databaseBytes: number }>;
+  /** Gives the space of deleted rows back to the file system (SQLite VACUUM, PostgreSQL VACUUM FULL): benchmarks only, it locks every table. */
+  reclaimSpace(knex: Knex): Promise<void>;
+}
+
+/** One table, TOAST table or index, as the engine stores it. */
+export interface RelationSize {
+  /** The table it belongs to. */
+  table: string;
+  /** Its own name: the table's, the index's, or `<table> (TOAST)`. */
+  name: string;
+  kind: 'table' | 'toast' | 'index';
+  bytes: number;
 }
 
 /** Rejects path keys the engines' path syntaxes cannot carry (callers validate first; this is a guard). */
@@ -268,6 +286,24 @@ export const sqlite: Dialect = {
     await trx.raw(`DROP INDEX IF EXISTS ${quote(name)}`);
     await trx.raw(`CREATE INDEX ${quote(name)} ON ${quote(table)} (${quote(column)})`);
   },
+  byteLength: (column) => `length(CAST(${column} AS BLOB))`,
+  binaryJsonBytes: (column) => `length(jsonb(${column}))`,
+  async relationSizes(knex) {
+    // dbstat (compiled into better-sqlite3): the pages of every b-tree in use, free pages not counted.
+    await knex.raw('PRAGMA wal_checkpoint(TRUNCATE)');
+    const rows = rowsOf<{ name: string; type: string; tbl: string; bytes: number | string }>(
+      await knex.raw(`SELECT d.name AS name, m.type AS type, m.tbl_name AS tbl, SUM(d.pgsize) AS bytes FROM dbstat d JOIN sqlite_schema m ON m.name = d.name GROUP BY d.name, m.type, m.tbl_name`),
+    );
+    const [pages] = rowsOf<{ page_count: number }>(await knex.raw('PRAGMA page_count'));
+    const [size] = rowsOf<{ page_size: number }>(await knex.raw('PRAGMA page_size'));
+    return {
+      relations: rows.map((r) => ({ table: r.tbl, name: r.name, kind: r.type === 'index' ? 'index' : 'table', bytes: Number(r.bytes) })),
+      databaseBytes: Number(pages.page_count) * Number(size.page_size),
+    };
+  },
+  async reclaimSpace(knex) {
+    await knex.raw('VACUUM');
+  },
 };
 
 /** A SELECT of `rows` from one JSON parameter: far cheaper to bind and parse than thousands of parameters. */
@@ -373,5 +409,28 @@ export const postgres: Dialect = {
   async equalityIndex(trx, table, column, name) {
     await trx.raw(`DROP INDEX IF EXISTS ${quote(name)}`);
     await trx.raw(`CREATE INDEX ${quote(name)} ON ${quote(table)} USING hash (${quote(column)})`);
+  },
+  byteLength: (column) => `octet_length(${column})`,
+  binaryJsonBytes: (column) => `pg_column_size(${column}::jsonb)`,
+  async relationSizes(knex) {
+    // The main fork of each table and index (free space that VACUUM left for reuse included) and each table's TOAST with its index.
+    const rows = rowsOf<{ name: string; kind: string; tbl: string; bytes: number | string; toast: number | string }>(
+      await knex.raw(
+        `SELECT c.relname AS name, c.relkind AS kind, COALESCE(t.relname, c.relname) AS tbl, pg_relation_size(c.oid) AS bytes, ` +
+          `CASE WHEN c.reltoastrelid <> 0 THEN pg_total_relation_size(c.reltoastrelid) ELSE 0 END AS toast ` +
+          `FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN pg_index i ON i.indexrelid = c.oid LEFT JOIN pg_class t ON t.oid = i.indrelid ` +
+          `WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i')`,
+      ),
+    );
+    const relations: RelationSize[] = [];
+    for (const r of rows) {
+      relations.push({ table: r.tbl, name: r.name, kind: r.kind === 'i' ? 'index' : 'table', bytes: Number(r.bytes) });
+      if (r.kind === 'r') relations.push({ table: r.tbl, name: `${r.name} (TOAST)`, kind: 'toast', bytes: Number(r.toast) });
+    }
+    const [db] = rowsOf<{ bytes: number | string }>(await knex.raw('SELECT pg_database_size(current_database()) AS bytes'));
+    return { relations, databaseBytes: Number(db.bytes) };
+  },
+  async reclaimSpace(knex) {
+    await knex.raw('VACUUM FULL');
   },
 };
