@@ -377,6 +377,50 @@ export interface McsFigures {
   targets: { p50Ms: number; p99Ms: number; resyncWrites: number };
 }
 
+// ---- hack/bench-size.ts
+
+/** A table, TOAST table or index: its bytes on disk. */
+export interface SizeRelationFigures {
+  table: string;
+  name: string;
+  kind: 'table' | 'toast' | 'index';
+  bytes: number;
+}
+
+export interface SizePhaseFigures {
+  /** created: right after the creates; modified: after one update of a share of them; retained: compacted to the default retention; compacted: the change log emptied. */
+  phase: 'created' | 'modified' | 'retained' | 'compacted';
+  objects: number;
+  labelRows: number;
+  changes: { added: number; modified: number; deleted: number };
+  /** Whether the space of deleted rows was given back first (VACUUM) before measuring. */
+  reclaimed: boolean;
+  /** The database file (SQLite) or pg_database_size (PostgreSQL, with its catalogs). */
+  databaseBytes: number;
+  relations: SizeRelationFigures[];
+  /** Average bytes per row: objects.object, its binary JSON (jsonb) form, fields, json_doc; changes.object and prev_object. */
+  columns: { object: number; objectBinary: number; fields: number; jsonDoc: number; changeObject: number; changePrevObject: number };
+}
+
+export interface SizeBackendFigures {
+  backend: 'sqlite' | 'postgres';
+  loadSeconds: number;
+  phases: SizePhaseFigures[];
+}
+
+export interface SizeFigures {
+  configMaps: number;
+  pods: number;
+  clusters: number;
+  /** Objects updated once (the same share of each kind) between `created` and `modified`. */
+  modified: number;
+  /** Average bytes of the JSON as the member serves it. */
+  memberJsonBytes: { configMap: number; pod: number };
+  /** The change-log retention `retained` compacts to (synchro's default). */
+  retentionCount: number;
+  backends: SizeBackendFigures[];
+}
+
 // ---- every benchmark
 
 export type BenchRun =
@@ -389,10 +433,11 @@ export type BenchRun =
   | Run<'watch-connections', WatchConnectionsFigures>
   | Run<'memory', MemoryFigures>
   | Run<'metrics', MetricsFigures>
-  | Run<'mcs', McsFigures>;
+  | Run<'mcs', McsFigures>
+  | Run<'size', SizeFigures>;
 
 export type BenchName = BenchRun['bench'];
-export const benchNames: readonly BenchName[] = ['storage', 'list', 'synchro', 'synchro-ha', 'watch', 'watch-fanout', 'watch-connections', 'metrics', 'memory', 'mcs'];
+export const benchNames: readonly BenchName[] = ['storage', 'list', 'synchro', 'synchro-ha', 'watch', 'watch-fanout', 'watch-connections', 'metrics', 'memory', 'mcs', 'size'];
 
 /** The figures of benchmark `B`. */
 export type FiguresOf<B extends BenchName> = Extract<BenchRun, { bench: B }>['figures'];
