@@ -16,6 +16,7 @@ import { watchConnectionsCharts } from './charts/watch-connections.ts';
 import { metricsCharts } from './charts/metrics.ts';
 import { memoryCharts } from './charts/memory.ts';
 import { mcsCharts } from './charts/mcs.ts';
+import { compressionCharts } from './charts/compression.ts';
 
 /** "2 cores (CPU model), 8 GiB, Node v20.20.2, linux/x64 · 2026-01-31" */
 export function footerOf(run: BenchRun): string {
@@ -45,6 +46,8 @@ function specsOf(run: BenchRun, ctx: Context): ChartSpec[] {
       return memoryCharts(run.figures, ctx);
     case 'mcs':
       return mcsCharts(run.figures, ctx);
+    case 'compression':
+      return compressionCharts(run.figures, ctx);
   }
 }
 
