@@ -6,6 +6,7 @@ import type { Logger } from '../lib/log.ts';
 import type { MemberNetworks } from '../member/networks.ts';
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
+import type { Compression } from './compression.ts';
 import type { OpenAPIService } from './openapi/service.ts';
 import type { ExternalMetricsDeps } from './external/serve.ts';
 import type { WatchHub } from './watch/index.ts';
@@ -58,4 +59,6 @@ export interface Reply {
   type: string;
   body: string | Buffer;
   headers?: Record<string, string | string[]>;
+  /** Which of kube-apiserver's compression paths this answer takes (apiserver/compression.ts); default 'api-object'. */
+  compression?: Compression;
 }

@@ -20,6 +20,7 @@ import { StatusError } from '../kube/status.ts';
 import type { Store } from '../storage/store.ts';
 import { Catalog, type CatalogOptions } from './catalog.ts';
 import { defaultLimits, type ApiserverLimits, type Deps, type Reply } from './deps.ts';
+import { encodeReply } from './compression.ts';
 import { readOnly, toStatus, writeStatus } from './errors.ts';
 import { catalogCheck, pingCheck, serveHealth, storageCheck, type HealthCheck } from './health.ts';
 import { ApiserverMetrics } from './metrics.ts';
@@ -67,10 +68,13 @@ export interface Apiserver {
   close(): Promise<void>;
 }
 
-function writeReply(ctx: Context, reply: Reply): void {
+async function writeReply(ctx: Context, reply: Reply): Promise<void> {
+  const encoded = await encodeReply(reply.compression ?? 'api-object', ctx.get('Accept-Encoding'), reply.body);
   ctx.status = reply.status ?? 200;
   for (const [k, v] of Object.entries(reply.headers ?? {})) ctx.set(k, v);
-  ctx.body = reply.body;
+  if (encoded.vary) ctx.vary('Accept-Encoding');
+  if (encoded.contentEncoding) ctx.set('Content-Encoding', encoded.contentEncoding);
+  ctx.body = encoded.body; // Koa sets Content-Length from it (HEAD too: the length GET would send)
   ctx.set('Content-Type', reply.type); // as is: Koa's ctx.type would rewrite media type parameters
 }
 
@@ -199,7 +203,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     }
     const routed = await withTimeout(route(ctx, deps), timeoutMs);
     if ('watch' in routed) return routed.watch();
-    writeReply(ctx, routed.reply);
+    await writeReply(ctx, routed.reply);
   });
 
   const sockets = new Set<Socket>();

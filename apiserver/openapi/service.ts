@@ -18,6 +18,7 @@ import { encodeOpenAPIV2, openapiV2ProtobufSubtypes, openapiV2ProtobufType } fro
 import type { JsonObject } from '../../kube/openapi-convert.ts';
 import type { Store } from '../../storage/store.ts';
 import type { GroupEntry } from '../catalog.ts';
+import type { Compression } from '../compression.ts';
 import type { Reply } from '../deps.ts';
 import { panoptesVersion } from '../discovery.ts';
 import { parseAccept } from '../negotiate.ts';
@@ -85,7 +86,7 @@ export class OpenAPIService {
       const paths: Record<string, { serverRelativeURL: string }> = {};
       for (const gv of plan) paths[gv.key] = { serverRelativeURL: `${req.prefix}/openapi/v3/${gv.key}?hash=${gv.etag}` };
       const body = JSON.stringify({ paths });
-      return this.reply(req, sha512(body), 'application/json', () => body);
+      return this.reply(req, sha512(body), 'application/json', 'never', () => body);
     }
     if (kind === 'v3') {
       const gv = plan.find((p) => p.key === rest.join('/'));
@@ -96,22 +97,23 @@ export class OpenAPIService {
       }
       const immutable = req.hash ? { 'Cache-Control': 'public, immutable', Expires: new Date(Date.now() + 365 * 86_400_000).toUTCString() } : undefined;
       const doc = await this.document(gv.etag, async () => buildGroupVersionV3(await this.resolve(gv)));
-      return this.reply(req, gv.etag, 'application/json', () => doc.json, immutable);
+      return this.reply(req, gv.etag, 'application/json', 'never', () => doc.json, immutable);
     }
     if (kind === 'v2' && rest.length === 0) {
       const etag = sha512(plan.map((p) => p.etag).join(','));
       const type = negotiateV2(req.accept);
       const doc = await this.document(etag, async () => buildV2(await Promise.all(plan.map((p) => this.resolve(p)))));
-      if (type === 'protobuf') return this.reply(req, etag, openapiV2ProtobufType, () => (doc.protobuf ??= encodeOpenAPIV2(JSON.parse(doc.json) as JsonObject)));
-      return this.reply(req, etag, 'application/json', () => doc.json);
+      if (type === 'protobuf') return this.reply(req, etag, openapiV2ProtobufType, 'openapi-v2', () => (doc.protobuf ??= encodeOpenAPIV2(JSON.parse(doc.json) as JsonObject)));
+      return this.reply(req, etag, 'application/json', 'openapi-v2', () => doc.json);
     }
     throw pathNotFound();
   }
 
-  private reply(req: OpenAPIRequest, etag: string, type: string, body: () => string | Buffer, extra?: Record<string, string>): Reply {
+  /** `compression`: v2 is gzipped as kube-openapi's gziphandler does, v3 never (apiserver/compression.ts). */
+  private reply(req: OpenAPIRequest, etag: string, type: string, compression: Compression, body: () => string | Buffer, extra?: Record<string, string>): Reply {
     const headers: Record<string, string> = { ETag: `"${etag}"`, Vary: 'Accept', 'Cache-Control': 'no-cache, private', ...extra };
-    if (req.ifNoneMatch && req.ifNoneMatch.split(',').some((t) => t.trim() === `"${etag}"` || t.trim() === '*')) return { status: 304, type, body: '', headers };
-    return { type, body: body(), headers };
+    if (req.ifNoneMatch && req.ifNoneMatch.split(',').some((t) => t.trim() === `"${etag}"` || t.trim() === '*')) return { status: 304, type, body: '', headers, compression };
+    return { type, body: body(), headers, compression };
   }
 
   /** The served group versions of a view with the document each kind's schema comes from, and their ETags. */

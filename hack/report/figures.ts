@@ -421,6 +421,40 @@ export interface SizeFigures {
   backends: SizeBackendFigures[];
 }
 
+// ---- hack/bench-compression.ts
+
+export interface CompressionArmFigures {
+  label: string;
+  /** Straight to Panoptes, or through hack/testing/aggregator-proxy.ts. */
+  path: 'direct' | 'aggregator';
+  /** The client's Accept-Encoding: none, or gzip. */
+  client: 'identity' | 'gzip';
+  /** Through the proxy: the hop to Panoptes without Accept-Encoding (as before compression), or asking for gzip as Go's transport does. */
+  hop?: 'identity' | 'gzip';
+  /** Body bytes sent to the client, and over the hop from Panoptes. */
+  clientBytes: number;
+  hopBytes?: number;
+  /** Every request, to the last decoded byte at the client (ms). */
+  samplesMs: number[];
+}
+
+export interface CompressionSizeFigures {
+  /** Objects in the list (limit=N). */
+  objects: number;
+  /** The list's JSON, uncompressed. */
+  jsonBytes: number;
+  arms: CompressionArmFigures[];
+}
+
+export interface CompressionFigures {
+  /** Average JSON bytes per object. */
+  objectBytes: number;
+  /** Above this many bytes an answer is gzipped (kube's defaultGzipThresholdBytes), at this level. */
+  thresholdBytes: number;
+  gzipLevel: number;
+  sizes: CompressionSizeFigures[];
+}
+
 // ---- every benchmark
 
 export type BenchRun =
@@ -434,10 +468,11 @@ export type BenchRun =
   | Run<'memory', MemoryFigures>
   | Run<'metrics', MetricsFigures>
   | Run<'mcs', McsFigures>
-  | Run<'size', SizeFigures>;
+  | Run<'size', SizeFigures>
+  | Run<'compression', CompressionFigures>;
 
 export type BenchName = BenchRun['bench'];
-export const benchNames: readonly BenchName[] = ['storage', 'list', 'synchro', 'synchro-ha', 'watch', 'watch-fanout', 'watch-connections', 'metrics', 'memory', 'mcs', 'size'];
+export const benchNames: readonly BenchName[] = ['storage', 'list', 'synchro', 'synchro-ha', 'watch', 'watch-fanout', 'watch-connections', 'metrics', 'memory', 'mcs', 'size', 'compression'];
 
 /** The figures of benchmark `B`. */
 export type FiguresOf<B extends BenchName> = Extract<BenchRun, { bench: B }>['figures'];

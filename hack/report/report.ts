@@ -17,6 +17,7 @@ import { metricsCharts } from './charts/metrics.ts';
 import { memoryCharts } from './charts/memory.ts';
 import { mcsCharts } from './charts/mcs.ts';
 import { sizeCharts } from './charts/size.ts';
+import { compressionCharts } from './charts/compression.ts';
 
 /** "2 cores (CPU model), 8 GiB, Node v20.20.2, linux/x64 · 2026-01-31" */
 export function footerOf(run: BenchRun): string {
@@ -48,6 +49,8 @@ function specsOf(run: BenchRun, ctx: Context): ChartSpec[] {
       return mcsCharts(run.figures, ctx);
     case 'size':
       return sizeCharts(run.figures, ctx);
+    case 'compression':
+      return compressionCharts(run.figures, ctx);
   }
 }
 

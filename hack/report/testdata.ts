@@ -337,4 +337,31 @@ export const sampleRuns: Array<{ file: string; run: BenchRun }> = [
       },
     },
   },
+  {
+    file: 'compression',
+    run: {
+      bench: 'compression',
+      schema: 1,
+      at,
+      machine,
+      args: { objects: 1000, sizes: '500', samples: 20 },
+      figures: {
+        objectBytes: 1200,
+        thresholdBytes: 131072,
+        gzipLevel: 1,
+        sizes: [
+          {
+            objects: 500,
+            jsonBytes: 600_000,
+            arms: [
+              { label: 'direct, identity', path: 'direct', client: 'identity', clientBytes: 600_000, samplesMs: spread(20, 12) },
+              { label: 'direct, gzip', path: 'direct', client: 'gzip', clientBytes: 250_000, samplesMs: spread(20, 18) },
+              { label: 'aggregator, hop identity (before)', path: 'aggregator', client: 'identity', hop: 'identity', clientBytes: 600_000, hopBytes: 600_000, samplesMs: spread(20, 20) },
+              { label: 'aggregator, gzip end to end', path: 'aggregator', client: 'gzip', hop: 'gzip', clientBytes: 250_000, hopBytes: 250_000, samplesMs: spread(20, 22) },
+            ],
+          },
+        ],
+      },
+    },
+  },
 ];
