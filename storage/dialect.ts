@@ -1,8 +1,10 @@
 // Everything that differs between SQLite and PostgreSQL lives here; the rest of storage/
 // is portable knex.
 import type { Knex } from 'knex';
-import { insertRows, quote } from './insert.ts';
-import { chunk, rowsOf } from './rows.ts';
+import { countsUpsert, objectsUpsert, writeBatchRows, zeroNegativeCounts, type BatchRows } from './batch-rows.ts';
+import { insertRows, insertStatement, quote } from './insert.ts';
+import { changePayload, maxNotifiedChanges, maxNotifyBytes } from './notify-payload.ts';
+import { chunk, rowsOf, type ChangeRowValues } from './rows.ts';
 import { columnType } from './schema-types.ts';
 import { maxSqlDepth } from './sql-values.ts';
 
@@ -26,10 +28,15 @@ export interface Dialect {
    */
   lockLeases(trx: Knex.Transaction, leases: string[]): Promise<{ now: number; leases: LeaseState[] }>;
   /**
-   * The end of a batch: appends the change rows, moves the watermark to `rv` and tells other
-   * processes (NOTIFY, a hint: polling still delivers): one statement on PostgreSQL.
+   * The end of a write: appends the change rows, moves the watermark to `rv` and tells other
+   * processes (NOTIFY at commit, storage/notify-payload.ts): one statement on PostgreSQL.
    */
-  publishChanges(trx: Knex.Transaction, rows: Array<Record<string, unknown>>, rv: number): Promise<void>;
+  publishChanges(trx: Knex.Transaction, rows: ChangeRowValues[], rv: number): Promise<void>;
+  /**
+   * Writes a batch's decided rows (objects, labels, counts) and publishes its changes: one
+   * statement on PostgreSQL, one per table on SQLite (storage/batch-rows.ts).
+   */
+  writeBatch(trx: Knex.Transaction, rows: BatchRows): Promise<void>;
   /** Runs before the migration transaction: whatever must exist for lockMigrations. */
   prepareMigrations(knex: Knex): Promise<void>;
   /** Serializes schema migrations across processes starting at once. */
@@ -197,9 +204,10 @@ export const sqlite: Dialect = {
     return { now, leases: found };
   },
   async publishChanges(trx, rows, rv) {
-    await insertRows(trx, sqlite, 'changes', rows);
+    await insertRows(trx, sqlite, 'changes', rows as unknown as Array<Record<string, unknown>>);
     await trx('meta').where({ key: 'rv' }).update({ value: rv });
   },
+  writeBatch: (trx, rows) => writeBatchRows(trx, sqlite, rows),
   async prepareMigrations(knex) {
     // Outside any transaction: a statement of its own waits for the lock (busy_timeout).
     await knex.raw('CREATE TABLE IF NOT EXISTS schema_migrations (version integer primary key, applied_at text not null)');
@@ -313,6 +321,25 @@ function postgresRowsSource(table: string, columns: string[], rows: Array<Record
   return [`SELECT ${list} FROM json_to_recordset(?::json) AS x(${defs})`, [JSON.stringify(rows)]];
 }
 
+type Binding = Knex.ValueDict[keyof Knex.ValueDict];
+
+/**
+ * The CTEs that append `rows` to the change log, move the watermark to `rv`, and select the
+ * NOTIFYs (`notified`): one per change of a small batch, carrying it (or its rv alone when
+ * the payload is too long: PostgreSQL checks the size in its own encoding, so the fallback is
+ * made there), else one with the watermark. Sent at commit, in the order selected (rv order).
+ */
+function postgresPublish(rows: ChangeRowValues[], rv: number): [string, Binding[]] {
+  const columns = Object.keys(rows[0]);
+  const [source, values] = postgresRowsSource('changes', columns, rows as unknown as Array<Record<string, unknown>>);
+  const notes = rows.length <= maxNotifiedChanges ? rows.map((r) => ({ rv: r.rv, p: changePayload(r) })) : [{ rv, p: null }];
+  return [
+    `appended AS (INSERT INTO changes (${columns.map(quote).join(', ')}) ${source}), watermark AS (UPDATE meta SET value = ? WHERE key = 'rv'), ` +
+      `notified AS (SELECT pg_notify(?, CASE WHEN octet_length(n.p) <= ${maxNotifyBytes} THEN n.p ELSE n.rv::text END) FROM ROWS FROM (json_to_recordset(?::json) AS (rv bigint, p text)) WITH ORDINALITY AS n(rv, p, i) ORDER BY n.i)`,
+    [...(values as Binding[]), rv, notifyChannel, JSON.stringify(notes)],
+  ];
+}
+
 export const postgres: Dialect = {
   name: 'postgres',
   keyType: 'text COLLATE "C"',
@@ -344,13 +371,59 @@ export const postgres: Dialect = {
     return { now: Number(rows[0].now), leases: leaseStates(rows) };
   },
   async publishChanges(trx, rows, rv) {
-    // One statement: the rows, the watermark and the NOTIFY (sent at commit).
-    const [source, bindings] = postgresRowsSource('changes', Object.keys(rows[0]), rows);
-    const columns = Object.keys(rows[0]).map((c) => `"${c}"`).join(', ');
-    await trx.raw(
-      `WITH appended AS (INSERT INTO changes (${columns}) ${source}), watermark AS (UPDATE meta SET value = ? WHERE key = 'rv') SELECT pg_notify(?, ?)`,
-      [...(bindings as Knex.ValueDict[keyof Knex.ValueDict][]), rv, notifyChannel, String(rv)],
+    const [sql, bindings] = postgresPublish(rows, rv);
+    await trx.raw(`WITH ${sql} SELECT count(*) FROM notified`, bindings);
+  },
+  async writeBatch(trx, b) {
+    // One statement: the rows of every table, the change log, the watermark and the NOTIFY.
+    // Its parts see one snapshot and run in no set order, so no two touch the same row: an
+    // object is upserted or deleted; a relabelled object's label rows not in its new set are
+    // deleted, those in it upserted (an unchanged one is not rewritten).
+    const parts: string[] = [];
+    const bindings: Binding[] = [];
+    const add = (sql: string, values: Binding[]) => {
+      parts.push(sql);
+      bindings.push(...values);
+    };
+    if (b.upserts.length) {
+      const ins = insertStatement('objects', b.upserts, objectsUpsert);
+      const [source, values] = postgresRowsSource('objects', ins.columns, ins.rows);
+      add(`up AS (${ins.head} ${source}${ins.suffix})`, values as Binding[]);
+    }
+    const keep = b.relabel.flatMap((r) => (r.id === undefined ? [] : r.labels.map((l) => ({ obj_id: r.id, key: l.key }))));
+    const dropFrom = [...b.deleteIds, ...b.relabel.flatMap((r) => (r.id === undefined ? [] : [r.id]))];
+    if (dropFrom.length) {
+      add(
+        `dropped_labels AS (DELETE FROM object_labels d WHERE d.obj_id = ANY(?::bigint[]) AND NOT EXISTS ` +
+          `(SELECT 1 FROM json_to_recordset(?::json) AS k(obj_id bigint, key text) WHERE k.obj_id = d.obj_id AND k.key = d.key))`,
+        [dropFrom.map(String), JSON.stringify(keep)],
+      );
+    }
+    if (b.deleteIds.length) add('dropped AS (DELETE FROM objects WHERE id = ANY(?::bigint[]))', [b.deleteIds.map(String)]);
+    const labels = b.relabel.flatMap((r) => r.labels.map((l) => ({ ...r.object, ...l })));
+    if (labels.length) {
+      add(
+        `labelled AS (INSERT INTO object_labels (obj_id, key, value, num) SELECT up.id, l.key, l.value, l.num FROM json_to_recordset(?::json) ` +
+          `AS l(cluster text, grp text, resource text, namespace text, name text, key text, value text, num bigint) ` +
+          `JOIN up ON up.cluster = l.cluster AND up.grp = l.grp AND up.resource = l.resource AND up.namespace = l.namespace AND up.name = l.name ` +
+          `ON CONFLICT (obj_id, key) DO UPDATE SET value = excluded.value, num = excluded.num WHERE (object_labels.value, object_labels.num) IS DISTINCT FROM (excluded.value, excluded.num))`,
+        [JSON.stringify(labels)],
+      );
+    }
+    if (b.counts.length) {
+      const ins = insertStatement('object_counts', b.counts, countsUpsert);
+      const [source, values] = postgresRowsSource('object_counts', ins.columns, ins.rows);
+      add(`counted AS (${ins.head} ${source}${ins.suffix})`, values as Binding[]);
+    }
+    const [publish, values] = postgresPublish(b.changes, b.rv);
+    add(publish, values);
+    // The notifications are evaluated by the outer query (a CTE that is not data-modifying runs only when read);
+    // counts that came out negative (a decrement of a count never kept) are set to zero after.
+    const negative = b.counts.length ? 'LEFT JOIN counted c ON c.n < 0' : 'LEFT JOIN (SELECT NULL AS grp, NULL AS resource, NULL AS cluster, NULL AS namespace, NULL::bigint AS n) c ON false';
+    const rows = rowsOf<{ grp: string | null; resource: string; cluster: string; namespace: string; n: string | null }>(
+      await trx.raw(`WITH ${parts.join(', ')} SELECT c.grp, c.resource, c.cluster, c.namespace, c.n FROM (SELECT count(*) FROM notified) s ${negative}`, bindings),
     );
+    await zeroNegativeCounts(trx, rows.filter((r) => r.grp !== null) as Array<{ grp: string; resource: string; cluster: string; namespace: string; n: string }>);
   },
   async prepareMigrations() {
     // Everything happens under the advisory lock (concurrent CREATE TABLE IF NOT EXISTS can fail).

@@ -1,7 +1,7 @@
 // INSERT (and upsert) of many rows: `ON CONFLICT ... DO UPDATE` and `RETURNING` are the
 // same on SQLite ≥ 3.35 and PostgreSQL; how the rows travel is the dialect's (runInsert).
 import type { Knex } from 'knex';
-import type { Dialect } from './dialect.ts';
+import type { Dialect, InsertStatement } from './dialect.ts';
 
 export interface InsertOptions {
   /** Unique columns of an upsert: `ON CONFLICT (cols) DO UPDATE SET` the `update` columns. */
@@ -14,14 +14,8 @@ export interface InsertOptions {
 
 export const quote = (id: string) => `"${id.replace(/"/g, '""')}"`;
 
-export async function insertRows<R extends Record<string, unknown>, Out = Record<string, unknown>>(
-  trx: Knex.Transaction,
-  dialect: Dialect,
-  table: string,
-  rows: R[],
-  opts: InsertOptions = {},
-): Promise<Out[]> {
-  if (rows.length === 0) return [];
+/** The INSERT of `rows` (at least one) into `table`, as the dialects run it. */
+export function insertStatement(table: string, rows: Array<Record<string, unknown>>, opts: InsertOptions = {}): InsertStatement {
   const columns = Object.keys(rows[0]);
   let suffix = '';
   if (opts.conflict) {
@@ -30,5 +24,16 @@ export async function insertRows<R extends Record<string, unknown>, Out = Record
   }
   if (opts.returning) suffix += ` RETURNING ${opts.returning.map(quote).join(', ')}`;
   const head = `INSERT INTO ${quote(table)} (${columns.map(quote).join(', ')})`;
-  return dialect.runInsert<Out>(trx, { table, head, suffix, columns, rows, returning: opts.returning !== undefined });
+  return { table, head, suffix, columns, rows, returning: opts.returning !== undefined };
+}
+
+export async function insertRows<R extends Record<string, unknown>, Out = Record<string, unknown>>(
+  trx: Knex.Transaction,
+  dialect: Dialect,
+  table: string,
+  rows: R[],
+  opts: InsertOptions = {},
+): Promise<Out[]> {
+  if (rows.length === 0) return [];
+  return dialect.runInsert<Out>(trx, insertStatement(table, rows, opts));
 }

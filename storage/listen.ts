@@ -1,11 +1,14 @@
 // Commit notifications from other processes: PostgreSQL LISTEN on the channel writers NOTIFY
-// at commit (dialect.publishChanges). A hint only: the apiserver's poller still polls, so a lost
-// notification (or a dropped connection) delays delivery by one poll interval at most.
+// at commit (dialect.publishChanges). Each carries a committed change, or an rv
+// (storage/notify-payload.ts). The apiserver's poller delivers a change it was told in order
+// without a query, and reads the log for anything else; it still polls, so a lost notification
+// (or a dropped connection) delays delivery by one poll interval at most.
 // SQLite has one writing process; its in-process Store.onCommit is the wake-up there.
 import pg from 'pg';
 import { logger } from '../lib/log.ts';
 import type { Connection } from './connect.ts';
 import { notifyChannel } from './dialect.ts';
+import { parsePayload, type Notified } from './notify-payload.ts';
 
 const log = logger('storage.listen');
 
@@ -29,11 +32,13 @@ function connectionConfig(conn: Connection): PgConfig {
 }
 
 /**
- * Calls `onCommit(rv)` when another process (or this one) commits changes, on a dedicated
- * connection that reconnects by itself. `rv` is the watermark the writer committed, or NaN
- * after a reconnect (something may have been committed meanwhile). No-op on SQLite.
+ * Calls `onCommit(rv, change)` when another process (or this one) commits changes, on a
+ * dedicated connection that reconnects by itself, in commit order. `rv` is an rv the writer
+ * committed (with the `change` itself when the notification carried it), or NaN after a
+ * reconnect (something may have been committed meanwhile) or from a payload not understood.
+ * No-op on SQLite.
  */
-export function listenForCommits(conn: Connection, onCommit: (rv: number) => void, opts: ListenOptions = {}): CommitSubscription {
+export function listenForCommits(conn: Connection, onCommit: (rv: number, change?: Notified['change']) => void, opts: ListenOptions = {}): CommitSubscription {
   if (conn.dialect.name !== 'postgres') return { close: async () => {} };
   const config = connectionConfig(conn);
   const baseDelay = opts.reconnectMs ?? 1000;
@@ -71,7 +76,8 @@ export function listenForCommits(conn: Connection, onCommit: (rv: number) => voi
     c.on('end', () => fail());
     c.on('notification', (msg) => {
       if (msg.channel !== notifyChannel) return;
-      onCommit(Number(msg.payload));
+      const { rv, change } = parsePayload(msg.payload);
+      onCommit(rv, change);
     });
     try {
       await c.connect();

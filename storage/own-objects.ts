@@ -13,7 +13,7 @@ import { writeTransaction } from './fenced.ts';
 import { insertRows } from './insert.ts';
 import { labelNumber } from './label-number.ts';
 import type { Fence } from './leases.ts';
-import { addCounts } from './write.ts';
+import { addCounts } from './batch-rows.ts';
 import type { EventType, KubeObject } from './types.ts';
 
 /** The `cluster` column of Panoptes' own objects: not a DNS label, so never a member cluster's name. */

@@ -36,6 +36,13 @@ export interface ChangeRow {
   epoch?: number | string | null;
 }
 
+/** A change row as the write path appends it. */
+export interface ChangeRowValues extends Omit<ChangeRow, 'rv' | 'ts' | 'epoch'> {
+  rv: number;
+  ts: number;
+  epoch: number | null;
+}
+
 export const objectColumns = ['id', 'cluster', 'grp', 'version', 'resource', 'namespace', 'name', 'uid', 'rv', 'upstream_rv', 'object'];
 
 export function toStored(r: ObjectRow): StoredObject {

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { parseLabelSelector } from '../kube/labels.ts';
 import { clusterLease } from './leases.ts';
 import { backends, openTestStore, podEvent, stopTestPostgres, takeLease } from './testing.ts';
 import type { KubeObject, UpstreamEvent } from './types.ts';
@@ -172,6 +173,28 @@ for (const backend of backends) {
       t.same(await counted(), await actual());
     });
 
+    t.test('label rows follow the labels of each object through every kind of write', async (t) => {
+      const k = store.conn.knex;
+      const rows = async () =>
+        ((await k('object_labels').join('objects', 'objects.id', 'object_labels.obj_id').where('objects.cluster', 'labels').select('objects.name', 'object_labels.key', 'object_labels.value', 'object_labels.num')) as Array<Record<string, unknown>>)
+          .map((r) => `${r.name} ${r.key}=${r.value}${r.num === null ? '' : ` #${Number(r.num)}`}`)
+          .sort();
+      await store.applyBatch('labels', [podEvent('ADDED', 'x', 'a', '1', { labels: { x: '1', y: '2' } }), podEvent('ADDED', 'x', 'b', '2', { labels: { x: '1' } })]);
+      t.same(await rows(), ['a x=1 #1', 'a y=2 #2', 'b x=1 #1']);
+      // One label kept, one changed, one added; all removed; a new object.
+      await store.applyBatch('labels', [
+        podEvent('MODIFIED', 'x', 'a', '3', { labels: { x: '1', y: 'three', z: '4' } }),
+        podEvent('MODIFIED', 'x', 'b', '4', { labels: {} }),
+        podEvent('ADDED', 'x', 'c', '5', { labels: { q: '1' } }),
+      ]);
+      t.same(await rows(), ['a x=1 #1', 'a y=three', 'a z=4 #4', 'c q=1 #1']);
+      // Deleted with its labels; labels again; recreated (new uid) with others.
+      await store.applyBatch('labels', [podEvent('DELETED', 'x', 'a', '6'), podEvent('MODIFIED', 'x', 'b', '7', { labels: { x: '2' } }), podEvent('MODIFIED', 'x', 'c', '8', { uid: 'c2', labels: { r: '5' } })]);
+      t.same(await rows(), ['b x=2 #2', 'c r=5 #5']);
+      const listed = await store.list({ group: '', resource: 'pods', clusters: ['labels'], labelSelector: parseLabelSelector('x in (2)') });
+      t.same(listed.items.map((i) => i.name), ['b'], 'a label selector reads them');
+    });
+
     t.test('an event without a name is refused and writes nothing', async (t) => {
       const before = await store.watermark();
       const ev = podEvent('ADDED', 'web', 'x', '1');
@@ -182,3 +205,24 @@ for (const backend of backends) {
     });
   });
 }
+
+t.test('postgres: a batch is three statements between BEGIN and COMMIT, however many tables it writes', async (t) => {
+  const { store, close } = await openTestStore('postgres');
+  t.teardown(close);
+  const fence = await takeLease(store, clusterLease('east'));
+  const sql: string[] = [];
+  const record = (q: { sql: string }) => sql.push(q.sql);
+  store.conn.knex.on('query', record);
+  t.teardown(() => void store.conn.knex.off('query', record));
+  const statements = async (events: UpstreamEvent[]) => {
+    sql.length = 0;
+    await store.applyBatches([{ cluster: 'east', events, fence }]);
+    t.match(sql[0], /^BEGIN/);
+    t.match(sql[sql.length - 1], /^COMMIT/);
+    return sql.length - 2;
+  };
+  // Objects, labels, counts, the change log, the watermark and NOTIFY: lock, read, write.
+  t.equal(await statements([podEvent('ADDED', 'web', 'a', '1', { labels: { app: 'a' } }), podEvent('ADDED', 'web', 'b', '2', { labels: { app: 'b' } })]), 3, 'creates');
+  t.equal(await statements([podEvent('MODIFIED', 'web', 'a', '3', { labels: { app: 'x', tier: 'web' } }), podEvent('DELETED', 'web', 'b', '4')]), 3, 'a relabel and a delete');
+  t.equal(await statements([podEvent('MODIFIED', 'web', 'a', '3')]), 2, 'a replay: lock and read, nothing written');
+});

@@ -1,15 +1,17 @@
 // The write path: one synchro batch becomes one transaction that updates `objects`,
-// their label and field index rows, and appends `changes` with rvs in commit order.
+// their label and field index rows, and appends `changes` with rvs in commit order: the rv
+// lock and fences, the stored rows of the keys touched, then every row written
+// (dialect.writeBatch: one statement on PostgreSQL), then commit.
 import type { Knex } from 'knex';
 import { kindFieldNames, kindFieldValues } from '../kube/fields.ts';
 import { stringifyJson } from '../kube/json-text.ts';
 import { alreadyApplied, decide, stateAfter, type IncomingEvent, type StoredState } from './decide.ts';
 import type { Dialect } from './dialect.ts';
-import { insertRows } from './insert.ts';
+import type { BatchRows } from './batch-rows.ts';
 import { labelNumber } from './label-number.ts';
 import { fenceOf, writeTransaction } from './fenced.ts';
 import { clusterLease, type Fence } from './leases.ts';
-import { chunk, keyOf, ownerUid, type ObjectRow } from './rows.ts';
+import { keyOf, ownerUid, type ObjectRow } from './rows.ts';
 import { checkIdentity, labelIndexKey, labelIndexValue, sqlDocument, sqlText, type Identity } from './sql-values.ts';
 import type { BatchResult, EventType, KubeObject, UpstreamEvent } from './types.ts';
 
@@ -99,24 +101,6 @@ async function loadStored(
   return out;
 }
 
-type CountDelta = { cluster: string; grp: string; resource: string; namespace: string; n: number };
-
-/**
- * Adds the batch's object count deltas (per cluster, resource and namespace) to object_counts,
- * never below zero: counts that drifted (storage/counts.ts repairs them) stay counts.
- */
-export async function addCounts(trx: Knex.Transaction, dialect: Dialect, deltas: CountDelta[]): Promise<void> {
-  if (deltas.length === 0) return;
-  const decrements = deltas.some((d) => d.n < 0);
-  const rows = await insertRows<CountDelta, CountDelta>(trx, dialect, 'object_counts', deltas, {
-    conflict: ['grp', 'resource', 'cluster', 'namespace'],
-    updateSql: 'n = CASE WHEN object_counts.n + excluded.n < 0 THEN 0 ELSE object_counts.n + excluded.n END',
-    ...(decrements ? { returning: ['grp', 'resource', 'cluster', 'namespace', 'n'] } : {}),
-  });
-  // A decrement of a count that was never kept inserts it negative.
-  for (const r of rows) if (Number(r.n) < 0) await trx('object_counts').where({ grp: r.grp, resource: r.resource, cluster: r.cluster, namespace: r.namespace }).update({ n: 0 });
-}
-
 /** One cluster's share of a group commit. */
 export interface BatchPart {
   cluster: string;
@@ -149,8 +133,7 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
     const perPart: PendingChange[][] = [];
     const upserts: Array<Omit<ObjectRow, 'id'>> = [];
     const deleteIds: number[] = [];
-    const dropIndexIds: number[] = [];
-    const reindex: Array<{ key: string; labels: Record<string, string> }> = [];
+    const relabel: BatchRows['relabel'] = [];
     const counts = new Map<string, { cluster: string; grp: string; resource: string; namespace: string; n: number }>();
     const count = (cluster: string, ref: { group: string; resource: string; namespace: string }, delta: number) => {
       const k = `${cluster}\u0000${ref.group}\u0000${ref.resource}\u0000${ref.namespace}`;
@@ -226,8 +209,11 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
         });
         const labels = md.labels ?? {};
         if (before && sameRecord(before.held.object.metadata?.labels ?? {}, labels)) continue;
-        reindex.push({ key: `${cluster}\u0000${key}`, labels });
-        if (before) dropIndexIds.push(before.id);
+        relabel.push({
+          object: { cluster, grp: ref.group, resource: ref.resource, namespace: ref.namespace, name: ref.name },
+          ...(before ? { id: before.id } : {}),
+          labels: Object.entries(labels).map(([k, v]) => ({ key: labelIndexKey(k), value: labelIndexValue(String(v)), num: labelNumber(String(v)) })),
+        });
       }
     }
 
@@ -239,41 +225,29 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
       }));
     if (pending.length === 0) return results();
 
-    const ids = new Map<string, number>();
-    const upserted = await insertRows<Omit<ObjectRow, 'id'>, Pick<ObjectRow, 'id' | 'cluster' | 'grp' | 'resource' | 'namespace' | 'name'>>(trx, dialect, 'objects', upserts, {
-      conflict: ['grp', 'resource', 'namespace', 'name', 'cluster'],
-      update: ['version', 'uid', 'rv', 'upstream_rv', 'created_at', 'owner_uid', 'fields', 'object', 'json_doc'],
-      returning: ['id', 'cluster', 'grp', 'resource', 'namespace', 'name'],
-    });
-    for (const r of upserted) ids.set(`${r.cluster}\u0000${keyOf(r.grp, r.resource, r.namespace, r.name)}`, Number(r.id));
-    const dropIds = [...deleteIds, ...dropIndexIds];
-    for (const part of chunk(dropIds, 1)) await trx('object_labels').whereIn('obj_id', part).delete();
-    for (const part of chunk(deleteIds, 1)) await trx('objects').whereIn('id', part).delete();
-    const labelRows: Array<{ obj_id: number; key: string; value: string; num: string | null }> = [];
-    for (const { key, labels } of reindex) {
-      const id = ids.get(key)!;
-      for (const [k, v] of Object.entries(labels)) labelRows.push({ obj_id: id, key: labelIndexKey(k), value: labelIndexValue(String(v)), num: labelNumber(String(v)) });
-    }
-    await insertRows(trx, dialect, 'object_labels', labelRows);
-    await addCounts(trx, dialect, [...counts.values()].filter((c) => c.n !== 0));
-
     const ts = locked.now;
-    const changeRows = pending.map((p) => ({
-      rv: p.rv,
-      type: p.type,
-      cluster: p.cluster,
-      grp: p.group,
-      version: p.version,
-      resource: p.resource,
-      namespace: p.namespace,
-      name: p.name,
-      uid: p.uid,
-      object: p.object,
-      prev_object: p.prev,
-      ts,
-      epoch: p.epoch,
-    }));
-    await dialect.publishChanges(trx, changeRows, rv);
+    await dialect.writeBatch(trx, {
+      upserts,
+      deleteIds,
+      relabel,
+      counts: [...counts.values()].filter((c) => c.n !== 0),
+      changes: pending.map((p) => ({
+        rv: p.rv,
+        type: p.type,
+        cluster: p.cluster,
+        grp: p.group,
+        version: p.version,
+        resource: p.resource,
+        namespace: p.namespace,
+        name: p.name,
+        uid: p.uid,
+        object: p.object,
+        prev_object: p.prev,
+        ts,
+        epoch: p.epoch,
+      })),
+      rv,
+    });
     if (opts.beforeCommit) await opts.beforeCommit();
     return results();
   });

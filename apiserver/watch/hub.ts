@@ -55,6 +55,8 @@ export interface HubStats {
   /** Watcher visits by live dispatch since start (what the index saves). */
   dispatchVisits: number;
   pollQueries: number;
+  /** Changes delivered as commit notifications carried them, without a query. */
+  notifiedChanges: number;
   pollerLag: number;
 }
 
@@ -115,7 +117,7 @@ export class WatchHub implements WatcherHost {
       this.log.child({ part: 'poller' }),
     );
     this.unsubscribeCommit = this.store.onCommit((rv) => this.poller?.wake(rv));
-    if (this.opts.listen !== false) this.listen = listenForCommits(this.store.conn, (rv) => this.poller?.wake(rv));
+    if (this.opts.listen !== false) this.listen = listenForCommits(this.store.conn, (rv, change) => (change ? this.poller?.offer(change) : this.poller?.wake(rv)));
     this.started = true;
     this.poller.start();
     this.updateWindowMetrics();
@@ -166,6 +168,7 @@ export class WatchHub implements WatcherHost {
       windowBytes: this.window.bytes,
       dispatchVisits: this.visits,
       pollQueries: this.poller?.queries ?? 0,
+      notifiedChanges: this.poller?.notified ?? 0,
       pollerLag: this.poller?.lag ?? 0,
     };
   }

@@ -15,6 +15,8 @@ export interface WatchMetrics {
   pollQueries: Counter;
   /** Poll failures (each followed by a back-off). */
   pollErrors: Counter;
+  /** Changes delivered as a commit notification carried them, without a poll query. */
+  notifiedChanges: Counter;
   /** Seconds from a change's commit to its dispatch by this process. */
   dispatchDelay: Histogram;
   /** Changes and approximate bytes held by the window. */
@@ -40,6 +42,7 @@ export function watchMetrics(registry: Registry = defaultRegistry): WatchMetrics
     pollerLag: gauge('panoptes_watch_poller_lag', 'Newest committed rv known to this process minus newest rv delivered.'),
     pollQueries: counter('panoptes_watch_poll_queries_total', 'Change-log queries by the poller.'),
     pollErrors: counter('panoptes_watch_poll_errors_total', 'Failed change-log polls.'),
+    notifiedChanges: counter('panoptes_watch_notified_changes_total', 'Changes delivered as their commit notification carried them, without a change-log query.'),
     dispatchDelay:
       existing<Histogram>('panoptes_watch_dispatch_delay_seconds') ??
       new Histogram({

@@ -172,3 +172,49 @@ t.test('back-off: at most 1 s by default; a wake-up cuts it short, but not below
   t.same(got, [1, 2, 3]);
   t.ok(Date.now() - recovered < 200, `delivered ${Date.now() - recovered} ms after the wake-up`);
 });
+
+t.test('a change a notification carried is delivered without a query when it is the next rv; a gap is read from the log', async (t) => {
+  const log = new FakeLog();
+  log.latencyMs = 0;
+  const got: number[] = [];
+  const { p, metrics } = poller(log, { intervalMs: 10_000, minIntervalMs: 0 }, got);
+  p.start();
+  t.teardown(() => p.stop());
+  await delay(30);
+  const calls = log.calls;
+  log.head = 3;
+  for (const rv of [1, 2, 3]) p.offer(change(rv));
+  t.same(got, [1, 2, 3], 'delivered at once, in order');
+  p.offer(change(2));
+  t.same(got, [1, 2, 3], 'an rv already delivered is ignored');
+  await delay(30);
+  t.equal(log.calls, calls, 'no query');
+  t.equal(p.notified, 3);
+  t.equal((await metrics.notifiedChanges.get()).values[0].value, 3);
+  // rv 4 was announced by rv alone (too long to carry); 5 comes carried: the log is read from 3.
+  log.head = 5;
+  p.offer(change(5));
+  t.same(got, [1, 2, 3], 'not delivered out of order');
+  await delay(30);
+  t.same(got, [1, 2, 3, 4, 5], 'the query delivers the gap and what came after it, once');
+  t.equal(log.calls, calls + 1, 'one query');
+  t.equal(p.rv, 5);
+  t.equal(p.lag, 0);
+});
+
+t.test('changes delivered from notifications while a query runs are not delivered again', async (t) => {
+  const log = new FakeLog();
+  log.latencyMs = 40;
+  const got: number[] = [];
+  const { p } = poller(log, { intervalMs: 10_000, minIntervalMs: 0 }, got);
+  p.start();
+  t.teardown(() => p.stop());
+  await delay(60);
+  log.head = 4;
+  p.wake(4);
+  await delay(10); // the query from rv 0 is under way
+  p.offer(change(1));
+  p.offer(change(2));
+  await delay(80);
+  t.same(got, [1, 2, 3, 4], 'every rv once, in order');
+});

@@ -2,7 +2,10 @@
 // after its last rv in batches, on an interval and at once when woken (commits of this
 // process; NOTIFY from others; a watch waiting for an rv it has not seen), never
 // concurrently with itself, and hands each batch, in rv order, to the hub. Wake-ups are
-// hints: polling alone still delivers everything.
+// hints: polling alone still delivers everything. A change that another process's commit
+// notification carried (storage/notify-payload.ts) is handed on at once, without a query,
+// when it is the next rv; anything else it was told (an rv alone, a change after a gap) is
+// read from the log, so the hub still sees every rv once, in order.
 //
 // After a failed poll it backs off (doubling, at most 1 s), but a wake-up during the back-off
 // polls again once the first step (50 ms) has passed: a watch from a fresh rv waits at most
@@ -58,6 +61,8 @@ export class Poller {
   private readonly log: Logger;
   /** Queries issued (also counted in metrics.pollQueries). */
   queries = 0;
+  /** Changes delivered as notifications carried them, without a query (also in metrics.notifiedChanges). */
+  notified = 0;
 
   constructor(
     private readonly source: ChangeSource,
@@ -107,6 +112,22 @@ export class Poller {
     this.wakeSleep?.();
   }
 
+  /**
+   * A change committed elsewhere, as its commit notification carried it: handed to the hub at
+   * once if it is the next rv; one already delivered is ignored; after a gap (a change announced
+   * by rv alone, a notification lost) the log is read instead, which delivers it too.
+   */
+  offer(change: Change): void {
+    if (this.stopped || change.rv <= this.last) return;
+    if (change.rv !== this.last + 1) return this.wake(change.rv);
+    this.last = change.rv;
+    if (this.committed < this.last) this.committed = this.last;
+    this.notified++;
+    this.metrics.notifiedChanges.inc();
+    this.metrics.pollerLag.set(this.lag);
+    this.hooks.onBatch([change]);
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.wakeSleep?.();
@@ -137,14 +158,16 @@ export class Poller {
       try {
         this.queries++;
         this.metrics.pollQueries.inc();
-        const changes = await this.source.changesAfter(this.last, this.batchSize);
+        const read = await this.source.changesAfter(this.last, this.batchSize);
         if (this.stopped) break;
+        // Changes delivered from notifications while the query ran are not delivered again.
+        const changes = read.length > 0 && read[0].rv <= this.last ? read.filter((c) => c.rv > this.last) : read;
         if (changes.length > 0) {
           if (changes[0].rv !== this.last + 1) throw new Error(`change log gap: expected rv ${this.last + 1}, read ${changes[0].rv}`);
           this.last = changes[changes.length - 1].rv;
           this.hooks.onBatch(changes);
         }
-        full = changes.length >= this.batchSize;
+        full = read.length >= this.batchSize;
         // A commit notified before this query started is visible to it: unless a wake-up came
         // during the query (dirty), nothing newer than `last` is known to be committed.
         if (!full && !this.dirty) this.committed = this.last;

@@ -78,3 +78,38 @@ t.test('replicas serve identical sequences under concurrent writers; a client re
   t.same([...dying.events, ...resumed.events].map(key), all[0].events.map(key), 'the client of the dead replica missed nothing and got nothing twice');
   for (const r of [...all, ...selected, resumed]) r.w.close();
 });
+
+t.test('a replica delivers what a notification carried without a query; a change too long to carry, or a large batch, is read from the log, in order', async (t) => {
+  const store = await Store.open(url);
+  // Polling on its interval would also deliver: a minute is longer than the test.
+  const hub = await startHub(store, { poll: { intervalMs: 60_000 }, prefill: 0 });
+  t.teardown(async () => {
+    await hub.stop();
+    await store.close();
+  });
+  await delay(300); // LISTEN up, and the poll it triggers done
+  const r = new Reader(hub.watch(podWatch({ resourceVersion: hub.rv })));
+  const before = hub.stats();
+  const from = await writerA.watermark();
+  await writerA.applyBatch('carried', [podEvent('ADDED', 'n', 'small', '1')]);
+  await r.count(1, 5000);
+  t.equal(hub.stats().pollQueries, before.pollQueries, 'a small change: no query');
+  t.equal(hub.stats().notifiedChanges, before.notifiedChanges + 1, 'delivered as the notification carried it');
+  t.match(r.events[0], { type: 'ADDED', object: { metadata: { name: 'small', resourceVersion: String(from + 1), annotations: { 'panoptes.io/cluster': 'carried' } } } });
+
+  // One batch: small, too long for a notification (8000 bytes), small; then a batch of 101.
+  const big = podEvent('ADDED', 'n', 'big', '2');
+  big.object.metadata!.annotations = { filler: 'x'.repeat(9000) };
+  await writerA.applyBatch('carried', [podEvent('ADDED', 'n', 'before-big', '3'), big, podEvent('ADDED', 'n', 'after-big', '4')]);
+  await writerA.applyBatch('carried', Array.from({ length: 101 }, (_, i) => podEvent('ADDED', 'n', `many-${i}`, String(10 + i))));
+  const final = await writerA.watermark();
+  await r.reach(final, 5000);
+  await delay(100);
+  t.same(r.events.map(rvOf), Array.from({ length: final - from }, (_, i) => from + 1 + i), 'every rv once, in order');
+  t.same(r.names.slice(0, 5), ['small', 'before-big', 'big', 'after-big', 'many-0']);
+  t.equal(r.events[2].object.metadata?.annotations?.filler, 'x'.repeat(9000), 'the long change read from the log, whole');
+  const after = hub.stats();
+  t.ok(after.pollQueries > before.pollQueries, `the log was read for the rest (${after.pollQueries - before.pollQueries} queries)`);
+  t.ok(after.notifiedChanges - before.notifiedChanges <= 3, 'the large batch came by rv alone');
+  r.w.close();
+});

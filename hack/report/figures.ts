@@ -166,6 +166,8 @@ export interface WatchLatencyFigures {
   /** Through Panoptes: write to commit in storage, and commit to the client (ms). */
   toCommitMs: number[];
   toClientMs: number[];
+  /** Write in the member cluster to the first list through Panoptes that shows it, per write (ms); absent in runs before it was measured. */
+  visibleMs?: number[];
 }
 
 export interface WatchScaleFigures {

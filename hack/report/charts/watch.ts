@@ -45,6 +45,20 @@ export function watchCharts(f: WatchFigures, ctx: Context): ChartSpec[] {
       }),
     });
   }
+  const visible = f.latency.filter((l) => l.visibleMs?.length);
+  if (visible.length) {
+    charts.push({
+      name: 'visible',
+      option: percentileChart({
+        title: 'Write → visible in a list through Panoptes',
+        subtitle: 'one pod update at a time in the member cluster, then the list of that pod over HTTP repeated until it shows the write',
+        footer: ctx.footer,
+        measure: 'write to the first list that shows it',
+        series: visible.map((l) => ({ name: short(l.setup), samples: l.visibleMs! })),
+        targets: [{ value: 10, label: 'target p50 ≤ 10 ms on PostgreSQL (12 ms on SQLite)' }],
+      }),
+    });
+  }
   if (f.scale?.length) {
     const scale = f.scale;
     const replicas = [...new Set(scale.map((s) => s.replicas))].sort((a, b) => a - b);
