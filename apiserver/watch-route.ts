@@ -2,13 +2,15 @@
 // /watch/ paths) arrives here already routed, parsed and validated as a ResourceRequest.
 // The watch parameters are checked before the 200 (400/422 Status); then the process's
 // WatchHub streams the events (apiserver/watch/), encoded as the request's output format,
-// one JSON document per line, chunked, never pretty-printed.
+// one JSON document per line, chunked, never pretty-printed, written to the response outside
+// Koa (watch-response.ts).
 import type { Context } from 'koa';
 import type { Deps } from './deps.ts';
 import { apiVersionOf, clustersRead, toListQuery, type ResourceRequest } from './request.ts';
 import { staleWarnings } from './warnings.ts';
 import { parseWatchOptions } from './watch/index.ts';
 import { watchContentType, watchEncoders } from './watch-encoders.ts';
+import { pipeWatchResponse } from './watch-response.ts';
 
 export async function serveWatch(ctx: Context, request: ResourceRequest, deps: Deps): Promise<void> {
   const options = parseWatchOptions(new URLSearchParams(ctx.querystring));
@@ -31,8 +33,11 @@ export async function serveWatch(ctx: Context, request: ResourceRequest, deps: D
   ctx.set('Cache-Control', 'no-cache, private');
   const warnings = staleWarnings(deps.catalog, clustersRead(request, request.info.clusters));
   if (warnings.length) ctx.set('Warning', warnings);
-  ctx.body = stream; // Koa pipes it and destroys it when the client goes (the watcher unregisters)
+  // From here the watch leaves Koa: its stream is written to the response directly, and
+  // destroyed when the client goes (the watcher unregisters). See watch-response.ts.
+  ctx.respond = false;
   // Send the 200 and headers now: a client waits for them before it reads any event, also
   // when nothing happens for a while.
   ctx.res.flushHeaders();
+  pipeWatchResponse(stream, ctx.res, (err) => deps.log.warn('watch stream failed', { err }));
 }

@@ -7,7 +7,7 @@ import type { KObject } from './sim/types.ts';
 
 type Msg =
   | { cmd: 'start'; clusters: number; workload?: boolean }
-  | { cmd: 'bulk'; cluster: number; count: number; namespaces: number; bytes?: number }
+  | { cmd: 'bulk'; cluster: number; count: number; namespaces: number; bytes?: number; prefix?: string }
   | { cmd: 'churn'; ratePerCluster: number }
   | { cmd: 'stop-churn' }
   | { cmd: 'lists' }
@@ -27,14 +27,16 @@ process.on('message', async (m: Msg) => {
       break;
     case 'bulk': {
       const c = clusters[m.cluster];
-      for (let i = 0; i < m.namespaces; i++) c.crud.create(c.registry.lookup('', 'v1', 'namespaces')!, 'v1', undefined, { metadata: { name: `bench-${i}` } });
+      for (let i = 0; i < m.namespaces; i++) {
+        if (!c.store.get('/namespaces', undefined, `bench-${i}`)) c.crud.create(c.registry.lookup('', 'v1', 'namespaces')!, 'v1', undefined, { metadata: { name: `bench-${i}` } });
+      }
       const objects: KObject[] = [];
       // Padding to about m.bytes of JSON per object (without it, about 500 bytes).
       const pad = m.bytes ? 'x'.repeat(Math.max(0, m.bytes - 500)) : undefined;
       for (let i = 0; i < m.count; i++) {
         objects.push({
           metadata: {
-            name: `cm-${i.toString(36).padStart(5, '0')}`,
+            name: `${m.prefix ?? 'cm-'}${i.toString(36).padStart(5, '0')}`,
             namespace: `bench-${i % m.namespaces}`,
             labels: { app: `app-${i % 50}`, 'app.kubernetes.io/part-of': 'bench' },
             annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"apiVersion":"v1","kind":"ConfigMap"}' },

@@ -175,8 +175,8 @@ async function snapshot(s: Server, name: string): Promise<void> {
     await sleep(500);
     const file = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f));
     if (!file) continue;
-    // Written while it grows: wait until its size holds.
-    for (let size = -1; size !== statSync(join(dir, file)).size; ) {
+    // Written while it grows, after a while at 0 bytes (the snapshot is taken first): wait until its size holds.
+    for (let size = -1; size === 0 || size !== statSync(join(dir, file)).size; ) {
       size = statSync(join(dir, file)).size;
       await sleep(2000);
     }

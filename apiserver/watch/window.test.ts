@@ -1,7 +1,8 @@
 import t from 'tap';
 import type { Change } from '../../storage/types.ts';
 import { ChangeEvent, type Encoder } from './encode.ts';
-import { Window } from './window.ts';
+import { getHeapStatistics } from 'node:v8';
+import { defaultWindowBytes, Window } from './window.ts';
 import { parseWatchOptions } from './params.ts';
 
 const item = (rv: number, size = 10) => ({ rv, size });
@@ -27,6 +28,18 @@ t.test('window: covers (startRv, endRv], bounded by count and bytes', async (t) 
   t.equal(w.startRv, 16);
   for (let rv = 18; rv < 5000; rv++) w.push(item(rv, 1));
   t.same(w.since(4996)!.map((i) => i.rv), [4997, 4998, 4999], 'stays correct across compaction of its array');
+});
+
+t.test('window: by default, its byte bound is 1/64 of the heap limit, from 4 to 16 MiB', async (t) => {
+  const MiB = 1024 * 1024;
+  t.equal(defaultWindowBytes(4096 * MiB), 16 * MiB, 'from a 4 GiB heap up (an unconstrained host): 16 MiB');
+  t.equal(defaultWindowBytes(16384 * MiB), 16 * MiB);
+  t.equal(defaultWindowBytes(512 * MiB), 8 * MiB, 'a 512 MiB heap (a 2 GiB memory limit): 8 MiB');
+  t.equal(defaultWindowBytes(272 * MiB), Math.floor((272 * MiB) / 64), 'the heap of a 1 GiB limit: about 4 MiB');
+  t.equal(defaultWindowBytes(64 * MiB), 4 * MiB, 'never below 4 MiB');
+  t.equal(defaultWindowBytes(), defaultWindowBytes(getHeapStatistics().heap_size_limit), "this process's heap limit");
+  t.equal(new Window(0).maxBytes, defaultWindowBytes(), 'a window without a byte bound gets the default');
+  t.equal(new Window(0, { maxBytes: 1234 }).maxBytes, 1234);
 });
 
 t.test('window: the byte bound counts every encoding its events cache', async (t) => {

@@ -1,6 +1,7 @@
 // The window: the most recent changes in memory, bounded by count and bytes, so watches that
 // start at a recent rv are served without a query. It covers the rvs (startRv, endRv]:
 // every change in that range is held, in rv order.
+import { getHeapStatistics } from 'node:v8';
 
 export interface WindowItem {
   readonly rv: number;
@@ -13,8 +14,25 @@ export interface WindowItem {
 export interface WindowOptions {
   /** At most this many changes (default 10,000). */
   maxEvents?: number;
-  /** At most about this many bytes (default 64 MiB). */
+  /** At most about this many bytes (default: defaultWindowBytes()). */
   maxBytes?: number;
+}
+
+const MiB = 1024 * 1024;
+
+/**
+ * The default byte bound: 1/64 of the V8 heap limit, between 4 and 16 MiB. The heap limit is
+ * the replica's size as Node sees it: a quarter of the container's memory limit by default
+ * (Node sizes V8's heap from the cgroup limit, nodejs/node#27508), or --max-old-space-size.
+ * So a pod limited to 1 GiB (manifests/apiserver.yaml) keeps about 4 MiB of recent changes, and
+ * 16 MiB is reached from a 4 GiB limit up. kube-apiserver's watch cache bounds its history by
+ * count only (100 to 100 × 1024 events, sized to hold the last 75 s, watch_cache.go) and shares
+ * the objects with its store; ours holds texts and encodings of its own, so it is bounded in
+ * bytes as well. A watch from an rv older than the window reads the change log instead (a
+ * query, not an error), so a small window costs queries, never correctness.
+ */
+export function defaultWindowBytes(heapLimit = getHeapStatistics().heap_size_limit): number {
+  return Math.min(16 * MiB, Math.max(4 * MiB, Math.floor(heapLimit / 64)));
 }
 
 export class Window<T extends WindowItem> {
@@ -31,7 +49,7 @@ export class Window<T extends WindowItem> {
     this.start = rv;
     this.end = rv;
     this.maxEvents = Math.max(1, opts.maxEvents ?? 10_000);
-    this.maxBytes = Math.max(1, opts.maxBytes ?? 64 * 1024 * 1024);
+    this.maxBytes = Math.max(1, opts.maxBytes ?? defaultWindowBytes());
   }
 
   /** The rv just before the oldest change held: watches from here or later are covered. */

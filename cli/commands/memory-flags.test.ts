@@ -7,6 +7,7 @@ import { sizeFlag, UsageError } from '../command.ts';
 import { freePort } from '../../hack/postgres.ts';
 import { startServing } from './apiserver.ts';
 import { memoryFlags } from './memory-flags.ts';
+import { defaultWindowBytes } from '../../apiserver/watch/index.ts';
 
 setLogLevel('error');
 
@@ -21,7 +22,7 @@ t.test('sizes: bytes or binary suffixes; anything else is a usage error', async 
 
 t.test('defaults, values and bad values', async (t) => {
   t.same(memoryFlags({}), {
-    watch: { window: { maxEvents: 10_000, maxBytes: 64 * 1024 * 1024 }, prefill: 1000 },
+    watch: { window: { maxEvents: 10_000, maxBytes: defaultWindowBytes() }, prefill: 1000 },
     openapi: { cacheBytes: 24 * 1024 * 1024, servedCacheBytes: 64 * 1024 * 1024 },
   });
   t.same(

@@ -164,6 +164,15 @@ t.test('memory: RSS per process and setup, a target only over the processes that
   const twice = { ...run.figures, runs: run.figures.runs.filter((r) => r.setup === 'this checkout').flatMap((r) => [r, { ...r, nodeOptions: '' }]) };
   const names = seriesOf(memoryCharts(twice, { footer: 'f' })[0].option).filter((s) => s.type === 'bar').map((s) => s.name);
   t.same(names, ['this checkout, NODE_OPTIONS="--max-semi-space-size=8"', 'this checkout, NODE_OPTIONS=""']);
+  // After a burst: a second panel, where all-in-one has its target too
+  const postBurst = { rssMiB: 150, anonMiB: 100, fileMiB: 50, maxRssMiB: 180 };
+  const burst = { ...run.figures, burst: 50000, targets: { rssMB: { ...run.figures.targets.rssMB, 'all-in-one': 210 } }, runs: run.figures.runs.map((r) => ({ ...r, processes: r.processes.map((p) => ({ ...p, postBurst })) })) };
+  const [withBurst] = memoryCharts(burst, { footer: 'f' });
+  const xAxes = axesOf(withBurst.option, 'xAxis');
+  t.equal(xAxes.length, 2, 'idle and post-burst panels');
+  t.same(xAxes[0].data, ['PostgreSQL: synchro (target ≤ 130 MB)', 'PostgreSQL: apiserver (target ≤ 120 MB)', 'SQLite: all-in-one'], 'all-in-one has no idle target');
+  t.same(xAxes[1].data, ['PostgreSQL: synchro (target ≤ 130 MB)', 'PostgreSQL: apiserver (target ≤ 120 MB)', 'SQLite: all-in-one (target ≤ 210 MB)']);
+  t.same(seriesOf(withBurst.option).filter((s) => s.type === 'bar' && s.xAxisIndex === 1).map((s) => s.data), [[150, 150, 150], [150, 150, 150]]);
 });
 
 t.test('ids are named after the chart, by first appearance', async (t) => {

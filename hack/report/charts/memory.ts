@@ -1,5 +1,6 @@
-// hack/bench-memory.ts: the RSS of each real process, idle after syncing, per backend and
-// setup, against its target; and where it goes (V8 heap used and allocated, external memory).
+// hack/bench-memory.ts: the RSS of each real process, idle after syncing and after a burst of
+// creates, per backend and setup, against its target; and where it goes (V8 heap used and
+// allocated, external memory).
 import type { MemoryFigures, MemoryProcessFigures, MemorySetupFigures } from '../figures.ts';
 import { barChart } from '../kinds/bars.ts';
 import { num } from '../style.ts';
@@ -23,29 +24,34 @@ export function memoryCharts(f: MemoryFigures, ctx: Context): ChartSpec[] {
     for (const r of f.runs) if (setupOf(r) === setup) for (const p of r.processes) if (keyOf(r, p) === category) return p;
     return undefined;
   };
-  const targetMB = (process: MemoryProcessFigures['process'] | undefined): number | undefined => (process === 'apiserver' || process === 'synchro' ? f.targets.rssMB[process] : undefined);
+  /** all-in-one's target is for after the burst only. */
+  const targetMB = (process: MemoryProcessFigures['process'] | undefined, postBurst = false): number | undefined =>
+    process === 'apiserver' || process === 'synchro' || (process === 'all-in-one' && postBurst) ? f.targets.rssMB[process] : undefined;
   const miB = (mb: number) => (mb * 1e6) / 2 ** 20;
   const nodeOptions =
     options.size === 1
       ? `NODE_OPTIONS=${JSON.stringify([...options][0])}`
       : `NODE_OPTIONS: ${[...new Set(f.runs.map((r) => `${setupOf(r)} ${JSON.stringify(r.nodeOptions)}`))].join(', ')}`;
   const clusters = `${f.clusters} cluster${f.clusters === 1 ? '' : 's'}`;
-  const workload = `${clusters} × ${num(f.configMaps)} ConfigMaps of ~${num(f.bytes)} bytes + the demo workload; idle ${num(f.idleSeconds)} s after the sync and a user's reads; ${f.built ? 'compiled as in the image' : 'not built (TypeScript through tsx)'}; ${nodeOptions}`;
+  const burst = f.burst && f.runs.some((r) => r.processes.some((p) => p.postBurst)) ? f.burst : 0;
+  const workload = `${clusters} × ${num(f.configMaps)} ConfigMaps of ~${num(f.bytes)} bytes + the demo workload; idle ${num(f.idleSeconds)} s after the sync and a user's reads${burst ? `, and again after ${num(burst)} more created at once` : ''}; ${f.built ? 'compiled as in the image' : 'not built (TypeScript through tsx)'}; ${nodeOptions}`;
+  const rssPanel = (title: string, value: (p: MemoryProcessFigures) => number | undefined, postBurst: boolean) => ({
+    title,
+    unit: 'MiB',
+    categories: categories.map((c) => { const t = targetMB(processOf.get(c), postBurst); return t === undefined ? c : `${c} (target ≤ ${num(t)} MB)`; }),
+    series: setups.map((s) => ({ name: s, values: categories.map((c) => { const p = find(s, c); return (p && value(p)) ?? null; }) })),
+    categoryTargets: { name: 'target (at most)', values: categories.map((c) => { const t = targetMB(processOf.get(c), postBurst); return t === undefined ? null : miB(t); }) },
+  });
   const charts: ChartSpec[] = [
     {
       name: 'rss',
       option: barChart({
-        title: 'Memory of the processes, idle after syncing: RSS',
+        title: burst ? 'Memory of the processes, idle after syncing and after a burst: RSS' : 'Memory of the processes, idle after syncing: RSS',
         subtitle: workload,
         footer: ctx.footer,
         panels: [
-          {
-            title: 'RSS',
-            unit: 'MiB',
-            categories: categories.map((c) => { const t = targetMB(processOf.get(c)); return t === undefined ? c : `${c} (target ≤ ${num(t)} MB)`; }),
-            series: setups.map((s) => ({ name: s, values: categories.map((c) => find(s, c)?.rssMiB ?? null) })),
-            categoryTargets: { name: 'target (at most)', values: categories.map((c) => { const t = targetMB(processOf.get(c)); return t === undefined ? null : miB(t); }) },
-          },
+          rssPanel('RSS, idle after the sync', (p) => p.rssMiB, false),
+          ...(burst ? [rssPanel(`RSS, idle after ${num(burst)} creates`, (p) => p.postBurst?.rssMiB, true)] : []),
         ],
       }),
     },
