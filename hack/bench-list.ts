@@ -1,12 +1,14 @@
 // List benchmark of the apiserver read path:
 //   node --import tsx hack/bench-list.ts [--pods 100000] [--clusters 10] [--samples 200]
-//        [--storage sqlite|postgres|both] [--skip-kubectl]
+//        [--storage sqlite|postgres|both] [--skip-kubectl] [--filter-objects 50000] [--filter-rounds 3]
 // Simulated clusters get --pods pods in total; synchro copies them into storage (SQLite, then
 // PostgreSQL, by default both in one run); then, with synchro stopped, it measures (1) the
 // first page (limit=500) through HTTP, as JSON (client-go informers) and as Table (kubectl),
-// (2) all pages, and the PostgreSQL / SQLite ratios of both (target: within 1.5x), and (3) on
-// the first backend, `kubectl get pods -A` over the whole set through Panoptes against
-// `kubectl get pods -A` on each simulated cluster one after the other.
+// (2) all pages, and the PostgreSQL / SQLite ratios of both (target: within 1.5x), (3) lists
+// with multi-value search filters over --filter-objects ConfigMaps in four more clusters
+// (below), first and continue pages apart (target: every continue page within 1.5x of the
+// first), and (4) on the first backend, `kubectl get pods -A` over the whole set through
+// Panoptes against `kubectl get pods -A` on each simulated cluster one after the other.
 import { percentile } from './fixtures.ts';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,13 +24,25 @@ import { emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/test
 import { startSynchro } from '../synchro/synchro.ts';
 import { startSimClusters } from './sim/cluster.ts';
 import type { KObject } from './sim/types.ts';
-import type { ListBackendFigures, ListKubectlFigures } from './report/figures.ts';
+import type { ListBackendFigures, ListFilteredFigures, ListKubectlFigures } from './report/figures.ts';
 import { recordRun } from './report/record.ts';
 
-const { values } = parseArgs({ options: { pods: { type: 'string' }, clusters: { type: 'string' }, samples: { type: 'string' }, storage: { type: 'string' }, 'skip-kubectl': { type: 'boolean' } } });
+const { values } = parseArgs({
+  options: {
+    pods: { type: 'string' },
+    clusters: { type: 'string' },
+    samples: { type: 'string' },
+    storage: { type: 'string' },
+    'skip-kubectl': { type: 'boolean' },
+    'filter-objects': { type: 'string' },
+    'filter-rounds': { type: 'string' },
+  },
+});
 const total = Number(values.pods ?? 100_000);
 const nClusters = Number(values.clusters ?? 10);
 const samples = Number(values.samples ?? 200);
+const filterObjects = Number(values['filter-objects'] ?? 50_000);
+const filterRounds = Number(values['filter-rounds'] ?? 3);
 const backendsToRun: Backend[] = values.storage === 'sqlite' || values.storage === 'postgres' ? [values.storage] : ['sqlite', 'postgres'];
 setLogLevel('warn');
 
@@ -61,6 +75,39 @@ function pod(cluster: number, i: number): KObject {
   };
 }
 
+/**
+ * The ConfigMaps of the filtered lists, shaped like a load test on real clusters: the bulk in
+ * one namespace (bench-load), and a few objects in the namespaces every cluster has, which
+ * sort after it. f0 holds --filter-objects of them, f1 and f2 half each (the two-cluster list
+ * selects as many as the one-cluster list), f3 half as well (the same objects again, not
+ * selected: a cluster registered twice).
+ */
+const filterClusters = () => {
+  const half = Math.ceil(filterObjects / 2);
+  return [
+    { name: 'f0', bulk: filterObjects },
+    { name: 'f1', bulk: half },
+    { name: 'f2', bulk: half },
+    { name: 'f3', bulk: half },
+  ];
+};
+const filterSystemNamespaces = ['default', 'kube-system'];
+const filterPerSystemNamespace = 20;
+
+function configMap(namespace: string, i: number): KObject {
+  return {
+    metadata: { name: `cm-${i.toString(36).padStart(6, '0')}`, namespace, labels: { app: `app-${i % 40}` } },
+    data: { 'config.yaml': `replicas: ${i % 7}\nimage: registry.example.com/app-${i % 40}:1.${i % 9}\n`.repeat(4) },
+  };
+}
+
+/** The filtered lists: each selects about --filter-objects ConfigMaps. */
+const filterCases = [
+  { name: 'two clusters', query: 'clusters=f1,f2' },
+  { name: 'one cluster (reference)', query: 'clusters=f0' },
+  { name: 'two clusters, three namespaces', query: 'clusters=f1,f2&namespaces=bench-load,default,kube-system' },
+];
+
 function httpGet(url: string, accept?: string): Promise<{ ms: number; bytes: number; status: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
@@ -86,20 +133,79 @@ function kubectl(args: string[]): Promise<{ ms: number; lines: number; stderr: s
 }
 
 const pct = percentile;
+const filterCount = () => filterClusters().reduce((n, c) => n + c.bulk + filterSystemNamespaces.length * filterPerSystemNamespace, 0);
+
+/** Requests every page of `url` (limit in it) one after the other: each page's time and the items served. */
+async function pageThrough(url: string, accept?: string): Promise<{ ms: number[]; items: number; seconds: number }> {
+  const started = performance.now();
+  const ms: number[] = [];
+  let cont = '';
+  let items = 0;
+  do {
+    const t1 = performance.now();
+    const body = await new Promise<string>((resolve, reject) => {
+      const req = request(`${url}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`, { headers: accept ? { Accept: accept } : {} }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks).toString()) : reject(new Error(`${url}: HTTP ${res.statusCode}`))));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    ms.push(performance.now() - t1);
+    const list = JSON.parse(body) as { metadata: { continue?: string }; items?: unknown[]; rows?: unknown[] };
+    items += (list.items ?? list.rows ?? []).length;
+    cont = list.metadata.continue ?? '';
+  } while (cont && ms.length < 10_000);
+  return { ms, items, seconds: (performance.now() - started) / 1000 };
+}
+
+/** Pages through each filtered list --filter-rounds times: first pages and continue pages apart. */
+async function measureFiltered(backend: Backend, base: string): Promise<ListFilteredFigures[]> {
+  const out: ListFilteredFigures[] = [];
+  for (const c of filterCases) {
+    const url = `${base}${P}/api/v1/configmaps?limit=500&${c.query}`;
+    await pageThrough(url); // warm-up
+    const f: ListFilteredFigures = { name: c.name, query: c.query, items: 0, pages: 0, firstPageMs: [], continuePageMs: [], allPagesSeconds: [] };
+    for (let round = 0; round < filterRounds; round++) {
+      const run = await pageThrough(url);
+      [f.items, f.pages] = [run.items, run.ms.length];
+      f.firstPageMs.push(run.ms[0]);
+      f.continuePageMs.push(...run.ms.slice(1));
+      f.allPagesSeconds.push(run.seconds);
+    }
+    // The p50 of continue pages against the first pages' (a plan that sorts the rows left makes
+    // every continue page slower); the p99 also holds the machine's noise (compare the one-cluster list).
+    const first = pct(f.firstPageMs, 50);
+    const cont = pct(f.continuePageMs, 50);
+    console.log(
+      `${backend}: ${c.name} (${c.query}), ${f.items} ConfigMaps, ${f.pages} pages of 500, ${filterRounds} rounds: ` +
+        `first page p50 ${first.toFixed(1)} ms; continue pages p50 ${cont.toFixed(1)} ms, p99 ${pct(f.continuePageMs, 99).toFixed(1)} ms, max ${Math.max(...f.continuePageMs).toFixed(1)} ms; ` +
+        `all pages p50 ${pct(f.allPagesSeconds, 50).toFixed(2)} s; continue / first page p50 ${(cont / first).toFixed(2)}x (target <= 1.5x: ${cont <= 1.5 * first ? 'MET' : 'MISSED'})`,
+    );
+    out.push(f);
+  }
+  return out;
+}
 
 /** Syncs the simulated clusters into a fresh store on `backend` and measures the read path over HTTP. */
-async function measure(backend: Backend, sims: Awaited<ReturnType<typeof startSimClusters>>, dir: string) {
+type Sims = Awaited<ReturnType<typeof startSimClusters>>;
+
+async function measure(backend: Backend, sims: Sims, filterSims: Sims, dir: string) {
   const { url, cleanup } = await emptyStorageUrl(backend);
   const store = await Store.open(url);
   const clustersFile = join(dir, 'clusters.yaml');
-  writeFileSync(clustersFile, stringify({ clusters: sims.map((s) => ({ name: s.name, server: s.url, resources: ['pods'] })) }));
+  const entries = [...sims.map((s) => ({ name: s.name, server: s.url, resources: ['pods'] })), ...filterSims.map((s) => ({ name: s.name, server: s.url, resources: ['configmaps'] }))];
+  writeFileSync(clustersFile, stringify({ clusters: entries }));
   const t0 = performance.now();
   const synchro = await startSynchro({ store, clustersFile });
   if (!(await synchro.waitForInitialSync(600_000))) throw new Error('initial sync did not finish');
   await synchro.stop();
   await store.analyze();
   const setupSeconds = (performance.now() - t0) / 1000;
-  console.log(`setup: ${total} pods in ${nClusters} simulated clusters synced to ${backend} in ${setupSeconds.toFixed(1)} s`);
+  const filterNote = filterSims.length ? ` (and ${filterCount()} ConfigMaps in ${filterSims.length} more)` : '';
+  console.log(`setup: ${total} pods in ${nClusters} simulated clusters${filterNote} synced to ${backend} in ${setupSeconds.toFixed(1)} s`);
 
   const api = await createApiserver({ store });
   const base = await api.listen('127.0.0.1', 0);
@@ -125,32 +231,13 @@ async function measure(backend: Backend, sims: Awaited<ReturnType<typeof startSi
   }
 
   for (const [what, accept] of [['JSON', undefined], ['Table', TABLE]] as const) {
-    const started = performance.now();
-    let cont = '';
-    let pages = 0;
-    let slowest = 0;
-    let slowestPage = 0;
-    do {
-      const t1 = performance.now();
-      const body = await new Promise<string>((resolve, reject) => {
-        const req = request(`${first}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`, { headers: accept ? { Accept: accept } : {} }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve(Buffer.concat(chunks).toString()));
-          res.on('error', reject);
-        });
-        req.on('error', reject);
-        req.end();
-      });
-      const ms = performance.now() - t1;
-      if (ms > slowest) [slowest, slowestPage] = [ms, pages];
-      cont = (JSON.parse(body) as { metadata: { continue?: string } }).metadata.continue ?? '';
-      pages++;
-    } while (cont && pages < 10_000);
-    if (what === 'JSON') figures.pagesJson = performance.now() - started;
-    recorded.allPages[what === 'JSON' ? 'json' : 'table'] = { pages, seconds: (performance.now() - started) / 1000 };
-    console.log(`${backend}: all pages, limit=500, ${what}: ${pages} pages in ${((performance.now() - started) / 1000).toFixed(2)} s over HTTP (slowest: page ${slowestPage}, ${slowest.toFixed(0)} ms)`);
+    const run = await pageThrough(first, accept);
+    const slowest = Math.max(...run.ms);
+    if (what === 'JSON') figures.pagesJson = run.seconds * 1000;
+    recorded.allPages[what === 'JSON' ? 'json' : 'table'] = { pages: run.ms.length, seconds: run.seconds };
+    console.log(`${backend}: all pages, limit=500, ${what}: ${run.ms.length} pages in ${run.seconds.toFixed(2)} s over HTTP (slowest: page ${run.ms.indexOf(slowest)}, ${slowest.toFixed(0)} ms)`);
   }
+  if (filterObjects > 0) recorded.filtered = await measureFiltered(backend, base);
 
   return {
     figures,
@@ -174,11 +261,19 @@ async function main(): Promise<void> {
     for (let n = 0; n < 20; n++) c.crud.create(c.registry.lookup('', 'v1', 'namespaces')!, 'v1', undefined, { metadata: { name: `bench-${n}` } });
     c.bulkCreate('pods', Array.from({ length: Math.min(per, total - ci * per) }, (_, i) => pod(ci, i)));
   }
+  const filterSims = filterObjects > 0 ? await startSimClusters(filterClusters().map((c) => c.name), { historySize: 1000 }) : [];
+  for (const [i, c] of filterClusters().entries()) {
+    const sim = filterSims[i];
+    if (!sim) break;
+    sim.crud.create(sim.registry.lookup('', 'v1', 'namespaces')!, 'v1', undefined, { metadata: { name: 'bench-load' } });
+    sim.bulkCreate('configmaps', Array.from({ length: c.bulk }, (_, n) => configMap('bench-load', n)));
+    for (const ns of filterSystemNamespaces) sim.bulkCreate('configmaps', Array.from({ length: filterPerSystemNamespace }, (_, n) => configMap(ns, n)));
+  }
   const figures = new Map<Backend, { json: number; table: number; pagesJson: number }>();
   const recorded: ListBackendFigures[] = [];
   let held: { base: string; close: () => Promise<void> } | undefined;
   for (const backend of backendsToRun) {
-    const run = await measure(backend, sims, dir);
+    const run = await measure(backend, sims, filterSims, dir);
     figures.set(backend, run.figures);
     recorded.push(run.recorded);
     if (!held) held = run.api;
@@ -197,12 +292,12 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, Number(process.env.BENCH_LIST_HOLD) * 1000));
   }
   const record = (kubectl?: ListKubectlFigures) =>
-    recordRun('list', 'list', { pods: total, clusters: nClusters, samples, storage: values.storage ?? 'both', 'skip-kubectl': values['skip-kubectl'] ?? false }, {
+    recordRun('list', 'list', { pods: total, clusters: nClusters, samples, storage: values.storage ?? 'both', 'skip-kubectl': values['skip-kubectl'] ?? false, 'filter-objects': filterObjects, 'filter-rounds': filterRounds }, {
       pods: total,
       clusters: nClusters,
       backends: recorded,
       kubectl,
-      targets: { firstPageJsonP50Ms: 25, postgresOverSqlite: 1.5 },
+      targets: { firstPageJsonP50Ms: 25, postgresOverSqlite: 1.5, continueOverFirstPage: 1.5 },
     });
   if (values['skip-kubectl']) {
     await finish();
@@ -240,7 +335,7 @@ async function main(): Promise<void> {
 
   async function finish(): Promise<void> {
     await held!.close();
-    await Promise.all(sims.map((s) => s.close()));
+    await Promise.all([...sims, ...filterSims].map((s) => s.close()));
     await stopTestPostgres();
     rmSync(dir, { recursive: true, force: true });
   }

@@ -47,6 +47,12 @@ export interface Dialect {
   nowMs: string;
   /** SQL (and bindings) for the text value of `key` in a JSON object held in a text column. */
   jsonText(column: string, key: string): [string, string[]];
+  /**
+   * One query of `scans` (SELECTs of `objects o`, each read in index order) merged in `order`
+   * (their result columns), at most `limit` rows: a merge of ordered scans that stops with
+   * the limit, not a sort of everything the scans hold.
+   */
+  mergeInOrder(knex: Knex, scans: Knex.QueryBuilder[], order: string[], limit?: number): Knex.QueryBuilder;
   /** Refreshes the planner's statistics. */
   analyze(knex: Knex): Promise<void>;
   /**
@@ -221,6 +227,14 @@ export const sqlite: Dialect = {
     return knex.transaction();
   },
   nowMs: sqliteNowMs,
+  mergeInOrder(_knex, scans, order, limit) {
+    // A compound SELECT under ORDER BY merges its arms, each read in the index's order
+    // (EXPLAIN QUERY PLAN: MERGE (UNION ALL)); an arm of its own ORDER BY would be a subquery
+    // sorted apart.
+    const merged = scans[0].unionAll(scans.slice(1)).orderBy(order);
+    if (limit !== undefined) merged.limit(limit);
+    return merged;
+  },
   jsonText(column, key) {
     return [`json_extract(${column}, ?)`, [`$."${key}"`]];
   },
@@ -436,6 +450,21 @@ export const postgres: Dialect = {
     return knex.transaction({ isolationLevel: 'repeatable read', readOnly: true });
   },
   nowMs: postgresNowMs,
+  mergeInOrder(knex, scans, order, limit) {
+    // A Merge Append of the scans needs each of them to be ordered where it is planned: a
+    // subquery with its own ORDER BY (and LIMIT), under a UNION ALL in FROM (a UNION ALL at
+    // the top is planned as Append and Sort). Arms with WHERE clauses are not pulled up into
+    // the outer query (prepjointree.c, is_safe_append_member), so without their own ORDER BY
+    // they are planned unordered.
+    const arms = scans.map((s, i) => {
+      s.orderBy(order.map((c) => `o.${c}`));
+      if (limit !== undefined) s.limit(limit);
+      return knex.select('*').from(s.as(`s${i}`));
+    });
+    const merged = knex.select('*').from(arms[0].unionAll(arms.slice(1)).as('merged')).orderBy(order);
+    if (limit !== undefined) merged.limit(limit);
+    return merged;
+  },
   jsonText(column, key) {
     return [`(${column}::jsonb ->> ?)`, [key]];
   },

@@ -8,11 +8,10 @@ import { decodeContinue, encodeContinue } from './continue.ts';
 import { CompactedError, RvTooLargeError } from './errors.ts';
 import { objectMatches, whereMatches } from './filters.ts';
 import { readMeta } from './meta.ts';
-import { compareKeys, objectColumns, toStored, type ChangeRow, type ObjectRow } from './rows.ts';
+import { pageQuery, type Key } from './list-scan.ts';
+import { compareKeys, toStored, type ChangeRow, type ObjectRow } from './rows.ts';
 import { upstreamRvAnnotation } from './write.ts';
 import type { KubeObject, ListQuery, ListResult, StoredObject } from './types.ts';
-
-type Key = { namespace: string; name: string; cluster: string };
 
 /** Objects as they were at `rv`, for those that changed after it (in this snapshot). */
 async function rebuiltAt(trx: Knex.Transaction, q: ListQuery, rv: number): Promise<StoredObject[]> {
@@ -86,14 +85,8 @@ export async function list(knex: Knex, dialect: Dialect, q: ListQuery): Promise<
       if (historic) qb.andWhere('o.rv', '<=', rv);
       return qb;
     };
-    const page = live().select(objectColumns.map((c) => `o.${c}`)).orderBy([
-      { column: 'o.namespace' },
-      { column: 'o.name' },
-      { column: 'o.cluster' },
-    ]);
-    if (after) page.andWhereRaw('(o.namespace, o.name, o.cluster) > (?, ?, ?)', [after.namespace, after.name, after.cluster]);
-    if (limit) page.limit(limit + 1);
-    let items = ((await page) as ObjectRow[]).map(toStored);
+    const page = pageQuery(trx, dialect, q, { after, limit: limit ? limit + 1 : undefined, atRv: historic ? rv : undefined });
+    let items = page ? ((await page) as ObjectRow[]).map(toStored) : [];
 
     const rebuilt = historic ? await rebuiltAt(trx, q, rv) : [];
     if (rebuilt.length > 0) {

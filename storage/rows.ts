@@ -85,11 +85,29 @@ export function keyOf(group: string, resource: string, namespace: string, name: 
 
 /** Total order of list results: namespace, name, cluster (byte order, as the SQL columns). */
 export function compareKeys(a: Pick<ObjectKey, 'namespace' | 'name' | 'cluster'>, b: Pick<ObjectKey, 'namespace' | 'name' | 'cluster'>): number {
-  return cmp(a.namespace, b.namespace) || cmp(a.name, b.name) || cmp(a.cluster, b.cluster);
+  return compareText(a.namespace, b.namespace) || compareText(a.name, b.name) || compareText(a.cluster, b.cluster);
 }
 
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+/**
+ * Byte order of the texts' UTF-8 (code point order), as both engines compare the key columns
+ * (PostgreSQL COLLATE "C", SQLite BINARY); JavaScript's `<` compares UTF-16 code units, which
+ * puts U+10000 and above before U+E000–U+FFFF.
+ */
+export function compareText(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x === y) continue;
+    // Surrogates (U+D800–U+DFFF) carry code points above U+FFFF: above U+E000–U+FFFF in code point order.
+    if (x >= 0xd800 && y >= 0xd800) {
+      x = x >= 0xe000 ? x - 0x800 : x + 0x2000;
+      y = y >= 0xe000 ? y - 0x800 : y + 0x2000;
+    }
+    return x < y ? -1 : 1;
+  }
+  return a.length < b.length ? -1 : 1;
 }
 
 /** The uid of the object's controller (or first) owner, used by the ownerUID search. */

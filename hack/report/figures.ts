@@ -60,6 +60,21 @@ export interface ListBackendFigures {
   firstPageBytes: { json: number; table: number };
   /** The whole collection page by page (limit=500), as JSON and as Table: pages and wall time. */
   allPages: { json: { pages: number; seconds: number }; table: { pages: number; seconds: number } };
+  /** Lists with multi-value search filters (--filter-objects), each paged through several times. */
+  filtered?: ListFilteredFigures[];
+}
+
+export interface ListFilteredFigures {
+  /** What the list selects, and its query string. */
+  name: string;
+  query: string;
+  items: number;
+  pages: number;
+  /** The first page of every round, and every continue page of every round (ms). */
+  firstPageMs: number[];
+  continuePageMs: number[];
+  /** Wall time of each round through every page (s). */
+  allPagesSeconds: number[];
 }
 
 export interface ListKubectlFigures {
@@ -76,7 +91,7 @@ export interface ListFigures {
   clusters: number;
   backends: ListBackendFigures[];
   kubectl?: ListKubectlFigures;
-  targets: { firstPageJsonP50Ms: number; postgresOverSqlite: number };
+  targets: { firstPageJsonP50Ms: number; postgresOverSqlite: number; continueOverFirstPage?: number };
 }
 
 // ---- hack/bench-synchro.ts
