@@ -56,6 +56,12 @@ export interface Dialect {
   /** Refreshes the planner's statistics. */
   analyze(knex: Knex): Promise<void>;
   /**
+   * Whether the Store refreshes the planner's statistics itself as the tables grow
+   * (storage/statistics.ts): PostgreSQL's autovacuum comes a minute or more after a bulk sync;
+   * SQLite plans with its own heuristics until an ANALYZE, and runs none by itself.
+   */
+  analyzeOnGrowth: boolean;
+  /**
    * Runs `head <rows> suffix` for every row (an INSERT of `columns`, perhaps with ON CONFLICT
    * and RETURNING): SQLite runs one cached prepared statement per row on the driver (no
    * statement building or parsing per batch), PostgreSQL one statement whose rows travel as
@@ -241,6 +247,7 @@ export const sqlite: Dialect = {
   async analyze(knex) {
     await knex.raw('ANALYZE');
   },
+  analyzeOnGrowth: false,
   async runInsert<Out>(trx: Knex.Transaction, ins: InsertStatement): Promise<Out[]> {
     const sql = `${ins.head} VALUES (${ins.columns.map(() => '?').join(', ')})${ins.suffix}`;
     const db = await sqliteDatabase(trx);
@@ -471,6 +478,7 @@ export const postgres: Dialect = {
   async analyze(knex) {
     await knex.raw('ANALYZE');
   },
+  analyzeOnGrowth: true,
   async runInsert<Out>(trx: Knex.Transaction, ins: InsertStatement): Promise<Out[]> {
     const [source, bindings] = postgresRowsSource(ins.table, ins.columns, ins.rows);
     const result: unknown = await trx.raw(`${ins.head} ${source}${ins.suffix}`, bindings as Knex.ValueDict[keyof Knex.ValueDict][]);

@@ -21,6 +21,7 @@ import { readMeta, type Meta } from './meta.ts';
 import * as openapi from './openapi.ts';
 import { objectColumns, toStored, type ObjectRow } from './rows.ts';
 import { migrate } from './schema.ts';
+import { GrowthAnalyzer } from './statistics.ts';
 import { applyBatch, applyBatches, type BatchPart, type WriteOptions } from './write.ts';
 import * as leases from './leases.ts';
 import { fenceOf } from './fenced.ts';
@@ -75,9 +76,12 @@ export const unleasedWrites = ['applyBatch', 'writeClusterObjectWithoutLease', '
 export class Store {
   readonly conn: Connection;
   private readonly listeners = new Set<CommitListener>();
+  /** The planner's statistics refreshed as this Store's writes grow the tables (PostgreSQL). */
+  private readonly growth?: GrowthAnalyzer;
 
   private constructor(conn: Connection) {
     this.conn = conn;
+    if (conn.dialect.analyzeOnGrowth) this.growth = new GrowthAnalyzer(() => this.analyze());
   }
 
   /** Connects and applies pending migrations. */
@@ -102,6 +106,7 @@ export class Store {
    */
   async applyBatch(cluster: string, events: UpstreamEvent[], opts?: WriteOptions): Promise<BatchResult> {
     const result = await applyBatch(this.conn.knex, this.conn.dialect, cluster, events, opts);
+    this.growth?.wrote(result.changes.length);
     if (result.changes.length > 0) for (const l of this.listeners) l(result.watermark);
     return result;
   }
@@ -113,6 +118,7 @@ export class Store {
    */
   async applyBatches(parts: FencedBatchPart[], opts?: WriteOptions): Promise<BatchResult[]> {
     const results = await applyBatches(this.conn.knex, this.conn.dialect, parts, opts);
+    this.growth?.wrote(results.reduce((n, r) => n + r.changes.length, 0));
     const wrote = results.some((r) => r.changes.length > 0);
     if (wrote) for (const l of this.listeners) l(results[0].watermark);
     return results;
@@ -357,6 +363,7 @@ export class Store {
 
   async close(): Promise<void> {
     this.listeners.clear();
+    await this.growth?.idle();
     await this.conn.knex.destroy();
   }
 }

@@ -1,13 +1,14 @@
 // What the dispatcher spares itself, so that a provider's change reaches the consumers at
 // once: it does not wait for a long full pass (the keys a change asks for while one runs,
 // every read of the plans of 30 other Services slowed down here, are planned between its
-// keys), it does not plan a key again for its own writes synced back from the consumers, and
-// it writes the status entries of the consumers it holds in one write, not one each.
+// keys), it does not plan a key again for its own writes synced back from the consumers, it
+// writes the status entries of the consumers it holds in one write, not one each, and a status
+// write that waits for storage (the change log's lock) holds back no consumer's write.
 import t, { type Test } from 'tap';
 import { dispatchedSliceName, type MultiClusterServiceStatus } from '../../api/multicluster-service.ts';
 import type { ListQuery } from '../../storage/types.ts';
 import type { Store } from '../../storage/store.ts';
-import { openTestStore } from '../../storage/testing.ts';
+import { backends, openTestStore, type Backend } from '../../storage/testing.ts';
 import { startSynchro } from '../synchro.ts';
 import type { DispatcherOptions } from './dispatcher.ts';
 import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
@@ -48,11 +49,11 @@ function watchedStore(store: Store, slow: { on: boolean; busy?: boolean }, plans
 
 /**
  * Simulated clusters `names` (east provides shop/web, the others have the namespace) and one
- * synchro over them on SQLite, through `wrap(store)`, with the tests' timings and `mcs`;
- * stopped at teardown.
+ * synchro over them on `backend` (SQLite unless said), through `wrap(store)`, with the tests'
+ * timings and `mcs`; stopped at teardown.
  */
-async function dispatching(t: Test, names: string[], mcs: Partial<DispatcherOptions>, wrap: (s: Store) => Store = (s) => s) {
-  const { store, close } = await openTestStore('sqlite');
+async function dispatching(t: Test, names: string[], mcs: Partial<DispatcherOptions>, wrap: (s: Store) => Store = (s) => s, backend: Backend = 'sqlite') {
+  const { store, close } = await openTestStore(backend);
   const { dir, cleanup } = tempDir();
   const { sims, fx } = await simFleet(names);
   const [east, ...others] = sims;
@@ -157,3 +158,56 @@ t.test('a long full pass lets the event loop run between its keys (watches, leas
   clearInterval(tick);
   t.ok(longest < SLOW_MS * 4, `the event loop ran every ${Math.round(longest)} ms at most during full passes of ${SLOW_KEYS} keys taking ${SLOW_MS} ms each`);
 });
+
+/**
+ * `store`, with the MultiClusterService writes of the Services named slow-* held until
+ * `gate.open()` while `gate.closed` (`gate.held`: how many wait).
+ */
+function gatedStatusStore(store: Store, gate: { closed: boolean; held: number; open: () => void; opened: Promise<void> }): Store {
+  return new Proxy(store, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop, target) as unknown;
+      if (prop === 'writeOwnObjectUnder') {
+        return async (ref: { name: string }, ...rest: unknown[]) => {
+          if (gate.closed && ref.name.startsWith('slow-')) {
+            gate.held++;
+            await gate.opened;
+          }
+          return (v as (...a: unknown[]) => unknown).call(target, ref, ...rest);
+        };
+      }
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
+for (const backend of backends) {
+  t.test(`a status write that waits for storage holds back no other Service's dispatch (${backend})`, async (t) => {
+    let open = () => {};
+    const opened = new Promise<void>((r) => (open = r));
+    const gate = { closed: false, held: 0, open, opened };
+    t.teardown(() => gate.open());
+    // Counts written at once: the slow Service's change makes a status write.
+    const { store, sims, fx } = await dispatching(t, ['east', 'west'], { resyncIntervalMs: 600_000, statusCountsIntervalMs: 0 }, (s) => gatedStatusStore(s, gate), backend);
+    const [east, west] = sims;
+    provide(east, fx(east), 'shop', 'slow-00', ['10.1.0.1']);
+    for (const name of ['web', 'slow-00']) await putMcs(store, 'shop', name, { providerClusters: ['east'], consumerClusters: ['west'] });
+    const held = (name: string, n: number) => (west.store.get(SLICES, 'shop', dispatchedSliceName('east', `${name}-abcde`))?.endpoints as unknown[] | undefined)?.length === n;
+    await waitUntil('both dispatched to west', () => held('web', 1) && held('slow-00', 1), 30_000);
+    const endpoints = async (name: string) => ((await store.getOwnObject({ resource: 'multiclusterservices', namespace: 'shop', name }))?.object.status as MultiClusterServiceStatus | undefined)?.consumers?.[0]?.endpoints;
+    await waitUntil("slow-00's status written", async () => (await endpoints('slow-00')) === 1, 20_000);
+
+    gate.closed = true;
+    setEndpoints(east, fx(east), 'shop', 'slow-00', ['10.1.0.1', '10.1.0.2']);
+    await waitUntil('west holds the change of slow-00', () => held('slow-00', 2), 20_000);
+    await waitUntil("slow-00's status write waits for storage", () => gate.held > 0, 20_000);
+    setEndpoints(east, fx(east), 'shop', 'web', ['10.0.0.1', '10.0.0.2']);
+    await waitUntil("west holds web's change while slow-00's status write still waits", () => held('web', 2), 20_000);
+    t.equal(await endpoints('slow-00'), 1, "slow-00's status is not written yet");
+    t.ok(gate.held > 0, 'a status write of slow-00 still waits');
+
+    gate.closed = false;
+    gate.open();
+    await waitUntil('both statuses written once storage answers', async () => (await endpoints('slow-00')) === 2 && (await endpoints('web')) === 2, 20_000);
+  });
+}

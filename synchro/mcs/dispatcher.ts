@@ -2,7 +2,8 @@
 // lease this member holds, it keeps what each should hold of every exported Service (plan:
 // desired.ts) equal to what it holds (storage's copy of it, overlaid with what this dispatcher
 // wrote since: diff.ts), writing only the difference (writer.ts), and writes each consumer's
-// part of the MultiClusterService's status under that consumer's lease (status.ts).
+// part of the MultiClusterService's status under that consumer's lease (status.ts), in the
+// background (keyed-queue.ts): a status write waiting for storage's lock holds back no dispatch.
 //
 // Level-triggered. It follows the change log for the few resources plans depend on
 // (triggers.ts), woken by this process's commits and, on PostgreSQL, by the other processes'
@@ -32,6 +33,7 @@ import { isManaged, keyString, planKey, type ClusterObject, type ConsumerPlan, t
 import { diff, holdsNothing, overlay, type Held, type Kind, type Written } from './diff.ts';
 import { kinds, managedKeys, readClusters, readExports, readKey, readMcs, type DispatchCluster, type KeyRows, type McsState } from './inputs.ts';
 import { consumerEntry, everyConsumerCleaned, mergeStatus, statusDigest, withoutFinalizer, type ConsumerOutcome, type Reason } from './status.ts';
+import { KeyedQueue } from './keyed-queue.ts';
 import { followed, triggersOf } from './triggers.ts';
 import { LeaseGoneError, MemberWriter, type Applied } from './writer.ts';
 
@@ -40,6 +42,8 @@ export interface DispatcherOptions {
   resyncIntervalMs: number;
   /** How often the change log is read when nothing wakes the dispatcher (default 1 s). */
   pollIntervalMs: number;
+  /** Keys a change asked for planned at once (default 4): each reads storage and writes its consumers in parallel. */
+  keyConcurrency: number;
   /** Longest time of one member request (default 10 s; never beyond what is left of the lease). */
   writeTimeoutMs: number;
   /** Least time between two status writes of one consumer that change only counts and times (default 5 s). */
@@ -57,6 +61,7 @@ export interface DispatcherOptions {
 export const defaultDispatcherOptions: DispatcherOptions = {
   resyncIntervalMs: 60_000,
   pollIntervalMs: 1000,
+  keyConcurrency: 4,
   writeTimeoutMs: 10_000,
   statusCountsIntervalMs: 5000,
   writtenTtlMs: 60_000,
@@ -123,6 +128,9 @@ export class McsDispatcher {
   private clusterViews?: DispatchCluster[];
   /** When each (key, consumer) status was last written (performance.now()). */
   private readonly statusWrittenAt = new Map<string, number>();
+  /** Status writes, in the background: a write of storage that waits never holds back the consumers' writes. */
+  private readonly statusWrites = new KeyedQueue((err, service) => this.log.warn('status write failed', { err: err as Error, service }));
+  private readonly statusBackoff = new Backoff({ initialMs: 200, maxMs: 10_000 });
   private readonly log: Logger;
 
   constructor(private readonly deps: DispatcherDeps) {
@@ -147,6 +155,8 @@ export class McsDispatcher {
     this.waker.wake();
     for (const c of this.consumers.values()) c.abort.abort();
     await this.loop;
+    this.statusWrites.clear();
+    await this.statusWrites.idle();
     await this.listen?.close();
     await Promise.all([...this.consumers.values()].map((c) => Promise.allSettled([...c.inflight])));
     this.consumers.clear();
@@ -314,31 +324,29 @@ export class McsDispatcher {
   private async pass(full: boolean, dirty: Map<string, { key: ServiceKey; since?: number }>): Promise<void> {
     const { store } = this.deps;
     const clusters = full || !this.clusterViews ? (this.clusterViews = await readClusters(store)) : this.clusterViews;
-    const mcs = new Map((full ? await readMcs(store) : []).map((m) => [keyString(m.key), m]));
-    const exports = full ? await readExports(store) : new Map<string, string[]>();
+    if (!full) return this.planEach([...dirty.values()], clusters);
+    const mcs = new Map((await readMcs(store)).map((m) => [keyString(m.key), m]));
+    const exports = await readExports(store);
     const keys = new Map([...dirty].map(([k, d]) => [k, d.key]));
-    if (full) {
-      for (const m of mcs.values()) keys.set(keyString(m.key), m.key);
-      for (const k of exports.keys()) {
-        const [namespace, name] = [k.slice(0, k.indexOf('/')), k.slice(k.indexOf('/') + 1)];
-        keys.set(k, { namespace, name });
-      }
-      for (const k of await managedKeys(store, [...this.consumers.keys()])) keys.set(keyString(k), k);
+    for (const m of mcs.values()) keys.set(keyString(m.key), m.key);
+    for (const k of exports.keys()) {
+      const [namespace, name] = [k.slice(0, k.indexOf('/')), k.slice(k.indexOf('/') + 1)];
+      keys.set(k, { namespace, name });
     }
+    for (const k of await managedKeys(store, [...this.consumers.keys()])) keys.set(keyString(k), k);
     /** Keys planned during this pass from reads newer than its own (a change came meanwhile): not planned again with its older reads. */
     const planned = new Set<string>();
     for (const key of sortKeys(keys.values())) {
       if (this.stopped) return;
       const k = keyString(key);
       if (planned.has(k)) continue;
-      if (full) await this.processKey(key, clusters, mcs.get(k), exports.get(k) ?? [], dirty.get(k)?.since);
-      else await this.planNow(key, clusters, dirty.get(k)?.since);
+      await this.processKey(key, clusters, mcs.get(k), exports.get(k) ?? [], dirty.get(k)?.since);
       // Storage reads that answer at once (SQLite) never leave the event loop: without a turn of
       // it between keys, a pass with nothing to write would hold back the members' watches, the
       // lease renewals and the changes to plan until it ends.
       await setImmediate();
       // A full pass plans every key (seconds, with many): a provider's change that comes meanwhile is planned now, between its keys, not after them.
-      if (full) for (const x of await this.changedMeanwhile(clusters)) planned.add(x);
+      for (const x of await this.changedMeanwhile(clusters)) planned.add(x);
     }
   }
 
@@ -354,11 +362,30 @@ export class McsDispatcher {
     if (this.dirty.size === 0) return [];
     const dirty = new Map(this.dirty);
     this.dirty.clear();
-    for (const d of dirty.values()) {
-      if (this.stopped) break;
-      await this.planNow(d.key, clusters, d.since);
-    }
+    await this.planEach([...dirty.values()], clusters);
     return [...dirty.keys()];
+  }
+
+  /**
+   * Plans the keys changes asked for (each a different key), keyConcurrency at once: a key
+   * whose consumers or reads are slow does not hold back the others. The first error is
+   * thrown once none runs any more (a retried pass never meets a key still planned).
+   */
+  private async planEach(keys: Array<{ key: ServiceKey; since?: number }>, clusters: DispatchCluster[]): Promise<void> {
+    let next = 0;
+    let failed: { err: unknown } | undefined;
+    const worker = async () => {
+      while (next < keys.length && !failed && !this.stopped) {
+        const d = keys[next++];
+        try {
+          await this.planNow(d.key, clusters, d.since);
+        } catch (err) {
+          failed ??= { err };
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(this.opts.keyConcurrency, keys.length)) }, worker));
+    if (failed) throw failed.err;
   }
 
   private async processKey(key: ServiceKey, clusters: DispatchCluster[], mcs: McsState | undefined, exporters: string[], since: number | undefined): Promise<void> {
@@ -379,8 +406,8 @@ export class McsDispatcher {
         if (o) outcomes.push(o);
       }),
     );
-    if (mcs && outcomes.length > 0) await this.writeStatus(mcs, plan, outcomes);
-    else if (mcs?.deleting) await this.releaseFinalizer(mcs, plan);
+    if (mcs && outcomes.length > 0) this.writeStatus(mcs, plan, outcomes);
+    else if (mcs?.deleting) this.releaseFinalizer(mcs, plan);
   }
 
   /** What consumer `c` holds of key `k`: storage's copy, overlaid with this dispatcher's writes not yet synced back. */
@@ -580,7 +607,7 @@ export class McsDispatcher {
    * say changed (conditions, errors, which consumers, the providers' readiness, the
    * finalizer), counts and times of each consumer at most every statusCountsIntervalMs.
    */
-  private async writeStatus(mcs: McsState, plan: KeyPlan, outcomes: ConsumerOutcome[]): Promise<void> {
+  private writeStatus(mcs: McsState, plan: KeyPlan, outcomes: ConsumerOutcome[]): void {
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
     const k = keyString(plan.key);
     const previous = new Map((mcs.status?.consumers ?? []).map((e) => [e.cluster, e]));
@@ -618,11 +645,37 @@ export class McsDispatcher {
       parts = parts.filter((x) => !later.includes(x));
     }
     if (parts.length === 0) return;
-    const entries = parts.flatMap((x) => (x.entry ? [x.entry] : []));
-    const drops = parts.filter((x) => x.drop).map((x) => x.c.cluster);
-    const result = await this.writeUnder(parts.map((x) => x.c), mcs, (cur) => this.decideStatus(cur, mcs, plan, entries, drops, now));
-    if (result === undefined) return;
-    for (const x of parts) this.statusWrittenAt.set(x.slot, performance.now());
+    this.queueStatus(plan.key, async () => {
+      // Consumers released since: their entries are not written under a lease this member gave up.
+      const held = parts.filter((x) => this.consumers.get(x.c.cluster) === x.c);
+      if (held.length === 0) return;
+      const entries = held.flatMap((x) => (x.entry ? [x.entry] : []));
+      const drops = held.filter((x) => x.drop).map((x) => x.c.cluster);
+      const result = await this.writeUnder(held.map((x) => x.c), mcs, (cur) => this.decideStatus(cur, mcs, plan, entries, drops, now));
+      if (result === undefined) return;
+      for (const x of held) this.statusWrittenAt.set(x.slot, performance.now());
+    });
+  }
+
+  /**
+   * Runs a status write of `key` in the background (statusWrites): the consumers' writes of the
+   * next keys go on meanwhile. A newer one of the same key replaces it while it waits; one that
+   * fails plans the key again after a backoff.
+   */
+  private queueStatus(key: ServiceKey, write: () => Promise<void>): void {
+    this.statusWrites.push(keyString(key), async () => {
+      if (this.stopped) return;
+      try {
+        await write();
+        this.statusBackoff.reset();
+      } catch (err) {
+        if (this.stopped) return;
+        const retryInMs = this.statusBackoff.next();
+        this.log.warn('status write failed; planning the Service again', { err: err as Error, service: keyString(key), retryInMs });
+        this.schedule(key, performance.now() + retryInMs);
+        this.waker.wake();
+      }
+    });
   }
 
   /** The status write's decision: the entries merged into the status as stored now; the finalizer released once every consumer is cleaned; nothing when nothing changes. */
@@ -641,11 +694,14 @@ export class McsDispatcher {
   }
 
   /** A deleting MultiClusterService whose consumers are all cleaned (as stored) loses its finalizer, written under any consumer lease held here. */
-  private async releaseFinalizer(mcs: McsState, plan: KeyPlan): Promise<void> {
+  private releaseFinalizer(mcs: McsState, plan: KeyPlan): void {
     if (!everyConsumerCleaned(mcs.status, plan.consumerSet) || withoutFinalizer(mcs.object) === undefined) return;
     const c = [...this.consumers.values()].sort((a, b) => a.cluster.localeCompare(b.cluster))[0];
     if (!c) return;
-    await this.writeUnder([c], mcs, (cur) => this.decideStatus(cur, mcs, plan, [], [], new Date().toISOString()));
+    const now = new Date().toISOString();
+    this.queueStatus(plan.key, async () => {
+      if (this.consumers.get(c.cluster) === c) await this.writeUnder([c], mcs, (cur) => this.decideStatus(cur, mcs, plan, [], [], now));
+    });
   }
 
   /** One write of the MultiClusterService under the leases of consumers `under` (every one still held here); returns the status written (undefined: none, or a lease is gone). */
