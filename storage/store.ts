@@ -186,8 +186,8 @@ export class Store {
     return clusters.listClusters(this.conn.knex);
   }
 
-  /** The member cluster id each cluster's status records, by cluster name (those without one are left out). */
-  clusterIdentities(): Promise<Map<string, string>> {
+  /** The member cluster id each cluster's status records and when it was registered, by cluster name (those without an id are left out). */
+  clusterIdentities(): Promise<Map<string, clusters.ClusterIdentityRecord>> {
     return clusters.clusterIdentities(this.conn.knex, this.conn.dialect);
   }
 

@@ -17,6 +17,7 @@ import type { ClusterConfig, InvalidEntry, ParsedConfig } from './config.ts';
 import type { HostSecrets } from './host-secrets.ts';
 import type { Membership } from './membership.ts';
 import { apiClusters, isFileObject, needsSecrets, type ApiClusters } from './registrations.ts';
+import type { RecordedIdentity } from './identity.ts';
 
 /** What the configuration (the file's and the API's) says about every cluster, this pass. */
 export interface Desired {
@@ -27,7 +28,7 @@ export interface Desired {
   /** Every cluster to share among the members: configured, invalid, API objects, and those still in storage (to remove them). */
   universe: Set<string>;
   /** The member cluster id each registration's status records, by name (synchro/identity.ts): one member registered twice is synced once. */
-  identities: Map<string, string>;
+  identities: Map<string, RecordedIdentity>;
 }
 
 /** The file's clusters and the Cluster objects registered through the API, merged. */

@@ -2,7 +2,7 @@
 // resource, its batcher and its status row. Resources that leave the selection (a CRD was
 // deleted, the configuration changed) and removed clusters get a DELETED change per object.
 // Before its first discovery, and again after each reconnect, it identifies the member
-// (identity.ts); a registration of a member that another registration, first in sort order,
+// (identity.ts); a registration of a member that another registration, registered earlier,
 // already syncs is a duplicate: its objects are deleted and it syncs nothing while both exist.
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../lib/log.ts';
@@ -22,7 +22,7 @@ import { probe } from './health.ts';
 import type { SynchroMetrics } from './metrics.ts';
 import { OpenAPIFetcher, groupVersionKey, type OpenAPIStatus } from './openapi.ts';
 import { Reflector, type ResourceStatus } from './reflector.ts';
-import { duplicateConditionOf, duplicateReason, identifyCluster, sameMember, type ClusterIDSource, type ClusterIdentity, type SameMember } from './identity.ts';
+import { duplicateConditionOf, duplicateReason, identifyCluster, sameMember, type ClusterIDSource, type ClusterIdentity, type RecordedIdentity, type SameMember } from './identity.ts';
 import { resourceId, resourceLabel, selectResources, type ApiResource } from './resources.ts';
 
 /** Duplicate: the member is registered under another name, which syncs it; this registration does not. */
@@ -503,17 +503,17 @@ export class ClusterSync {
 
   /**
    * Compares this member's id with the ids recorded for the other registrations (`identities`:
-   * name → id, the clusters table): with the same member registered under a name that sorts
-   * first, this registration stops syncing and deletes its objects; when that other goes (or
+   * name → id and registration time, the clusters table): with the same member registered
+   * earlier under another name, this registration stops syncing and deletes its objects; when that other goes (or
    * turns out to be another member), it syncs again. Checks run one at a time.
    */
-  checkSameMember(identities: ReadonlyMap<string, string>): Promise<void> {
+  checkSameMember(identities: ReadonlyMap<string, RecordedIdentity>): Promise<void> {
     const run = this.sameChecks.then(() => this.applySameMember(identities));
     this.sameChecks = run.catch((err: Error) => this.log.warn('comparing the member cluster with the other registrations failed', { err }));
     return run;
   }
 
-  private async applySameMember(identities: ReadonlyMap<string, string>): Promise<void> {
+  private async applySameMember(identities: ReadonlyMap<string, RecordedIdentity>): Promise<void> {
     if (!this.identity || this.stopped) return;
     const same = sameMember(this.name, this.identity.clusterID, identities);
     const key = (m?: SameMember) => (m ? `${m.syncedBy} ${m.others.join(',')}` : '');

@@ -56,10 +56,18 @@ function namesOnTwoMembers(): { first: string; second: string } {
   throw new Error('no pair found');
 }
 
-t.test('registrations of one member: the first name syncs it', async (t) => {
-  const ids = new Map([['b', 'U'], ['a', 'U'], ['c', 'V'], ['d', 'U']]);
-  t.same(sameMember('d', 'U', ids), { others: ['a', 'b'], syncedBy: 'a' });
-  t.same(sameMember('a', 'U', ids), { others: ['b', 'd'], syncedBy: 'a' });
+t.test('registrations of one member: the one registered first syncs it', async (t) => {
+  const at = (clusterID: string, registeredAt: string) => ({ clusterID, registeredAt });
+  const ids = new Map([
+    ['b', at('U', '2026-01-01T00:00:00.000Z')],
+    ['a', at('U', '2026-02-01T00:00:00.000Z')],
+    ['c', at('V', '2025-01-01T00:00:00.000Z')],
+    ['d', at('U', '2026-01-01T00:00:00.000Z')],
+  ]);
+  t.same(sameMember('d', 'U', ids), { others: ['a', 'b'], syncedBy: 'b' }, 'registered first; a tie goes to the first name');
+  t.same(sameMember('a', 'U', ids), { others: ['b', 'd'], syncedBy: 'b' }, 'a newer registration whose name sorts first does not take over');
+  t.same(sameMember('e', 'U', ids), { others: ['a', 'b', 'd'], syncedBy: 'b' }, 'a registration not recorded yet counts as the newest');
+  t.same(sameMember('e', 'U', new Map([['z', at('U', '2026-03-01T00:00:00.000Z')]])), { others: ['z'], syncedBy: 'z' }, '... even against a later name');
   t.equal(sameMember('c', 'V', ids), undefined, 'a member registered once');
   t.equal(sameMember('e', 'W', ids), undefined, 'an id nobody else has');
   t.equal(serverIdentity('https://EAST.example:443/'), 'server:https://east.example', 'the URL as compared');
@@ -91,7 +99,7 @@ for (const backend of backends) {
     const file = `${dir}/clusters.yaml`;
     const entry = (name: string, server: string, extra: Record<string, unknown> = {}) => ({ name, server, resources: ['configmaps'], ...extra });
     const others = [entry('west', west.url), entry('locked', locked.url, { token: 'narrow-reader-token' })];
-    // The later name first, alone: it syncs until the first name reaches the same member.
+    // The name that sorts later registered first, alone: it keeps syncing when a newer registration, whose name sorts first, reaches the same member.
     writeClusters(file, [entry(second, east.url), ...others]);
     for (const identity of MEMBERS) {
       handles.push(await startSynchro({ store, clustersFile: file, timings: fastTimings, reloadIntervalMs: 50, compaction: false, mcs: false, shards: { identity, leaseTtlMs: 2000, assignIntervalMs: 200 } }));
@@ -114,31 +122,32 @@ for (const backend of backends) {
       t.equal(await fleetConfigMaps(store), upstreamTotal(), 'the fleet list counts every object once');
     });
 
-    await t.test('a second registration of the member (another URL, another synchro member): synced once', async (t) => {
+    await t.test('a newer registration of the member (another URL, another synchro member, a name that sorts first): the earlier one keeps syncing', async (t) => {
       const rvBefore = (await store.meta()).rv;
       // localhost instead of 127.0.0.1: the URLs differ, the member is one.
       writeClusters(file, [entry(first, east.url.replace('127.0.0.1', 'localhost')), entry(second, east.url), ...others]);
-      const dup = await statusWhen(store, second, `${second} a duplicate`, (st) => st.phase === 'Duplicate');
+      const dup = await statusWhen(store, first, `${first} a duplicate`, (st) => st.phase === 'Duplicate');
       t.equal(dup.ready, false);
       t.equal(dup.reason, 'Duplicate');
       t.match(dup.conditions?.find((c) => c.type === 'Ready'), { status: 'False', reason: 'Duplicate' }, 'Ready False, reason Duplicate');
-      t.match(duplicateOf(dup), { status: 'True', reason: 'SameClusterAs', message: new RegExp(`registered as ${first}: it is synced as ${first}`) });
-      t.same(await waitForCopy(store, east, first, CM, 20_000), [], `${first} is copied`);
-      const firstStatus = await statusWhen(store, first, `${first} shows the condition`, (st) => duplicateOf(st) !== undefined);
-      t.match(firstStatus, { phase: 'Ready', ready: true, clusterID: kubeSystemUid(east) });
-      t.match(duplicateOf(firstStatus), { status: 'True', reason: 'SameClusterAs', message: new RegExp(`also registered as ${second}: it is synced under this name only`) });
-      await waitUntil(`${second}'s objects removed`, async () => (await store.list({ group: '', resource: 'configmaps', clusters: [second] })).items.length === 0, 20_000);
-      const deleted = (await store.changesAfter(rvBefore, 10_000)).filter((c) => c.cluster === second && c.type === 'DELETED');
-      t.equal(deleted.length, east.store.count('/configmaps'), `a DELETED change for each of ${second}'s objects`);
+      t.match(duplicateOf(dup), { status: 'True', reason: 'SameClusterAs', message: new RegExp(`registered as ${second}: it is synced as ${second}`) });
+      t.same(await waitForCopy(store, east, second, CM, 20_000), [], `${second} is copied`);
+      const syncedStatus = await statusWhen(store, second, `${second} shows the condition`, (st) => duplicateOf(st) !== undefined);
+      t.match(syncedStatus, { phase: 'Ready', ready: true, clusterID: kubeSystemUid(east) });
+      t.match(duplicateOf(syncedStatus), { status: 'True', reason: 'SameClusterAs', message: new RegExp(`also registered as ${first}: it is synced under this name only`) });
+      await waitUntil(`${first}'s objects removed`, async () => (await store.list({ group: '', resource: 'configmaps', clusters: [first] })).items.length === 0, 20_000);
+      // Identified before its first list, the newer registration stores nothing (or, had it listed first, deletes what it stored).
+      const changes = (await store.changesAfter(rvBefore, 10_000)).filter((c) => c.cluster === first);
+      t.equal(changes.filter((c) => c.type === 'DELETED').length, changes.filter((c) => c.type === 'ADDED').length, `${first}: a DELETED change for each object it stored`);
       t.equal(await fleetConfigMaps(store), upstreamTotal(), 'the fleet list counts every object once');
       t.notOk(duplicateOf(await statusOf(store, 'west')), 'another member: no condition');
       t.same(await waitForCopy(store, west, 'west', CM), [], 'another member keeps syncing');
       // The Cluster objects say the same (what kubectl get clusters shows).
       const objectStatus = async (name: string) => ((await store.getClusterObject(name))?.object.status ?? {}) as RowStatus;
-      await waitUntil('the Cluster objects', async () => (await objectStatus(second)).phase === 'Duplicate' && duplicateOf(await objectStatus(first)) !== undefined);
-      t.match(duplicateOf(await objectStatus(second)), { reason: 'SameClusterAs' }, 'the Cluster object of the duplicate');
-      t.match(await objectStatus(first), { phase: 'Ready' }, 'the Cluster object of the synced one');
-      const holders = new Set([first, second].map((n) => handles.find((h) => h.clusters()[n])?.identity));
+      await waitUntil('the Cluster objects', async () => (await objectStatus(first)).phase === 'Duplicate' && duplicateOf(await objectStatus(second)) !== undefined);
+      t.match(duplicateOf(await objectStatus(first)), { reason: 'SameClusterAs' }, 'the Cluster object of the duplicate');
+      t.match(await objectStatus(second), { phase: 'Ready' }, 'the Cluster object of the synced one');
+      const holders = new Set([second, first].map((n) => handles.find((h) => h.clusters()[n])?.identity));
       t.equal(holders.size, 2, 'the two registrations are held by different synchro members');
       const metric = async (name: string) => {
         for (const h of handles) {
@@ -147,20 +156,20 @@ for (const backend of backends) {
         }
         return undefined;
       };
-      t.equal(await metric(first), 1, 'panoptes_synchro_duplicate_clusters for the synced one');
-      t.equal(await metric(second), 1, '... and for the duplicate');
+      t.equal(await metric(second), 1, 'panoptes_synchro_duplicate_clusters for the synced one');
+      t.equal(await metric(first), 1, '... and for the duplicate');
       // Upstream changes reach storage once.
       east.store.bulkCreate('/configmaps', configMaps('later', 2));
-      t.same(await waitForCopy(store, east, first, CM), [], 'changes synced under the first name');
-      t.equal((await store.list({ group: '', resource: 'configmaps', clusters: [second] })).items.length, 0, 'and not under the second');
+      t.same(await waitForCopy(store, east, second, CM), [], 'changes synced under the earlier registration');
+      t.equal((await store.list({ group: '', resource: 'configmaps', clusters: [first] })).items.length, 0, 'and not under the newer one');
     });
 
-    await t.test('the first registration removed: the other syncs again', async (t) => {
-      writeClusters(file, [entry(second, east.url), ...others]);
-      t.same(await waitForCopy(store, east, second, CM, 20_000), [], `${second} is copied again`);
-      const s = await statusWhen(store, second, `${second} Ready without the condition`, (st) => st.phase === 'Ready' && !duplicateOf(st));
+    await t.test('the earlier registration removed: the newer one syncs again', async (t) => {
+      writeClusters(file, [entry(first, east.url.replace('127.0.0.1', 'localhost')), ...others]);
+      t.same(await waitForCopy(store, east, first, CM, 20_000), [], `${first} is copied again`);
+      const s = await statusWhen(store, first, `${first} Ready without the condition`, (st) => st.phase === 'Ready' && !duplicateOf(st));
       t.equal(s.clusterID, kubeSystemUid(east));
-      await waitUntil(`${first} removed`, async () => (await store.getCluster(first)) === undefined);
+      await waitUntil(`${second} removed`, async () => (await store.getCluster(second)) === undefined);
       t.equal(await fleetConfigMaps(store), upstreamTotal(), 'the fleet list counts every object once');
     });
   });

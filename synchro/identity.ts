@@ -13,9 +13,12 @@
 // different URLs of one member are then not recognised as one.
 //
 // Two registrations with one id reach one member: synced under both names, every object would
-// be stored, listed and summed twice. The registration whose name sorts first syncs it; every
-// other is a duplicate of it and syncs nothing (sameMember). Every synchro member decides the
-// same from the ids recorded in the clusters table (status.clusterID), whichever holds which.
+// be stored, listed and summed twice. The registration registered first (its clusters row the
+// oldest; names break a tie) syncs it; every other is a duplicate of it and syncs nothing
+// (sameMember). Registered first, not first by name: the id is not a secret (it is served), so a
+// newcomer can claim any id, and must never take over the member from the registration already
+// syncing it (nor empty the fleet's view of it). Every synchro member decides the same from the
+// ids and registration times recorded in the clusters table, whichever holds which.
 import { normalizeServer } from '../api/cluster.ts';
 import { describeError, HttpError, type ClusterClient } from '../member/client.ts';
 
@@ -70,15 +73,27 @@ function fallback(client: ClusterClient, why: string): ClusterIdentity {
 export interface SameMember {
   /** The other registrations of the member, by name, sorted. */
   others: string[];
-  /** The registration that syncs the member: the first name in sort order. */
+  /** The registration that syncs the member: the one registered first (then the first name). */
   syncedBy: string;
 }
 
-/** The registrations (other than `name`) whose recorded id is `clusterID`; undefined when there is none. */
-export function sameMember(name: string, clusterID: string, identities: ReadonlyMap<string, string>): SameMember | undefined {
-  const others = [...identities].filter(([n, id]) => n !== name && id === clusterID).map(([n]) => n).sort();
+/** What the clusters table records of a registration: its member's id and when it was registered. */
+export interface RecordedIdentity {
+  clusterID: string;
+  registeredAt: string;
+}
+
+/**
+ * The registrations (other than `name`) whose recorded id is `clusterID`; undefined when there is
+ * none. A registration whose own row is not recorded yet counts as the newest.
+ */
+export function sameMember(name: string, clusterID: string, identities: ReadonlyMap<string, RecordedIdentity>): SameMember | undefined {
+  const others = [...identities].filter(([n, r]) => n !== name && r.clusterID === clusterID).map(([n]) => n).sort();
   if (others.length === 0) return undefined;
-  return { others, syncedBy: [name, ...others].sort()[0] };
+  const newest = '\uffff';
+  const since = (n: string) => (n === name && identities.get(n)?.clusterID !== clusterID ? newest : (identities.get(n)?.registeredAt ?? newest));
+  const [syncedBy] = [name, ...others].sort((a, b) => (since(a) < since(b) ? -1 : since(a) > since(b) ? 1 : a < b ? -1 : a > b ? 1 : 0));
+  return { others, syncedBy };
 }
 
 /** The condition a registration of a member registered more than once shows (names only). */
@@ -87,7 +102,7 @@ export function duplicateConditionOf(name: string, same: SameMember, clusterID: 
   const message =
     same.syncedBy === name
       ? `the member cluster ${clusterID} is also registered as ${list}: it is synced under this name only, so each of its objects is stored and counted once`
-      : `the member cluster ${clusterID} is also registered as ${list}: it is synced as ${same.syncedBy} (the first name in sort order), not under this name; remove one of the registrations`;
+      : `the member cluster ${clusterID} is also registered as ${list}: it is synced as ${same.syncedBy} (registered first), not under this name; remove one of the registrations`;
   return { type: duplicateCondition, status: 'True', reason: sameClusterReason, message, lastTransitionTime: since };
 }
 

@@ -65,7 +65,7 @@ export class SynchroMetrics {
     this.quarantinedObjects = new Gauge({ name: 'panoptes_synchro_quarantined_objects', help: 'Objects kept out of storage until a newer version of them arrives (their cluster status names them)', labelNames: ['cluster'], registers: r });
     this.duplicateClusters = new Gauge({
       name: 'panoptes_synchro_duplicate_clusters',
-      help: '1 for a registration whose member cluster (the uid of its kube-system namespace) is also registered under another name; only the first name in sort order is synced',
+      help: '1 for a registration whose member cluster (the uid of its kube-system namespace) is also registered under another name; only the one registered first is synced',
       labelNames: ['cluster'],
       registers: r,
     });

@@ -78,7 +78,7 @@ export const clusterDefinitions: Record<string, JsonObject> = {
     description: 'ClusterStatus is the health and sync state synchro records for a member cluster.',
     type: 'object',
     properties: {
-      phase: str('Pending, Ready, Unreachable, Invalid (a configuration synchro cannot use, e.g. a missing Secret) or Duplicate (the member cluster is also registered under a name that sorts first, and synced under that name only).', { enum: ['Pending', 'Ready', 'Unreachable', 'Invalid', 'Duplicate'] }),
+      phase: str('Pending, Ready, Unreachable, Invalid (a configuration synchro cannot use, e.g. a missing Secret) or Duplicate (the member cluster is also registered under another name, registered earlier, and synced under that name only).', { enum: ['Pending', 'Ready', 'Unreachable', 'Invalid', 'Duplicate'] }),
       ready: bool('Whether the last readiness probe succeeded.'),
       reason: str('Why the cluster is in its phase: ProbeSucceeded, ProbeFailed, InvalidConfig, Starting, Duplicate.'),
       message: str('Details of the last transition or probe.'),
