@@ -7,10 +7,18 @@ import type { TableRenderer } from './table.ts';
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** The status message; a registration that syncs a member registered more than once says so too. */
+function message(s: Record<string, unknown>): string {
+  const text = typeof s.message === 'string' ? s.message : '';
+  const dup = (Array.isArray(s.conditions) ? s.conditions : []).filter(isRecord).find((c) => c.type === 'Duplicate' && c.status === 'True');
+  const extra = dup && typeof dup.message === 'string' && dup.message !== text ? dup.message : '';
+  return text && extra ? `${text}; ${extra}` : text || extra;
+}
+
 export const clusterTable: TableRenderer = {
   columns: [
     { name: 'Name', type: 'string', format: 'name', description: 'The member cluster name', priority: 0 },
-    { name: 'Phase', type: 'string', format: '', description: 'Pending, Ready, Unreachable or Invalid; Terminating while a deleted cluster\'s objects are removed', priority: 0 },
+    { name: 'Phase', type: 'string', format: '', description: 'Pending, Ready, Unreachable, Invalid or Duplicate (the member is synced under another name); Terminating while a deleted cluster\'s objects are removed', priority: 0 },
     { name: 'Ready', type: 'string', format: '', description: 'Whether its last readiness probe succeeded', priority: 0 },
     { name: 'Synced', type: 'string', format: '', description: 'Resources whose initial list is stored, of those selected', priority: 0 },
     { name: 'Objects', type: 'integer', format: '', description: 'Objects in sync', priority: 0 },
@@ -18,7 +26,7 @@ export const clusterTable: TableRenderer = {
     { name: 'Server', type: 'string', format: '', description: 'The member API server', priority: 1 },
     { name: 'Owner', type: 'string', format: '', description: 'The synchro process writing for this cluster', priority: 1 },
     { name: 'Epoch', type: 'integer', format: '', description: 'The fencing epoch of its lease: grows with every handover', priority: 1 },
-    { name: 'Message', type: 'string', format: '', description: 'The last health message', priority: 1 },
+    { name: 'Message', type: 'string', format: '', description: 'The last health message, and the Duplicate condition\'s when the member is registered more than once', priority: 1 },
   ],
   cells(o: KubeObject, _cluster: string, now: number) {
     const s = isRecord(o.status) ? o.status : {};
@@ -38,7 +46,7 @@ export const clusterTable: TableRenderer = {
       server,
       typeof owner.member === 'string' ? owner.member : '<none>',
       typeof owner.epoch === 'number' ? owner.epoch : 0,
-      typeof s.message === 'string' ? s.message : '',
+      message(s),
     ];
   },
 };

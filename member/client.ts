@@ -68,6 +68,8 @@ export interface RequestOptions {
 
 export interface ClusterClient {
   readonly server: string;
+  /** The name the server's certificate is verified for, when not the server's host (tls-server-name). */
+  readonly tlsServerName?: string;
   /** What is weak about the connection (plain HTTP), for the log and the cluster's status. */
   readonly warnings: readonly string[];
   get<T = unknown>(path: string, opts?: RequestOptions): Promise<T>;
@@ -348,6 +350,7 @@ export async function connectCluster(c: ClusterConnection, opts: ConnectOptions 
 
   return {
     server: s.server.href,
+    ...(secure && typeof s.tls.servername === 'string' ? { tlsServerName: s.tls.servername } : {}),
     warnings: s.warnings,
     get<T>(path: string, opts: RequestOptions = {}): Promise<T> {
       return exchange<T>('GET', path, opts);

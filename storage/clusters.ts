@@ -52,6 +52,25 @@ export async function listClusters(knex: Knex): Promise<ClusterRecord[]> {
   return rows.map(toRecord);
 }
 
+/**
+ * The member cluster id each registered cluster's status records (`status.clusterID`, written by
+ * the synchro syncing it), by cluster name: how registrations held by different synchro
+ * processes find that they reach one member. Clusters without one are left out.
+ */
+/** A registration's recorded member id and when its row was first written (the database's clock). */
+export interface ClusterIdentityRecord {
+  clusterID: string;
+  registeredAt: string;
+}
+
+export async function clusterIdentities(knex: Knex, dialect: Dialect): Promise<Map<string, ClusterIdentityRecord>> {
+  const [sql, bindings] = dialect.jsonText('status', 'clusterID');
+  const rows: Array<{ name: string; cluster_id: unknown; created_at: string }> = await knex('clusters').select('name', 'created_at', knex.raw(`${sql} AS cluster_id`, bindings));
+  return new Map(
+    rows.filter((r) => typeof r.cluster_id === 'string' && r.cluster_id !== '').map((r) => [r.name, { clusterID: r.cluster_id as string, registeredAt: r.created_at }]),
+  );
+}
+
 /** The names of the registered clusters and of every cluster that still has objects (cheap: no object is read). */
 export async function knownClusterNames(knex: Knex): Promise<string[]> {
   const registered: Array<{ name: string }> = await knex('clusters').select('name');

@@ -212,6 +212,7 @@ const reads = [
   'aggregate',
   'getCluster',
   'listClusters',
+  'clusterIdentities',
   'getClusterObject',
   'listClusterRegistrations',
   'getOwnObject',

@@ -192,6 +192,11 @@ export class Store {
     return clusters.listClusters(this.conn.knex);
   }
 
+  /** The member cluster id each cluster's status records and when it was registered, by cluster name (those without an id are left out). */
+  clusterIdentities(): Promise<Map<string, clusters.ClusterIdentityRecord>> {
+    return clusters.clusterIdentities(this.conn.knex, this.conn.dialect);
+  }
+
   /** Removes a cluster's registration row (its objects are deleted first, as changes), under its lease. */
   deleteClusterRow(name: string, fence: Fence): Promise<void> {
     return clusters.deleteClusterRow(this.conn.knex, this.conn.dialect, name, fence);

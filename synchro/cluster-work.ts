@@ -17,6 +17,7 @@ import type { ClusterConfig, InvalidEntry, ParsedConfig } from './config.ts';
 import type { HostSecrets } from './host-secrets.ts';
 import type { Membership } from './membership.ts';
 import { apiClusters, isFileObject, needsSecrets, type ApiClusters } from './registrations.ts';
+import type { RecordedIdentity } from './identity.ts';
 
 /** What the configuration (the file's and the API's) says about every cluster, this pass. */
 export interface Desired {
@@ -26,6 +27,8 @@ export interface Desired {
   api: ApiClusters;
   /** Every cluster to share among the members: configured, invalid, API objects, and those still in storage (to remove them). */
   universe: Set<string>;
+  /** The member cluster id each registration's status records, by name (synchro/identity.ts): one member registered twice is synced once. */
+  identities: Map<string, RecordedIdentity>;
 }
 
 /** The file's clusters and the Cluster objects registered through the API, merged. */
@@ -39,7 +42,7 @@ export async function desiredClusters(store: Store, config: ParsedConfig, hostSe
   for (const [name, c] of api.configs) configured.set(name, c);
   for (const [name, i] of api.invalid) invalid.set(name, i);
   const universe = new Set([...configured.keys(), ...invalid.keys(), ...api.objects.keys(), ...(await store.knownClusterNames())]);
-  return { config, configured, invalid, api, universe };
+  return { config, configured, invalid, api, universe, identities: await store.clusterIdentities() };
 }
 
 /** What this member runs for one cluster it holds. */
@@ -93,6 +96,8 @@ export class ClusterWork {
       if (obj && !isFileObject(obj) && obj.metadata?.deletionTimestamp && want.source === 'file') await this.underLease(name, (fence) => finishRemoval(store, name, fence));
       if (w.sync?.config.fingerprint === want.fingerprint) {
         w.sync.observeGeneration(want.generation);
+        // Not awaited: a registration that becomes a duplicate deletes its objects meanwhile.
+        void w.sync.checkSameMember(d.identities).catch(() => undefined);
         return;
       }
       if (w.sync) {

@@ -1,6 +1,9 @@
 // One member cluster: its connection, readiness probe, discovery, one reflector per selected
 // resource, its batcher and its status row. Resources that leave the selection (a CRD was
 // deleted, the configuration changed) and removed clusters get a DELETED change per object.
+// Before its first discovery, and again after each reconnect, it identifies the member
+// (identity.ts); a registration of a member that another registration, registered earlier,
+// already syncs is a duplicate: its objects are deleted and it syncs nothing while both exist.
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../lib/log.ts';
 import { redactDeep } from '../lib/redact.ts';
@@ -19,9 +22,11 @@ import { probe } from './health.ts';
 import type { SynchroMetrics } from './metrics.ts';
 import { OpenAPIFetcher, groupVersionKey, type OpenAPIStatus } from './openapi.ts';
 import { Reflector, type ResourceStatus } from './reflector.ts';
+import { duplicateConditionOf, duplicateReason, identifyCluster, sameMember, type ClusterIDSource, type ClusterIdentity, type RecordedIdentity, type SameMember } from './identity.ts';
 import { resourceId, resourceLabel, selectResources, type ApiResource } from './resources.ts';
 
-export type ClusterPhase = 'Pending' | 'Ready' | 'Unreachable' | 'Invalid';
+/** Duplicate: the member is registered under another name, which syncs it; this registration does not. */
+export type ClusterPhase = 'Pending' | 'Ready' | 'Unreachable' | 'Invalid' | 'Duplicate';
 
 export interface ClusterTimings {
   /** Readiness probe period while the cluster answers (default 10 s). */
@@ -84,7 +89,7 @@ export interface ClusterStatus {
   lastTransitionTime: string;
   lastProbeTime?: string;
   server?: string;
-  conditions: Array<{ type: 'Ready' | 'ObjectsQuarantined'; status: 'True' | 'False' | 'Unknown'; reason: string; message: string; lastTransitionTime: string }>;
+  conditions: Array<{ type: 'Ready' | 'ObjectsQuarantined' | 'Duplicate'; status: 'True' | 'False' | 'Unknown'; reason: string; message: string; lastTransitionTime: string }>;
   /** Objects storage refused (synchro/batcher.ts), named, never shown: kept out until a newer version of them arrives. */
   quarantinedObjects?: Array<{ resource: string; namespace?: string; name: string; upstreamResourceVersion: string; reason: string; since: string }>;
   initialSync: { resourcesSynced: number; resourcesTotal: number; objects: number; complete: boolean; startedAt: string; completedAt?: string };
@@ -100,9 +105,15 @@ export interface ClusterStatus {
   owner?: { member: string; epoch: number; acquiredAt: string };
   /** The OpenAPI documents of the synced group versions, as stored for the apiserver (synchro/openapi.ts). */
   openapi?: OpenAPIStatus;
+  /** Which member cluster this is (identity.ts): the uid of its kube-system namespace, or `server:URL` when that cannot be read. */
+  clusterID?: string;
+  clusterIDSource?: ClusterIDSource;
 }
 
 const crdId = 'apiextensions.k8s.io/customresourcedefinitions';
+
+/** The progress of an initial sync (from the start, or from syncing again after being a duplicate). */
+const initialSync = () => ({ total: 0, startedAt: new Date().toISOString(), startedMs: Date.now(), completedAt: undefined as string | undefined, discovered: false, recorded: false });
 
 export class ClusterSync {
   readonly name: string;
@@ -125,11 +136,19 @@ export class ClusterSync {
   private statusTimer?: NodeJS.Timeout;
   private statusWriting?: Promise<void>;
   private lastStatusWrite = 0;
-  private initial = { total: 0, startedAt: new Date().toISOString(), startedMs: Date.now(), completedAt: undefined as string | undefined, discovered: false, recorded: false };
+  private initial = initialSync();
   private tasks: Promise<void> = Promise.resolve();
   private readonly objectWriter: ClusterObjectWriter;
   /** The generation of the Cluster object this configuration follows (API clusters; it grows without a restart when nothing else changed). */
   private generation?: number;
+  /** Which member this is; read before the first discovery and after each reconnect (`reidentify`). */
+  private identity?: ClusterIdentity;
+  private reidentify = true;
+  /** The other registrations of the same member, since when; `duplicateOf`: the one that syncs it, when not this one. */
+  private same?: SameMember;
+  private sameSince = '';
+  private duplicateOf?: string;
+  private sameChecks: Promise<void> = Promise.resolve();
 
   constructor(
     readonly config: ClusterConfig,
@@ -177,6 +196,11 @@ export class ClusterSync {
       onQuarantine: () => this.scheduleStatus(true),
     });
     this.openapi = new OpenAPIFetcher({ cluster: this.name, client: this.client, store, lease: this.lease, metrics: this.deps.metrics, log: this.log, v2RefreshMs: this.deps.timings.openapiV2RefreshMs });
+    // The id recorded for the same server stays in the row until the member is asked again (a restart does not hide a duplicate).
+    const recorded = (await store.getCluster(this.name))?.status;
+    if (recorded?.server === this.client.server && typeof recorded.clusterID === 'string') {
+      this.identity = { clusterID: recorded.clusterID, source: recorded.clusterIDSource === 'Server' ? 'Server' : 'KubeSystemNamespace' };
+    }
     this.log.info('cluster registered', { server: this.client.server, resources: this.config.resources });
     for (const warning of this.client.warnings) this.log.warn(warning, { server: this.client.server });
     await this.writeStatus();
@@ -185,7 +209,7 @@ export class ClusterSync {
 
   /** The member connection (undefined before start or with unusable settings): the dispatcher writes through it, under this sync's lease. */
   get connection(): WritableClusterClient | undefined {
-    return this.client;
+    return this.duplicateOf === undefined ? this.client : undefined;
   }
 
   /** The cluster's phase as last probed. */
@@ -200,13 +224,15 @@ export class ClusterSync {
 
   /** Initial sync done and recorded in the cluster's status, or nothing to wait for (the settings are unusable). */
   get settled(): boolean {
-    return this.initial.recorded || this.phase === 'Invalid';
+    return this.initial.recorded || this.phase === 'Invalid' || this.duplicateOf !== undefined;
   }
 
   /** Stops everything; queued events are committed first. Data stays in storage. */
   async stop(): Promise<void> {
     this.abort.abort();
     this.discoveryWaker.wake();
+    await this.sameChecks;
+    this.deps.metrics.duplicateClusters.remove({ cluster: this.name });
     await Promise.all([...this.reflectors.values()].map((r) => r.stop()));
     await Promise.all(this.loops);
     await this.tasks.catch(() => undefined);
@@ -221,14 +247,17 @@ export class ClusterSync {
   status(): ClusterStatus {
     const resources = [...this.reflectors.values()].map((r) => r.status());
     const synced = [...this.reflectors.values()].filter((r) => r.hasSynced).length;
-    const ready = this.phase === 'Ready';
+    const duplicate = this.same && this.identity ? duplicateConditionOf(this.name, this.same, this.identity.clusterID, this.sameSince) : undefined;
+    const phase: ClusterPhase = this.duplicateOf !== undefined ? 'Duplicate' : this.phase;
+    const ready = phase === 'Ready';
+    const [reason, message, since] = phase === 'Duplicate' && duplicate ? [duplicateReason, duplicate.message, this.sameSince] : [this.reason, this.message, this.transitionAt];
     const s: ClusterStatus = {
-      phase: this.phase,
+      phase,
       ready,
-      reason: this.reason,
-      message: this.message,
-      lastTransitionTime: this.transitionAt,
-      conditions: [{ type: 'Ready', status: ready ? 'True' : this.phase === 'Pending' ? 'Unknown' : 'False', reason: this.reason, message: this.message, lastTransitionTime: this.transitionAt }],
+      reason,
+      message,
+      lastTransitionTime: since,
+      conditions: [{ type: 'Ready', status: ready ? 'True' : phase === 'Pending' ? 'Unknown' : 'False', reason, message, lastTransitionTime: since }, ...(duplicate ? [duplicate] : [])],
       initialSync: {
         resourcesSynced: Math.min(synced, this.initial.total || synced),
         resourcesTotal: this.initial.total,
@@ -243,7 +272,12 @@ export class ClusterSync {
     if (this.initial.completedAt) s.initialSync.completedAt = this.initial.completedAt;
     if (this.lastProbeAt) s.lastProbeTime = this.lastProbeAt;
     if (this.client) s.server = this.client.server;
-    if (this.client?.warnings.length) s.warnings = [...this.client.warnings];
+    if (this.identity) {
+      s.clusterID = this.identity.clusterID;
+      s.clusterIDSource = this.identity.source;
+    }
+    const warnings = [...(this.client?.warnings ?? []), ...(this.identity?.warning ? [this.identity.warning] : [])];
+    if (warnings.length) s.warnings = warnings;
     if (this.discoveryErrors) s.discoveryErrors = this.discoveryErrors;
     if (this.openapi) s.openapi = this.openapi.status();
     this.addQuarantine(s);
@@ -281,7 +315,7 @@ export class ClusterSync {
     this.phase = phase;
     this.reason = reason;
     this.message = message;
-    this.deps.metrics.clusterReady.set({ cluster: this.name }, phase === 'Ready' ? 1 : 0);
+    this.deps.metrics.clusterReady.set({ cluster: this.name }, phase === 'Ready' && this.duplicateOf === undefined ? 1 : 0);
     if (changed) this.scheduleStatus(true);
   }
 
@@ -341,6 +375,8 @@ export class ClusterSync {
             this.deps.metrics.reconnects.inc({ cluster: this.name, resource: '' });
           }
           backoff.reset();
+          // A reconnect may reach another member (a moved DNS name, a rebuilt cluster): ask again which.
+          if (was === 'Unreachable') this.reidentify = true;
           for (const r of this.reflectors.values()) r.kick();
           this.discoveryWaker.wake();
         }
@@ -362,6 +398,11 @@ export class ClusterSync {
     while (!this.stopped) {
       let delay = this.deps.timings.discoveryIntervalMs;
       try {
+        if (this.reidentify) await this.identify();
+        if (this.duplicateOf !== undefined) {
+          await this.discoveryWaker.sleep(delay, this.abort.signal);
+          continue;
+        }
         const found = await discover(this.client!, { signal: this.abort.signal });
         if (this.stopped) break;
         await this.task(() => this.reconcileReflectors(found));
@@ -396,6 +437,7 @@ export class ClusterSync {
   }
 
   private async reconcileReflectors(found: DiscoveryResult): Promise<void> {
+    if (this.duplicateOf !== undefined || this.stopped) return;
     const selected = selectResources(this.config.patterns, found.resources);
     const wanted = new Map(selected.map((r) => [resourceId(r), r]));
     this.discoveryErrors = found.failedGroups.size ? Object.fromEntries(found.failedGroups) : undefined;
@@ -429,8 +471,9 @@ export class ClusterSync {
       this.initial.discovered = true;
       this.initial.total = this.reflectors.size;
       this.log.info('initial sync started', { resources: this.reflectors.size });
+      const initial = this.initial;
       void Promise.all([...this.reflectors.values()].map((r) => r.synced())).then(() => {
-        if (this.stopped) return;
+        if (this.stopped || this.initial !== initial) return;
         this.initial.completedAt = new Date().toISOString();
         const objects = [...this.reflectors.values()].reduce((n, r) => n + r.status().objects, 0);
         this.log.info('initial sync complete', { resources: this.initial.total, objects, ms: Date.now() - this.initial.startedMs });
@@ -441,6 +484,69 @@ export class ClusterSync {
       });
     }
     this.scheduleStatus();
+  }
+
+  /**
+   * Asks the member which cluster it is, records the answer in the status row (where the
+   * holders of other registrations read it) and compares it with the ids recorded for them.
+   * A connection error throws (the discovery loop retries with backoff).
+   */
+  private async identify(): Promise<void> {
+    const id = await identifyCluster(this.client!, this.abort.signal);
+    this.reidentify = false;
+    const changed = id.clusterID !== this.identity?.clusterID || id.warning !== this.identity?.warning;
+    if (id.warning && changed) this.log.warn('member cluster identified by its server URL', { clusterID: id.clusterID, reason: id.warning });
+    this.identity = id;
+    if (changed) await this.writeStatus();
+    await this.checkSameMember(await this.deps.store.clusterIdentities());
+  }
+
+  /**
+   * Compares this member's id with the ids recorded for the other registrations (`identities`:
+   * name → id and registration time, the clusters table): with the same member registered
+   * earlier under another name, this registration stops syncing and deletes its objects; when that other goes (or
+   * turns out to be another member), it syncs again. Checks run one at a time.
+   */
+  checkSameMember(identities: ReadonlyMap<string, RecordedIdentity>): Promise<void> {
+    const run = this.sameChecks.then(() => this.applySameMember(identities));
+    this.sameChecks = run.catch((err: Error) => this.log.warn('comparing the member cluster with the other registrations failed', { err }));
+    return run;
+  }
+
+  private async applySameMember(identities: ReadonlyMap<string, RecordedIdentity>): Promise<void> {
+    if (!this.identity || this.stopped) return;
+    const same = sameMember(this.name, this.identity.clusterID, identities);
+    const key = (m?: SameMember) => (m ? `${m.syncedBy} ${m.others.join(',')}` : '');
+    if (key(same) === key(this.same)) return;
+    this.same = same;
+    this.sameSince = new Date().toISOString();
+    this.deps.metrics.duplicateClusters.set({ cluster: this.name }, same ? 1 : 0);
+    if (same) this.log.warn('member cluster registered more than once', { clusterID: this.identity.clusterID, alsoRegisteredAs: same.others, syncedAs: same.syncedBy });
+    else this.log.info('member cluster no longer registered under another name', { clusterID: this.identity.clusterID });
+    const of = same && same.syncedBy !== this.name ? same.syncedBy : undefined;
+    if (of !== undefined && this.duplicateOf === undefined) await this.task(() => this.becomeDuplicate(of));
+    else if (of === undefined && this.duplicateOf !== undefined) {
+      this.duplicateOf = undefined;
+      this.initial = initialSync();
+      this.deps.metrics.clusterReady.set({ cluster: this.name }, this.phase === 'Ready' ? 1 : 0);
+      this.log.info('syncing the member cluster under this name again');
+      this.discoveryWaker.wake();
+    } else this.duplicateOf = of;
+    this.scheduleStatus(true);
+  }
+
+  /** Stops syncing the member under this name (another registration syncs it): every reflector stops and every object stored under it gets its DELETED. */
+  private async becomeDuplicate(of: string): Promise<void> {
+    if (this.stopped) return;
+    this.duplicateOf = of;
+    this.deps.metrics.clusterReady.set({ cluster: this.name }, 0);
+    await Promise.all([...this.reflectors.values()].map((r) => r.stop()));
+    this.reflectors.clear();
+    let objects = 0;
+    for (const r of await this.deps.store.storedResources(this.name)) objects += await this.dropResource(r.group, r.resource);
+    this.initial = initialSync();
+    this.log.warn('not syncing this registration: its member cluster is synced under another name; its objects were deleted', { syncedAs: of, objects });
+    await this.writeStatus();
   }
 
   private startReflector(r: ApiResource): void {

@@ -27,6 +27,7 @@ export class SynchroMetrics {
   readonly openapiFetches: Counter<'cluster' | 'format' | 'result'>;
   readonly quarantinedEvents: Counter<'cluster' | 'resource'>;
   readonly quarantinedObjects: Gauge<'cluster'>;
+  readonly duplicateClusters: Gauge<'cluster'>;
   readonly mcsDispatchLatency: Histogram<'cluster'>;
   readonly mcsWrites: Counter<'cluster' | 'kind' | 'verb'>;
   readonly mcsErrors: Counter<'cluster' | 'reason'>;
@@ -62,6 +63,12 @@ export class SynchroMetrics {
       registers: r,
     });
     this.quarantinedObjects = new Gauge({ name: 'panoptes_synchro_quarantined_objects', help: 'Objects kept out of storage until a newer version of them arrives (their cluster status names them)', labelNames: ['cluster'], registers: r });
+    this.duplicateClusters = new Gauge({
+      name: 'panoptes_synchro_duplicate_clusters',
+      help: '1 for a registration whose member cluster (the uid of its kube-system namespace) is also registered under another name; only the one registered first is synced',
+      labelNames: ['cluster'],
+      registers: r,
+    });
     this.mcsDispatchLatency = new Histogram({
       name: 'panoptes_synchro_mcs_dispatch_latency_seconds',
       help: "Multi-cluster Services: from the commit of a provider's change (its change-log row) to the consumer's write done",
@@ -83,7 +90,7 @@ export class SynchroMetrics {
 
   /** Drops every series of a removed cluster. */
   async forget(cluster: string): Promise<void> {
-    const all = [this.eventsReceived, this.eventsApplied, this.lag, this.batchSize, this.batchDuration, this.errors, this.reconnects, this.relists, this.objects, this.clusterReady, this.queued, this.openapiFetches, this.fencedBatches, this.rvLockWait, this.quarantinedEvents, this.quarantinedObjects, this.mcsDispatchLatency, this.mcsWrites, this.mcsErrors, this.mcsConflicts];
+    const all = [this.eventsReceived, this.eventsApplied, this.lag, this.batchSize, this.batchDuration, this.errors, this.reconnects, this.relists, this.objects, this.clusterReady, this.queued, this.openapiFetches, this.fencedBatches, this.rvLockWait, this.quarantinedEvents, this.quarantinedObjects, this.duplicateClusters, this.mcsDispatchLatency, this.mcsWrites, this.mcsErrors, this.mcsConflicts];
     for (const m of all) {
       const seen = new Set<string>();
       for (const v of (await m.get()).values) {

@@ -21,8 +21,9 @@ const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 t.test('API-registered clusters', async (t) => {
   const sims: SimCluster[] = [];
-  for (const name of ['east', 'north', 'west', 'host']) sims.push(await startSimCluster({ name }));
-  const [east, north, west, host] = sims;
+  // One simulated member per registration: two registrations of one member are synced once (synchro/identity.ts).
+  for (const name of ['east', 'north', 'west', 'host', 'south', 'other']) sims.push(await startSimCluster({ name }));
+  const [east, north, west, host, south, other] = sims;
   east.auth.tokens = ['east-token-1'];
   north.auth.tokens = ['north-token-1'];
   const { store, close } = await openTestStore('sqlite');
@@ -120,22 +121,22 @@ t.test('API-registered clusters', async (t) => {
     const TOKEN = 'south-token-PLANTED-31';
     const created = await hostPost('/api/v1/namespaces/panoptes/secrets', { metadata: { name: 'southeast-creds', namespace: 'panoptes', labels: { 'panoptes.io/cluster': 'southeast' } }, data: { token: b64(TOKEN) } });
     t.equal(created.status, 201);
-    t.equal((await call('POST', C, { metadata: { name: 'southeast' }, spec: { server: north.url, resources: ['configmaps'], credentials: { secretRef: { name: 'southeast-creds' } } } })).status, 201);
+    t.equal((await call('POST', C, { metadata: { name: 'southeast' }, spec: { server: south.url, resources: ['configmaps'], credentials: { secretRef: { name: 'southeast-creds' } } } })).status, 201);
     const invalid = await waitUntil('southeast Invalid', async () => {
       const c = await cluster('southeast');
       return c.status?.phase === 'Invalid' ? c : undefined;
     });
-    t.match(invalid.status.message, new RegExp(`does not say which server its credentials are for: add the annotation panoptes.io/server: ${north.url.replace(/[.]/g, '\\.')}`));
-    t.notOk(north.auth.seen.includes(TOKEN), 'not sent anywhere');
+    t.match(invalid.status.message, new RegExp(`does not say which server its credentials are for: add the annotation panoptes.io/server: ${south.url.replace(/[.]/g, '\\.')}`));
+    t.notOk(south.auth.seen.includes(TOKEN), 'not sent anywhere');
     const cur = (await http('GET', `${host.url}/api/v1/namespaces/panoptes/secrets/southeast-creds`)).json;
     await http('PUT', `${host.url}/api/v1/namespaces/panoptes/secrets/southeast-creds`, { ...cur, metadata: { ...cur.metadata, annotations: { 'panoptes.io/server': 'https://elsewhere.example' } } });
     await waitUntil('southeast says which server its Secret is for', async () => /is for server https:\/\/elsewhere\.example/.test((await cluster('southeast')).status?.message ?? ''));
-    t.notOk(north.auth.seen.includes(TOKEN), 'nor to a server it is not for');
+    t.notOk(south.auth.seen.includes(TOKEN), 'nor to a server it is not for');
     const again = (await http('GET', `${host.url}/api/v1/namespaces/panoptes/secrets/southeast-creds`)).json;
-    north.auth.tokens = [...north.auth.tokens, TOKEN];
-    await http('PUT', `${host.url}/api/v1/namespaces/panoptes/secrets/southeast-creds`, { ...again, metadata: { ...again.metadata, annotations: { 'panoptes.io/server': `${north.url}/` } } });
+    south.auth.tokens = [...south.auth.tokens, TOKEN];
+    await http('PUT', `${host.url}/api/v1/namespaces/panoptes/secrets/southeast-creds`, { ...again, metadata: { ...again.metadata, annotations: { 'panoptes.io/server': `${south.url}/` } } });
     await waitUntil('southeast Ready once annotated for its server', async () => (await cluster('southeast')).status?.ready === true);
-    t.ok(north.auth.seen.includes(TOKEN));
+    t.ok(south.auth.seen.includes(TOKEN));
     t.equal((await call('DELETE', `${C}/southeast`)).status, 200);
   });
 
@@ -166,16 +167,16 @@ t.test('API-registered clusters', async (t) => {
     await waitUntil('dup (API, no credentials) not Ready', async () => (await cluster('dup')).status?.phase === 'Unreachable');
     writeClusters(file, [
       { name: 'west', server: west.url, resources: ['configmaps'] },
-      { name: 'dup', server: west.url, resources: ['configmaps'] },
+      { name: 'dup', server: other.url, resources: ['configmaps'] },
     ]);
     const o = await waitUntil('dup synced from the file, the object saying so', async () => {
       const c = await cluster('dup');
       return c.status?.ready && c.status.conditions?.some((x: { type: string; status: string }) => x.type === 'Accepted' && x.status === 'False') ? c : undefined;
     });
-    t.match(o, { spec: { source: 'api', server: north.url }, status: { server: `${west.url}/`, conditions: [{ type: 'Ready' }, { type: 'Accepted', reason: 'DefinedInClustersFile' }] } });
-    t.same(await waitForCopy(store, west, 'dup', ['/configmaps']), [], 'the file\'s server is synced');
+    t.match(o, { spec: { source: 'api', server: north.url }, status: { server: `${other.url}/`, conditions: [{ type: 'Ready' }, { type: 'Accepted', reason: 'DefinedInClustersFile' }] } });
+    t.same(await waitForCopy(store, other, 'dup', ['/configmaps']), [], 'the file\'s server is synced');
 
-    writeClusters(file, [{ name: 'dup', server: west.url, resources: ['configmaps'] }]);
+    writeClusters(file, [{ name: 'dup', server: other.url, resources: ['configmaps'] }]);
     await waitUntil('west removed with the file entry', async () => (await call('GET', `${C}/west`)).status === 404);
     t.equal((await store.list({ group: '', resource: 'configmaps', clusters: ['west'] })).items.length, 0, 'its objects too');
     writeClusters(file, []);

@@ -5,6 +5,7 @@ import { labels, managedByLabel, managedByValue, mcsApi, mcsResource, type Multi
 import type { OwnObjectState } from '../../storage/own-objects.ts';
 import type { Store } from '../../storage/store.ts';
 import type { ClusterRecord, KubeObject, ListQuery, StoredObject } from '../../storage/types.ts';
+import { isDuplicateStatus } from '../identity.ts';
 import { notSyncedReason } from '../not-synced.ts';
 import { keyString, type ClusterObject, type ClusterView, type KeyInputs, type McsView, type ServiceKey } from './desired.ts';
 
@@ -56,10 +57,10 @@ async function serviceImportCrds(store: Store): Promise<Map<string, string[]>> {
   return out;
 }
 
-/** Every registered cluster's view. */
+/** Every registered cluster's view; a duplicate registration of a member (synced under another name) is not one: nothing is dispatched to it or from it. */
 export async function readClusters(store: Store): Promise<DispatchCluster[]> {
   const crds = await serviceImportCrds(store);
-  return (await store.listClusters()).map((r: ClusterRecord) => clusterView(r.name, r.status, crds.get(r.name)));
+  return (await store.listClusters()).filter((r) => !isDuplicateStatus(r.status)).map((r: ClusterRecord) => clusterView(r.name, r.status, crds.get(r.name)));
 }
 
 export interface McsState extends McsView {

@@ -1,0 +1,28 @@
+// `kubectl get clusters` of one member registered twice: the registration not synced shows
+// PHASE Duplicate and READY False; -o wide's MESSAGE of the one synced adds its Duplicate
+// condition's message to its health message.
+import t from 'tap';
+import type { KubeObject } from '../storage/types.ts';
+import { clusterTable } from './cluster-table.ts';
+
+const at = '2026-01-01T00:00:00Z';
+const cluster = (name: string, status: Record<string, unknown>): KubeObject => ({
+  apiVersion: 'panoptes.io/v1alpha1',
+  kind: 'Cluster',
+  metadata: { name, creationTimestamp: at },
+  spec: { source: 'file', server: 'https://10.0.0.1:6443' },
+  status,
+});
+const cells = (o: KubeObject) => clusterTable.cells(o, '', Date.parse('2026-01-01T00:01:00Z'));
+const dupSynced = { type: 'Duplicate', status: 'True', reason: 'SameClusterAs', message: 'the member cluster U is also registered as b: it is synced under this name only', lastTransitionTime: at };
+const dupNot = { type: 'Duplicate', status: 'True', reason: 'SameClusterAs', message: 'the member cluster U is also registered as a: it is synced as a', lastTransitionTime: at };
+
+t.test('PHASE, READY and MESSAGE of a member registered twice', async (t) => {
+  const a = cells(cluster('a', { phase: 'Ready', ready: true, message: 'GET /readyz answered ok', conditions: [{ type: 'Ready', status: 'True' }, dupSynced] }));
+  t.same([a[1], a[2]], ['Ready', 'True']);
+  t.equal(a[9], `GET /readyz answered ok; ${dupSynced.message}`, 'the synced one says it is registered twice');
+  const b = cells(cluster('b', { phase: 'Duplicate', ready: false, reason: 'Duplicate', message: dupNot.message, conditions: [{ type: 'Ready', status: 'False', reason: 'Duplicate' }, dupNot] }));
+  t.same([b[1], b[2], b[9]], ['Duplicate', 'False', dupNot.message], 'the other: Duplicate, not Ready, the message once');
+  const c = cells(cluster('c', { phase: 'Ready', ready: true, message: 'GET /readyz answered ok', conditions: [{ type: 'Ready', status: 'True' }] }));
+  t.equal(c[9], 'GET /readyz answered ok', 'a member registered once: its health message');
+});

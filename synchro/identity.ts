@@ -1,0 +1,112 @@
+// Which member cluster a registration reaches, and the registrations that reach the same one.
+//
+// A member's id is the uid of its `kube-system` namespace: Kubernetes has no cluster id of its
+// own, and the de-facto one is that uid. KEP-2149 (kubernetes/enhancements,
+// keps/sig-multicluster/2149-clusterid: the cluster id claim, now the About API's
+// ClusterProperty `cluster.clusterset.k8s.io`) recommends it ("A recommended option that meets
+// these broad restrictions is a cluster's kube-system.uuid": immutable for the cluster's
+// lifetime, unique beyond it), and OpenTelemetry's `k8s.cluster.uid` is the same uid. It is read
+// with the registration's own connection (one GET, at connect and at each reconnect). A
+// connection that may not read it (403: the reader ClusterRole of manifests/member-cluster/
+// grants get on namespaces; a narrower role may not) identifies the member by its normalised
+// server URL and TLS server name instead, and its status says so: two registrations through
+// different URLs of one member are then not recognised as one.
+//
+// Two registrations with one id reach one member: synced under both names, every object would
+// be stored, listed and summed twice. The registration registered first (its clusters row the
+// oldest; names break a tie) syncs it; every other is a duplicate of it and syncs nothing
+// (sameMember). Registered first, not first by name: the id is not a secret (it is served), so a
+// newcomer can claim any id, and must never take over the member from the registration already
+// syncing it (nor empty the fleet's view of it). Every synchro member decides the same from the
+// ids and registration times recorded in the clusters table, whichever holds which.
+import { normalizeServer } from '../api/cluster.ts';
+import { describeError, HttpError, type ClusterClient } from '../member/client.ts';
+
+/** How a member was identified: its kube-system namespace's uid, or (that refused) its server. */
+export type ClusterIDSource = 'KubeSystemNamespace' | 'Server';
+
+export interface ClusterIdentity {
+  clusterID: string;
+  source: ClusterIDSource;
+  /** Why the server stands in for the uid (the namespace could not be read), for status warnings and the log. */
+  warning?: string;
+}
+
+/** The reason and condition type a registration of an already registered member gets. */
+export const duplicateCondition = 'Duplicate' as const;
+export const duplicateReason = 'Duplicate';
+export const sameClusterReason = 'SameClusterAs';
+
+const kubeSystemPath = '/api/v1/namespaces/kube-system';
+
+/** The id of a member that does not let its namespace be read: its server as compared (and the TLS server name it is verified as). */
+export function serverIdentity(server: string, tlsServerName?: string): string {
+  return `server:${normalizeServer(server)}${tlsServerName ? `#${tlsServerName}` : ''}`;
+}
+
+/**
+ * The member's id: the uid of its kube-system namespace; an answer that is an HTTP error (403,
+ * 404, 401) falls back to the server, with a warning. A connection error (no answer) throws: the
+ * caller tries again, as after any failed request to the member.
+ */
+export async function identifyCluster(client: ClusterClient, signal?: AbortSignal): Promise<ClusterIdentity> {
+  try {
+    const ns = await client.get<{ metadata?: { uid?: unknown } }>(kubeSystemPath, { timeoutMs: 10_000, signal });
+    const uid = ns?.metadata?.uid;
+    if (typeof uid === 'string' && uid !== '') return { clusterID: uid, source: 'KubeSystemNamespace' };
+    return fallback(client, 'the answer has no metadata.uid');
+  } catch (err) {
+    if (!(err instanceof HttpError)) throw err;
+    return fallback(client, describeError(err));
+  }
+}
+
+function fallback(client: ClusterClient, why: string): ClusterIdentity {
+  return {
+    clusterID: serverIdentity(client.server, client.tlsServerName),
+    source: 'Server',
+    warning: `GET ${kubeSystemPath}: ${why}: the cluster is identified by its server URL, so a registration of the same member cluster through another URL is not recognised as one; grant get on namespaces (the reader ClusterRole of manifests/member-cluster/ does)`,
+  };
+}
+
+/** A registration and the others that reach the same member. */
+export interface SameMember {
+  /** The other registrations of the member, by name, sorted. */
+  others: string[];
+  /** The registration that syncs the member: the one registered first (then the first name). */
+  syncedBy: string;
+}
+
+/** What the clusters table records of a registration: its member's id and when it was registered. */
+export interface RecordedIdentity {
+  clusterID: string;
+  registeredAt: string;
+}
+
+/**
+ * The registrations (other than `name`) whose recorded id is `clusterID`; undefined when there is
+ * none. A registration whose own row is not recorded yet counts as the newest.
+ */
+export function sameMember(name: string, clusterID: string, identities: ReadonlyMap<string, RecordedIdentity>): SameMember | undefined {
+  const others = [...identities].filter(([n, r]) => n !== name && r.clusterID === clusterID).map(([n]) => n).sort();
+  if (others.length === 0) return undefined;
+  const newest = '\uffff';
+  const since = (n: string) => (n === name && identities.get(n)?.clusterID !== clusterID ? newest : (identities.get(n)?.registeredAt ?? newest));
+  const [syncedBy] = [name, ...others].sort((a, b) => (since(a) < since(b) ? -1 : since(a) > since(b) ? 1 : a < b ? -1 : a > b ? 1 : 0));
+  return { others, syncedBy };
+}
+
+/** The condition a registration of a member registered more than once shows (names only). */
+export function duplicateConditionOf(name: string, same: SameMember, clusterID: string, since: string): { type: typeof duplicateCondition; status: 'True'; reason: string; message: string; lastTransitionTime: string } {
+  const list = same.others.join(', ');
+  const message =
+    same.syncedBy === name
+      ? `the member cluster ${clusterID} is also registered as ${list}: it is synced under this name only, so each of its objects is stored and counted once`
+      : `the member cluster ${clusterID} is also registered as ${list}: it is synced as ${same.syncedBy} (registered first), not under this name; remove one of the registrations`;
+  return { type: duplicateCondition, status: 'True', reason: sameClusterReason, message, lastTransitionTime: since };
+}
+
+/** Whether a cluster's status (a clusters row, a Cluster object's status) says it is a duplicate registration, not synced. */
+export function isDuplicateStatus(status: Record<string, unknown>): boolean {
+  return status.phase === duplicateReason;
+}
