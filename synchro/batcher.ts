@@ -172,7 +172,13 @@ export class Batcher {
       bytes += it.bytes;
       this.head++;
     }
-    if (this.head > 4096 && this.head * 2 > this.queue.length) {
+    // Taken items leave the array: all at once when it is drained (an idle queue would
+    // otherwise keep up to 4,096 events, objects included, until the next one arrives),
+    // or in one copy once they are most of a long queue.
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+    } else if (this.head > 4096 && this.head * 2 > this.queue.length) {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }

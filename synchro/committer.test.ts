@@ -1,6 +1,7 @@
 // The group committer: clusters' queues written together, fenced clusters dropped from a
 // round without losing the others, one part per cluster, order per cluster kept.
 import t, { type Test } from 'tap';
+import { stillReachable } from '../hack/testing/gc.ts';
 import { logger } from '../lib/log.ts';
 import { clusterLease, type Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
@@ -142,3 +143,25 @@ for (const backend of backends) {
     await Promise.all([a.close(), b.close()]);
   });
 }
+
+t.test('committed events are let go: an idle queue holds none of them', async (t) => {
+  const { store, close } = await openTestStore('sqlite');
+  const committer = new Committer(store, opts, new SynchroMetrics(), log);
+  t.teardown(async () => {
+    await committer.close();
+    await close();
+  });
+  const q = new Batcher(committer, 'a', opts, new SynchroMetrics(), log, { fence: await takeLease(store, clusterLease('a')) });
+  // Fewer events than a queue keeps before it compacts on its own.
+  // (Pushed from a function of its own: a local of this async test would keep the last one.)
+  const pushed = (i: number): WeakRef<object> => {
+    const e = podEvent('ADDED', 'n', `p${i}`, String(10 + i));
+    q.push(e, 100);
+    return new WeakRef(e.object);
+  };
+  const refs = Array.from({ length: 300 }, (_, i) => pushed(i));
+  await q.flush();
+  t.equal((await store.list({ group: '', resource: 'pods', clusters: ['a'] })).items.length, 300, 'all committed');
+  t.equal(await stillReachable(refs), 0, 'no committed object is still referenced');
+  await q.close();
+});

@@ -110,12 +110,22 @@ export class Committer {
         continue;
       }
       this.pending = false;
-      const round = this.take();
-      if (round.length === 0) continue;
-      // More may be queued than one round takes: go again at once.
-      if ([...this.batchers].some((b) => b.size > 0)) this.pending = true;
-      await this.write(round);
+      await this.writeRound();
     }
+  }
+
+  /**
+   * Takes and writes one round. A function of its own so that the round's events are let go
+   * when it returns: a local of run() would stay in its suspended frame (V8 keeps an async
+   * function's registers across an await) while it waits idle, every event of the last
+   * round with it.
+   */
+  private async writeRound(): Promise<void> {
+    const round = this.take();
+    if (round.length === 0) return;
+    // More may be queued than one round takes: go again at once.
+    if ([...this.batchers].some((b) => b.size > 0)) this.pending = true;
+    await this.write(round);
   }
 
   /**

@@ -4,6 +4,7 @@ import { ChangeEvent, type Encoder } from './encode.ts';
 import { getHeapStatistics } from 'node:v8';
 import { defaultWindowBytes, Window } from './window.ts';
 import { parseWatchOptions } from './params.ts';
+import { stillReachable } from '../../hack/testing/gc.ts';
 
 const item = (rv: number, size = 10) => ({ rv, size });
 
@@ -28,6 +29,19 @@ t.test('window: covers (startRv, endRv], bounded by count and bytes', async (t) 
   t.equal(w.startRv, 16);
   for (let rv = 18; rv < 5000; rv++) w.push(item(rv, 1));
   t.same(w.since(4996)!.map((i) => i.rv), [4997, 4998, 4999], 'stays correct across compaction of its array');
+});
+
+t.test('window: an evicted change is let go at once, not when its array is next compacted', async (t) => {
+  const w = new Window<{ rv: number; size: number }>(0, { maxEvents: 10, maxBytes: 1e9 });
+  // Fewer than the window evicts before it compacts its array.
+  const pushed = (rv: number): WeakRef<object> => {
+    const it = item(rv);
+    w.push(it);
+    return new WeakRef(it);
+  };
+  const refs = Array.from({ length: 500 }, (_, i) => pushed(i + 1));
+  t.equal(await stillReachable(refs), 10, 'only the 10 the window holds');
+  t.same(w.since(495)!.map((i) => i.rv), [496, 497, 498, 499, 500]);
 });
 
 t.test('window: by default, its byte bound is 1/64 of the heap limit, from 4 to 16 MiB', async (t) => {

@@ -36,7 +36,8 @@ export function defaultWindowBytes(heapLimit = getHeapStatistics().heap_size_lim
 }
 
 export class Window<T extends WindowItem> {
-  private items: T[] = [];
+  /** Held items from `head` on; the slots before it are evicted (emptied, so that nothing keeps them). */
+  private items: Array<T | undefined> = [];
   private head = 0;
   private bytesHeld = 0;
   private start: number;
@@ -89,8 +90,11 @@ export class Window<T extends WindowItem> {
   /** Drops the oldest items beyond the bounds (the newest is always kept, however large). */
   private evict(): void {
     while (this.length > 1 && (this.length > this.maxEvents || this.bytesHeld > this.maxBytes)) {
-      const old = this.items[this.head];
+      const old = this.items[this.head]!;
       old.onResize = undefined;
+      // The slot is emptied now, not when the array is next compacted: until then it would
+      // keep the change and its encodings, up to as many as the window holds, beyond its bounds.
+      this.items[this.head] = undefined;
       this.head++;
       this.bytesHeld -= old.size;
       this.start = old.rv;
@@ -110,6 +114,6 @@ export class Window<T extends WindowItem> {
     if (rv < this.start || rv > this.end) return undefined;
     const from = this.head + (rv - this.start);
     const to = Math.min(this.items.length, from + limit);
-    return this.items.slice(from, to);
+    return this.items.slice(from, to) as T[];
   }
 }
