@@ -9,7 +9,8 @@ import { startSimCluster, type SimCluster } from '../hack/sim/cluster.ts';
 import type { KObject } from '../hack/sim/types.ts';
 import type { Store } from '../storage/store.ts';
 import { backends, openTestStore, stopTestPostgres } from '../storage/testing.ts';
-import { sameMember, serverIdentity } from './identity.ts';
+import { HttpError, type ClusterClient } from '../member/client.ts';
+import { identifyCluster, sameMember, serverIdentity } from './identity.ts';
 import { ownerOf } from './rendezvous.ts';
 import { startSynchro, type SynchroHandle } from './synchro.ts';
 import { fastTimings, tempDir, waitForCopy, waitUntil, writeClusters } from './testutil.ts';
@@ -72,6 +73,19 @@ t.test('registrations of one member: the one registered first syncs it', async (
   t.equal(sameMember('e', 'W', ids), undefined, 'an id nobody else has');
   t.equal(serverIdentity('https://EAST.example:443/'), 'server:https://east.example', 'the URL as compared');
   t.equal(serverIdentity('https://10.0.0.1:6443', 'api.east'), 'server:https://10.0.0.1:6443#api.east', 'with the TLS server name');
+});
+
+t.test('only a refusal to read the namespace falls back to the server; other failures are tried again', async (t) => {
+  const failing = (status: number) => ({ server: 'https://east.example:6443', get: () => Promise.reject(new HttpError(status, `HTTP ${status}`)) }) as unknown as ClusterClient;
+  for (const status of [403, 404]) {
+    const id = await identifyCluster(failing(status));
+    t.match(id, { clusterID: 'server:https://east.example:6443', source: 'Server' }, `${status}: the server stands in`);
+  }
+  for (const status of [401, 429, 500, 503]) {
+    await t.rejects(identifyCluster(failing(status)), HttpError, `${status}: not identified, tried again`);
+  }
+  const answering = { server: 'https://east.example:6443', get: () => Promise.resolve({ metadata: { uid: 'u-1' } }) } as unknown as ClusterClient;
+  t.same(await identifyCluster(answering), { clusterID: 'u-1', source: 'KubeSystemNamespace' });
 });
 
 for (const backend of backends) {

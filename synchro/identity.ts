@@ -45,9 +45,11 @@ export function serverIdentity(server: string, tlsServerName?: string): string {
 }
 
 /**
- * The member's id: the uid of its kube-system namespace; an answer that is an HTTP error (403,
- * 404, 401) falls back to the server, with a warning. A connection error (no answer) throws: the
- * caller tries again, as after any failed request to the member.
+ * The member's id: the uid of its kube-system namespace. An answer that says the namespace may
+ * not be read (403) or is not there (404) falls back to the server, with a warning. Any other
+ * failure throws and the caller tries again, as after any failed request to the member: no
+ * answer, 401 (the member did not take the credentials: nothing of it is synced anyway), 429 and
+ * 5xx (an overloaded or broken member, which a later try may identify by its uid).
  */
 export async function identifyCluster(client: ClusterClient, signal?: AbortSignal): Promise<ClusterIdentity> {
   try {
@@ -56,7 +58,7 @@ export async function identifyCluster(client: ClusterClient, signal?: AbortSigna
     if (typeof uid === 'string' && uid !== '') return { clusterID: uid, source: 'KubeSystemNamespace' };
     return fallback(client, 'the answer has no metadata.uid');
   } catch (err) {
-    if (!(err instanceof HttpError)) throw err;
+    if (!(err instanceof HttpError) || (err.status !== 403 && err.status !== 404)) throw err;
     return fallback(client, describeError(err));
   }
 }
