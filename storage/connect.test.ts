@@ -7,10 +7,10 @@ import { emptyStorageUrl, openTestStore } from './testing.ts';
 
 const mmapSize = async (store: Store) => ((await store.conn.knex.raw('PRAGMA mmap_size')) as Array<{ mmap_size: number }>)[0].mmap_size;
 
-t.test('SQLite maps the first 64 MiB of the file and writes a WAL', async (t) => {
+t.test('SQLite maps the first 16 MiB of the file and writes a WAL', async (t) => {
   const { store, close } = await openTestStore('sqlite');
   t.teardown(close);
-  t.equal(defaultSqliteMmapBytes, 64 * 1024 * 1024);
+  t.equal(defaultSqliteMmapBytes, 16 * 1024 * 1024);
   t.equal(await mmapSize(store), defaultSqliteMmapBytes);
   const wal = (await store.conn.knex.raw('PRAGMA journal_mode')) as Array<{ journal_mode: string }>;
   t.equal(wal[0].journal_mode, 'wal');

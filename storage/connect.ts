@@ -46,11 +46,13 @@ function redact(url: string): string {
 
 // 16 KiB pages make commits write fewer WAL frames; checkpoints stay at SQLite's default of
 // 1,000 pages (16 MiB) so that none of them stalls writers for long (write-to-commit p99).
-// Reads of the first 64 MiB of the database file go through a memory map (the OS page cache,
-// no read() per page missing from the 64 MiB cache); the rest with read(). The map is bounded
+// Reads of the first 16 MiB of the database file go through a memory map (the OS page cache,
+// no read() per page missing from SQLite's cache); the rest with read(). The map is bounded
 // because every page read through it stays in the process's resident set (file-backed, and
 // evictable, but counted by `kubectl top` and the OOM killer): with a map of the whole file
-// (2 GiB before), RSS grew with the file, not with what the process uses.
+// (2 GiB before), RSS grew with the file, not with what the process uses. bench:metrics' sum
+// (below) had p50 38 ms with a 64 MiB map and 39.3 ms with 16 MiB, and bench:memory's
+// all-in-one 201 against 152 MiB 30 s after a burst of 50,000 creates: so 16 MiB.
 // SQLite's own page cache is anonymous memory that fills up to its size and is not given back
 // while the connection lives; the OS page cache behind it serves the same reads (a copy per
 // read() of a page, no disk). Measured with bench:metrics' sum (10,000 rows of 100,000 read at
@@ -69,7 +71,7 @@ const sqlitePragmas = [
 ];
 
 /** The default size of SQLite's memory map of the database file (PRAGMA mmap_size). */
-export const defaultSqliteMmapBytes = 64 * 1024 * 1024;
+export const defaultSqliteMmapBytes = 16 * 1024 * 1024;
 
 export interface ConnectOptions {
   /** PostgreSQL pool size. */
