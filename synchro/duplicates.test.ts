@@ -86,6 +86,10 @@ t.test('only a refusal to read the namespace falls back to the server; other fai
   }
   const answering = { server: 'https://east.example:6443', get: () => Promise.resolve({ metadata: { uid: 'u-1' } }) } as unknown as ClusterClient;
   t.same(await identifyCluster(answering), { clusterID: 'u-1', source: 'KubeSystemNamespace' });
+  for (const uid of ['x'.repeat(129), 'a b', 'a\nb', '']) {
+    const odd = { server: 'https://east.example:6443', get: () => Promise.resolve({ metadata: { uid } }) } as unknown as ClusterClient;
+    t.match(await identifyCluster(odd), { clusterID: 'server:https://east.example:6443', source: 'Server' }, `uid ${JSON.stringify(uid.slice(0, 10))}: not taken, the server stands in`);
+  }
 });
 
 for (const backend of backends) {

@@ -39,6 +39,12 @@ export const sameClusterReason = 'SameClusterAs';
 
 const kubeSystemPath = '/api/v1/namespaces/kube-system';
 
+/**
+ * What is taken for a uid: kube-apiserver writes a UUID (36 characters); a member that answers
+ * anything longer or stranger is not trusted with what status.clusterID serves and messages quote.
+ */
+const uidPattern = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
 /** The id of a member that does not let its namespace be read: its server as compared (and the TLS server name it is verified as). */
 export function serverIdentity(server: string, tlsServerName?: string): string {
   return `server:${normalizeServer(server)}${tlsServerName ? `#${tlsServerName}` : ''}`;
@@ -55,8 +61,8 @@ export async function identifyCluster(client: ClusterClient, signal?: AbortSigna
   try {
     const ns = await client.get<{ metadata?: { uid?: unknown } }>(kubeSystemPath, { timeoutMs: 10_000, signal });
     const uid = ns?.metadata?.uid;
-    if (typeof uid === 'string' && uid !== '') return { clusterID: uid, source: 'KubeSystemNamespace' };
-    return fallback(client, 'the answer has no metadata.uid');
+    if (typeof uid === 'string' && uidPattern.test(uid)) return { clusterID: uid, source: 'KubeSystemNamespace' };
+    return fallback(client, typeof uid === 'string' && uid !== '' ? 'its metadata.uid is not a Kubernetes uid' : 'the answer has no metadata.uid');
   } catch (err) {
     if (!(err instanceof HttpError) || (err.status !== 403 && err.status !== 404)) throw err;
     return fallback(client, describeError(err));
