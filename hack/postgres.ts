@@ -17,7 +17,8 @@ export interface PostgresServer {
   stop(): Promise<void>;
 }
 
-function asPostgresUser(cmd: string, args: string[]): [string, string[]] {
+/** The command line that runs `cmd` as the `postgres` user when this process is root (the server binaries refuse root). */
+export function asPostgresUser(cmd: string, args: string[]): [string, string[]] {
   if (process.getuid?.() !== 0) return [cmd, args];
   return ['runuser', ['-u', 'postgres', '--', cmd, ...args]];
 }
