@@ -4,6 +4,7 @@
 import { maxRequestBodyBytes } from '../kube/json-limits.ts';
 import type { Logger } from '../lib/log.ts';
 import type { MemberNetworks } from '../member/networks.ts';
+import type { ReadPool } from '../storage/read-pool.ts';
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
 import type { Compression } from './compression.ts';
@@ -40,7 +41,10 @@ export const defaultLimits: ApiserverLimits = {
 };
 
 export interface Deps {
+  /** The primary database: writes, and the source of truth for what "most recent" is. */
   store: Store;
+  /** Where lists, gets and metrics read: the primary, or standbys (--storage-read; apiserver/rv.ts). */
+  reads: ReadPool;
   catalog: Catalog;
   log: Logger;
   limits: ApiserverLimits;

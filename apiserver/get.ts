@@ -5,7 +5,7 @@ import { StatusError, notFound } from '../kube/status.ts';
 import type { KubeObject, StoredObject } from '../storage/types.ts';
 import type { Deps, Reply } from './deps.ts';
 import { clustersRead, type ResourceRequest } from './request.ts';
-import { waitForRv } from './rv.ts';
+import { readFresh } from './rv.ts';
 import { toPartialObjectMetadata } from '../kube/table.ts';
 import { tableJson, tableRenderer, tableRowJson } from './table.ts';
 import { staleWarnings } from './warnings.ts';
@@ -16,22 +16,19 @@ export async function serveGet(deps: Deps, req: ResourceRequest): Promise<Reply>
   const name = req.name!;
   const namespace = req.info.namespaced ? (req.namespace ?? '') : '';
   const p = req.params;
-  if (p.resourceVersion !== '' && p.resourceVersion !== '0') await waitForRv(deps.store, Number(p.resourceVersion), deps.limits.tooLargeWaitMs);
   const missing = () => notFound(`${qualified(req)} "${name}" not found`, { name, ...(req.info.group ? { group: req.info.group } : {}), kind: req.info.resource });
 
   const clusters = clustersRead(req, req.info.clusters);
   let item: StoredObject | undefined;
+  let readWarnings: string[];
   if (req.view.cluster !== undefined) {
     if (!clusters.includes(req.view.cluster)) throw missing();
-    item = await deps.store.get({ cluster: req.view.cluster, group: req.info.group, resource: req.info.resource, namespace, name });
+    const key = { cluster: req.view.cluster, group: req.info.group, resource: req.info.resource, namespace, name };
+    ({ value: item, warnings: readWarnings } = await readFresh(deps, p, (store, minRv) => store.get(key, minRv)));
   } else {
-    const found = await deps.store.list({
-      group: req.info.group,
-      resource: req.info.resource,
-      namespaces: [namespace],
-      names: [name],
-      ...(p.search.clusters ? { clusters: p.search.clusters } : {}),
-    });
+    const q = { group: req.info.group, resource: req.info.resource, namespaces: [namespace], names: [name], ...(p.search.clusters ? { clusters: p.search.clusters } : {}) };
+    const { value: found, warnings } = await readFresh(deps, p, (store, minRv) => store.list(minRv === undefined ? q : { ...q, minRv }));
+    readWarnings = warnings;
     if (found.items.length > 1) {
       const where = found.items.map((i) => i.cluster);
       throw new StatusError(
@@ -55,6 +52,6 @@ export async function serveGet(deps: Deps, req: ResourceRequest): Promise<Reply>
       body = tableJson(r, out.metaVersion, { resourceVersion: String(item.rv) }, [tableRowJson(r, req.info, obj, item.object, item.cluster, out, Date.now())]);
     }
   }
-  const warnings = staleWarnings(deps.catalog, [item.cluster]);
+  const warnings = [...readWarnings, ...staleWarnings(deps.catalog, [item.cluster])];
   return { type: out.contentType, body, headers: warnings.length ? { Warning: warnings } : undefined };
 }

@@ -2,6 +2,7 @@
 // lists `[+]name ok`; a failure is a 500 naming the failing check. /readyz fails while
 // storage does not answer; /livez and /healthz only say the process serves HTTP.
 import type { Context } from 'koa';
+import type { ReadPool } from '../storage/read-pool.ts';
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
 
@@ -9,6 +10,8 @@ export interface HealthCheck {
   name: string;
   /** Resolves when healthy; rejects (or resolves a reason string) when not. */
   check(): Promise<void | string>;
+  /** What `?verbose` adds after `ok` (which database reads use). */
+  detail?(): string;
 }
 
 /** SELECT 1 against storage, bounded in time. */
@@ -25,6 +28,29 @@ export function storageCheck(store: Store, timeoutMs = 3000): HealthCheck {
       } finally {
         clearTimeout(timer);
       }
+    },
+  };
+}
+
+/**
+ * With standbys (--storage-read): ready while reads can be served, from a standby or the
+ * primary (the primary down alone does not stop reads); `?verbose` names the database reads
+ * use and how far behind the primary it is.
+ */
+export function readStorageCheck(pool: ReadPool, timeoutMs = 3000): HealthCheck {
+  return {
+    name: 'storage',
+    async check() {
+      await pool.refresh();
+      const r = pool.pick();
+      const s = pool.status().find((x) => x.selected);
+      if (!s?.up) return `no database answers reads (${pool.status().map((x) => `${x.database}: ${x.error ?? 'down'}`).join('; ')})`;
+      return storageCheck(r.store, timeoutMs).check();
+    },
+    detail() {
+      const s = pool.status().find((x) => x.selected);
+      if (!s) return '';
+      return `reads ${s.role} ${s.database}, ${s.lagRv} resource versions and ${s.lagSeconds.toFixed(1)} s behind the primary${pool.primaryUp ? '' : ' (the primary does not answer)'}`;
     },
   };
 }
@@ -51,7 +77,7 @@ export async function serveHealth(ctx: Context, endpoint: string, checks: Health
     selected.map(async (c) => {
       try {
         const why = await c.check();
-        return { name: c.name, ok: why === undefined, why };
+        return { name: c.name, ok: why === undefined, why, detail: why === undefined ? c.detail?.() : undefined };
       } catch (err) {
         return { name: c.name, ok: false, why: (err as Error).message };
       }
@@ -62,7 +88,7 @@ export async function serveHealth(ctx: Context, endpoint: string, checks: Health
   ctx.type = 'text/plain; charset=utf-8';
   ctx.set('X-Content-Type-Options', 'nosniff');
   ctx.set('Cache-Control', 'no-cache, private');
-  const lines = results.map((r) => (r.ok ? `[+]${r.name} ok` : `[-]${r.name} failed: ${r.why ?? 'reason withheld'}`));
+  const lines = results.map((r) => (r.ok ? `[+]${r.name} ok${'detail' in r && r.detail ? `: ${r.detail}` : ''}` : `[-]${r.name} failed: ${r.why ?? 'reason withheld'}`));
   if (failed.length) {
     ctx.status = 500;
     ctx.body = `${lines.join('\n')}\n${endpoint} check failed\n`;

@@ -1,12 +1,13 @@
 // list: one storage snapshot read, spliced into the response as JSON text (PodList, ...),
 // a Table, or a PartialObjectMetadataList. resourceVersion semantics: unset or "0" the
-// latest; N not older than N (waits, then 504); Exact N — or N with a limit and no
+// latest (apiserver/rv.ts: on a standby, what the primary had when the request arrived);
+// N not older than N (waits, then 504); Exact N — or N with a limit and no
 // resourceVersionMatch — the snapshot at N (410 when compacted); continue pins the first
 // page's snapshot.
 import type { KubeObject, ListQuery } from '../storage/types.ts';
 import type { Deps, Reply } from './deps.ts';
 import { apiVersionOf, clustersRead, toListQuery, type ResourceRequest } from './request.ts';
-import { waitForRv } from './rv.ts';
+import { readFresh } from './rv.ts';
 import { partialObjectMetadataListJson } from '../kube/table.ts';
 import { tableJson, tableRenderer, tableRowJson } from './table.ts';
 import { staleWarnings } from './warnings.ts';
@@ -25,12 +26,8 @@ export async function serveList(deps: Deps, req: ResourceRequest): Promise<Reply
   const q: ListQuery = toListQuery(req);
   if (p.limit) q.limit = p.limit;
   if (p.continue) q.continue = p.continue;
-  if (!p.continue && p.resourceVersion !== '' && p.resourceVersion !== '0') {
-    const rv = Number(p.resourceVersion);
-    await waitForRv(deps.store, rv, deps.limits.tooLargeWaitMs);
-    if (isExact(p)) q.exactRv = rv;
-  }
-  const result = await deps.store.list(q);
+  if (!p.continue && p.resourceVersion !== '' && p.resourceVersion !== '0' && isExact(p)) q.exactRv = Number(p.resourceVersion);
+  const { value: result, warnings: readWarnings } = await readFresh(deps, p, (store, minRv) => store.list(minRv === undefined ? q : { ...q, minRv }));
 
   const listMeta: Record<string, unknown> = { resourceVersion: String(result.resourceVersion) };
   if (result.continue) listMeta.continue = result.continue;
@@ -49,6 +46,6 @@ export async function serveList(deps: Deps, req: ResourceRequest): Promise<Reply
   } else {
     body = partialObjectMetadataListJson(result.items.map((i) => JSON.parse(i.object) as KubeObject), out.metaVersion, listMeta);
   }
-  const warnings = staleWarnings(deps.catalog, clustersRead(req, req.info.clusters));
+  const warnings = [...readWarnings, ...staleWarnings(deps.catalog, clustersRead(req, req.info.clusters))];
   return { type: out.contentType, body, headers: warnings.length ? { Warning: warnings } : undefined };
 }

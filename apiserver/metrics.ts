@@ -3,6 +3,7 @@
 // rules. The registry may be shared with synchro in all-in-one.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { registerProcessMetrics } from '../lib/process-metrics.ts';
+import type { ReadDatabaseStatus, ReadPool } from '../storage/read-pool.ts';
 
 export type MetricVerb = 'list' | 'get' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'discovery' | 'openapi' | 'health' | 'metrics' | 'other';
 
@@ -46,6 +47,24 @@ export class ApiserverMetrics {
     this.externalErrors = new Counter({ name: 'panoptes_external_metric_errors_total', help: 'external.metrics.k8s.io queries that failed, by metric and Status reason', labelNames: ['metric', 'reason'], registers });
     this.externalRules = new Gauge({ name: 'panoptes_external_metric_rules', help: 'Rules of the external metrics file in effect, by state (valid, invalid)', labelNames: ['state'], registers });
     this.externalRuleLoads = new Counter({ name: 'panoptes_external_metric_rule_loads_total', help: 'Loads of the external metrics file, by result (ok, error: the last good rules stay)', labelNames: ['result'], registers });
+  }
+
+  /**
+   * The databases reads use (--storage-read), read at each scrape: which one reads go to, whether
+   * each answers, and how far each standby is behind the primary in rv and in seconds.
+   */
+  followReads(pool: ReadPool): void {
+    const registers = [this.registry];
+    const labelNames = ['database', 'role'] as const;
+    const each = (g: Gauge<'database' | 'role'>, value: (s: ReadDatabaseStatus) => number) => {
+      g.reset();
+      for (const s of pool.status()) g.set({ database: s.database, role: s.role }, value(s));
+    };
+    new Gauge({ name: 'panoptes_storage_read_selected', help: 'The database lists, gets and watches read now (1), by database and role (primary, standby, promoted)', labelNames, registers, collect() { each(this, (s) => (s.selected ? 1 : 0)); } });
+    new Gauge({ name: 'panoptes_storage_read_up', help: 'Whether the database answered its last check, by database and role', labelNames, registers, collect() { each(this, (s) => (s.up ? 1 : 0)); } });
+    new Gauge({ name: 'panoptes_storage_read_lag_resource_versions', help: 'Changes the primary has that the standby has not replayed', labelNames, registers, collect() { each(this, (s) => s.lagRv); } });
+    new Gauge({ name: 'panoptes_storage_read_lag_seconds', help: 'How long the primary has had a change the standby has not replayed', labelNames, registers, collect() { each(this, (s) => s.lagSeconds); } });
+    new Gauge({ name: 'panoptes_storage_read_primary_fallbacks', help: 'Most-recent reads the standby did not catch up for within the wait, served by the primary (since start)', registers, collect() { this.set(pool.fallbacks); } });
   }
 
   observe(verb: MetricVerb, group: string, resource: string, code: number, seconds: number): void {

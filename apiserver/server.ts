@@ -17,12 +17,13 @@ import Koa, { type Context } from 'koa';
 import { logger, type Logger } from '../lib/log.ts';
 import { MemberNetworks } from '../member/networks.ts';
 import { StatusError } from '../kube/status.ts';
+import { ReadPool } from '../storage/read-pool.ts';
 import type { Store } from '../storage/store.ts';
 import { Catalog, type CatalogOptions } from './catalog.ts';
 import { defaultLimits, type ApiserverLimits, type Deps, type Reply } from './deps.ts';
 import { encodeReply } from './compression.ts';
 import { readOnly, toStatus, writeStatus } from './errors.ts';
-import { catalogCheck, pingCheck, serveHealth, storageCheck, type HealthCheck } from './health.ts';
+import { catalogCheck, pingCheck, readStorageCheck, serveHealth, storageCheck, type HealthCheck } from './health.ts';
 import { ApiserverMetrics } from './metrics.ts';
 import { OpenAPIService, type OpenAPIServiceOptions } from './openapi/service.ts';
 import { RulesSource } from './external/rules-source.ts';
@@ -35,6 +36,8 @@ import { WatchHub, type HubOptions } from './watch/index.ts';
 
 export interface ApiserverOptions {
   store: Store;
+  /** Standbys lists, gets, metrics and the watch engine read from (--storage-read); default: the store alone. Not closed by the server. */
+  reads?: ReadPool;
   /** A started catalog to share; by default the server makes and starts its own. */
   catalog?: Catalog;
   catalogOptions?: CatalogOptions;
@@ -107,7 +110,14 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     // (Not the other own kinds: synchro writes a MultiClusterService's status at every dispatch, which discovery does not show.)
     if (changes.some((c) => c.cluster === clusterObjectsCluster && c.resource === clusterResource)) catalog!.refreshSoon();
   };
-  const hub = new WatchHub(opts.store, { registry: metrics.registry, log: log.child({ part: 'watch' }), onDispatched: followClusters, ...opts.watch });
+  const reads = opts.reads ?? ReadPool.primaryOnly(opts.store);
+  const hub = new WatchHub(opts.store, {
+    registry: metrics.registry,
+    log: log.child({ part: 'watch' }),
+    onDispatched: followClusters,
+    ...(reads.hasStandbys ? { reads } : {}),
+    ...opts.watch,
+  });
   try {
     await hub.start();
   } catch (err) {
@@ -127,6 +137,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
   rules.start();
   const deps: Deps = {
     store: opts.store,
+    reads,
     catalog,
     log,
     limits,
@@ -135,7 +146,8 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     externalMetrics: { rules, metrics, authorizer: opts.secure?.authorizer },
     memberNetworks: opts.memberNetworks ?? new MemberNetworks(),
   };
-  const checks = { healthz: [pingCheck], livez: [pingCheck], readyz: [pingCheck, storageCheck(opts.store), catalogCheck(catalog), ...(opts.readyChecks ?? [])] };
+  const checks = { healthz: [pingCheck], livez: [pingCheck], readyz: [pingCheck, reads.hasStandbys ? readStorageCheck(reads) : storageCheck(opts.store), catalogCheck(catalog), ...(opts.readyChecks ?? [])] };
+  if (reads.hasStandbys) metrics.followReads(reads);
 
   const app = new Koa();
   app.silent = true;

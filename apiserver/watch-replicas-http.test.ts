@@ -2,9 +2,8 @@
 // Stores of this process applying batches, as synchro shards would): watchers on both
 // replicas, over HTTP, each receive every event exactly once in rv order, the same sequence;
 // a client whose replica dies resumes on the other from its last rv and misses nothing.
-import { spawn, type ChildProcess } from 'node:child_process';
 import t from 'tap';
-import { freePort } from '../hack/postgres.ts';
+import { startApiserverProcess } from '../hack/testing/apiserver-process.ts';
 import { get } from '../hack/sim/testutil.ts';
 import { setLogLevel } from '../lib/log.ts';
 import { Store } from '../storage/store.ts';
@@ -17,35 +16,7 @@ const P = '/apis/panoptes.io/v1alpha1/resources';
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const apiResources = [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singularName: 'pod', shortNames: ['po'] }];
 
-async function until(what: string, fn: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await Promise.resolve(fn()).catch(() => false)) return;
-    await sleep(100);
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-}
-
-interface Replica {
-  base: string;
-  proc: ChildProcess;
-  exited: Promise<number | null>;
-  stderr(): string;
-}
-
-async function startReplica(storage: string): Promise<Replica> {
-  const port = await freePort();
-  const proc = spawn(process.execPath, ['bin/panoptes.mjs', 'apiserver', '--storage', storage, '--insecure-listen', `127.0.0.1:${port}`, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-10_000)));
-  const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
-  const base = `http://127.0.0.1:${port}`;
-  await until(`replica on ${port} serving pods`, async () => (await get(`${base}${P}/api/v1/pods?limit=1`)).status === 200).catch((err: Error) => {
-    proc.kill('SIGKILL');
-    throw new Error(`${err.message}: ${stderr}`);
-  });
-  return { base, proc, exited, stderr: () => stderr };
-}
+const startReplica = (storage: string) => startApiserverProcess(['--storage', storage], `${P}/api/v1/pods?limit=1`);
 
 const key = (e: HttpWatchEvent) => `${e.type} ${rvOf(e)} ${e.object.metadata?.annotations?.['panoptes.io/cluster']}/${e.object.metadata?.namespace}/${e.object.metadata?.name}`;
 

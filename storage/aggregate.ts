@@ -6,6 +6,7 @@
 import type { Knex } from 'knex';
 import type { Dialect } from './dialect.ts';
 import { whereMatches } from './filters.ts';
+import { RvTooLargeError } from './errors.ts';
 import { readMeta } from './meta.ts';
 import { sqlText } from './sql-values.ts';
 import type { ListQuery } from './types.ts';
@@ -26,7 +27,9 @@ export interface JsonRequirement {
 
 export interface AggregateQuery {
   /** Which objects: the list filters (no paging, no snapshot choice). */
-  select: Omit<ListQuery, 'limit' | 'continue' | 'exactRv'>;
+  select: Omit<ListQuery, 'limit' | 'continue' | 'exactRv' | 'minRv'>;
+  /** The snapshot must have this rv already (RvTooLargeError otherwise), as ListQuery.minRv. */
+  minRv?: number;
   /** Further conditions on the objects' JSON. */
   match?: JsonRequirement[];
   fn: AggregateFunction;
@@ -88,6 +91,7 @@ export async function aggregate(knex: Knex, dialect: Dialect, q: AggregateQuery)
   const trx = await dialect.snapshot(knex);
   try {
     const meta = await readMeta(trx);
+    if (q.minRv !== undefined && meta.rv < q.minRv) throw new RvTooLargeError(q.minRv, meta.rv);
     const qb = trx('objects as o');
     const doc = dialect.jsonDocument;
     if (doc.join && (q.fn !== 'count' || q.match?.length)) qb.joinRaw(doc.join);

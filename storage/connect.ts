@@ -82,6 +82,8 @@ export interface ConnectOptions {
    * counter's lock, and with it every other writer, beyond that.
    */
   idleInTransactionTimeoutMs?: number;
+  /** PostgreSQL: give up connecting after this long (default: the driver's, none). A standby that is down is skipped sooner. */
+  connectTimeoutMs?: number;
   /** SQLite driver: better-sqlite3 (default, fastest here) or sqlite3 (the benchmark compares them). */
   sqliteDriver?: 'better-sqlite3' | 'sqlite3';
   /** SQLite: bytes of the database file read through a memory map (default defaultSqliteMmapBytes; 0: none). */
@@ -122,7 +124,12 @@ export function connect(url: string, opts: ConnectOptions = {}): Connection {
   }
   const knex = knexFactory({
     client: 'pg',
-    connection: { connectionString: target, application_name: 'panoptes', idle_in_transaction_session_timeout: opts.idleInTransactionTimeoutMs ?? 5000 },
+    connection: {
+      connectionString: target,
+      application_name: 'panoptes',
+      idle_in_transaction_session_timeout: opts.idleInTransactionTimeoutMs ?? 5000,
+      ...(opts.connectTimeoutMs !== undefined ? { connectionTimeoutMillis: opts.connectTimeoutMs } : {}),
+    },
     pool: { min: 0, max: opts.poolMax ?? 10 },
   });
   return { knex, dialect, display: redact(target) };

@@ -45,6 +45,8 @@ export interface Dialect {
   snapshot(knex: Knex): Promise<Knex.Transaction>;
   /** SQL for the database clock, ms since the epoch (leases compare against one clock). */
   nowMs: string;
+  /** SQL: true while the server replays another's WAL (a hot standby, read-only); false on a primary. */
+  inRecovery: string;
   /** SQL (and bindings) for the text value of `key` in a JSON object held in a text column. */
   jsonText(column: string, key: string): [string, string[]];
   /**
@@ -233,6 +235,7 @@ export const sqlite: Dialect = {
     return knex.transaction();
   },
   nowMs: sqliteNowMs,
+  inRecovery: '0',
   mergeInOrder(_knex, scans, order, limit) {
     // A compound SELECT under ORDER BY merges its arms, each read in the index's order
     // (EXPLAIN QUERY PLAN: MERGE (UNION ALL)); an arm of its own ORDER BY would be a subquery
@@ -457,6 +460,7 @@ export const postgres: Dialect = {
     return knex.transaction({ isolationLevel: 'repeatable read', readOnly: true });
   },
   nowMs: postgresNowMs,
+  inRecovery: 'pg_is_in_recovery()',
   mergeInOrder(knex, scans, order, limit) {
     // A Merge Append of the scans needs each of them to be ordered where it is planned: a
     // subquery with its own ORDER BY (and LIMIT), under a UNION ALL in FROM (a UNION ALL at

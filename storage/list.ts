@@ -65,6 +65,7 @@ export async function list(knex: Knex, dialect: Dialect, q: ListQuery): Promise<
   const trx = await dialect.snapshot(knex);
   try {
     const meta = await readMeta(trx);
+    if (q.minRv !== undefined && meta.rv < q.minRv) throw new RvTooLargeError(q.minRv, meta.rv);
     let rv = meta.rv;
     if (token) {
       if (token.rv < meta.compactedRv) throw new CompactedError(token.rv, meta.compactedRv, 'continue');

@@ -6,7 +6,9 @@
 // nothing unless it still holds (storage/fenced.ts): `fencedWrites` lists them. The few writes
 // made without a lease say so (`unleasedWrites`): the apiserver's Cluster writes, serialized by
 // resourceVersion under the rv lock, and single batches of tests and benchmarks.
+import type { Knex } from 'knex';
 import { connect, type Connection, type ConnectOptions } from './connect.ts';
+import { RvTooLargeError } from './errors.ts';
 import { aggregate, type AggregateQuery, type AggregateResult } from './aggregate.ts';
 import { changesAfter, changesOfResources } from './changes.ts';
 import * as clusters from './clusters.ts';
@@ -19,7 +21,7 @@ import { repairCounts, type CountRepair } from './counts.ts';
 import { list } from './list.ts';
 import { readMeta, type Meta } from './meta.ts';
 import * as openapi from './openapi.ts';
-import { objectColumns, toStored, type ObjectRow } from './rows.ts';
+import { objectColumns, rowsOf, toStored, type ObjectRow } from './rows.ts';
 import { migrate } from './schema.ts';
 import { GrowthAnalyzer } from './statistics.ts';
 import { applyBatch, applyBatches, type BatchPart, type WriteOptions } from './write.ts';
@@ -82,6 +84,15 @@ export class Store {
   private constructor(conn: Connection) {
     this.conn = conn;
     if (conn.dialect.analyzeOnGrowth) this.growth = new GrowthAnalyzer(() => this.analyze());
+  }
+
+  /**
+   * Connects to a database this process only reads (a PostgreSQL hot standby, which refuses
+   * writes): no migration; the schema is the primary's, replayed. Nothing connects until the
+   * first query, so a standby that is down does not stop a start (storage/read-pool.ts).
+   */
+  static openReader(url: string, opts: ConnectOptions = {}): Store {
+    return new Store(connect(url, opts));
   }
 
   /** Connects and applies pending migrations. */
@@ -147,11 +158,30 @@ export class Store {
     return readMeta(this.conn.knex);
   }
 
-  async get(key: ObjectKey): Promise<StoredObject | undefined> {
-    const row: ObjectRow | undefined = await this.conn
-      .knex('objects')
-      .where({ cluster: key.cluster, grp: key.group, resource: key.resource, namespace: key.namespace, name: key.name })
-      .first(objectColumns);
+  /** The rv this database has, and whether it is a standby still replaying a primary (storage/read-pool.ts). */
+  async replicationStatus(): Promise<{ rv: number; recovery: boolean }> {
+    const rows = rowsOf<{ rv: number | string | null; recovery: boolean | number }>(
+      await this.conn.knex.raw(`SELECT (SELECT value FROM meta WHERE key = 'rv') AS rv, ${this.conn.dialect.inRecovery} AS recovery`),
+    );
+    return { rv: Number(rows[0]?.rv ?? 0), recovery: rows[0]?.recovery === true || rows[0]?.recovery === 1 };
+  }
+
+  /** One object; with `minRv`, read in a snapshot that has that rv (RvTooLargeError otherwise: a standby behind). */
+  async get(key: ObjectKey, minRv?: number): Promise<StoredObject | undefined> {
+    const one = (db: Knex | Knex.Transaction): Promise<ObjectRow | undefined> =>
+      db('objects').where({ cluster: key.cluster, grp: key.group, resource: key.resource, namespace: key.namespace, name: key.name }).first(objectColumns);
+    let row: ObjectRow | undefined;
+    if (minRv === undefined) row = await one(this.conn.knex);
+    else {
+      const trx = await this.conn.dialect.snapshot(this.conn.knex);
+      try {
+        const meta = await readMeta(trx);
+        if (meta.rv < minRv) throw new RvTooLargeError(minRv, meta.rv);
+        row = await one(trx);
+      } finally {
+        await trx.commit();
+      }
+    }
     return row ? toStored(row) : undefined;
   }
 

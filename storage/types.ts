@@ -93,6 +93,11 @@ export interface ListQuery {
   continue?: string;
   /** Read the snapshot exactly at this rv (resourceVersionMatch=Exact). Default: the latest. */
   exactRv?: number;
+  /**
+   * The snapshot must have this rv already (RvTooLargeError otherwise): a standby that has not
+   * replayed it yet is checked in the same snapshot that is read (storage/read-pool.ts).
+   */
+  minRv?: number;
 }
 
 export interface ListResult {

@@ -27,6 +27,7 @@ import type { Deps, Reply } from '../deps.ts';
 import { pathNotFound } from '../errors.ts';
 import type { ApiserverMetrics } from '../metrics.ts';
 import { notAcceptable, parseAccept } from '../negotiate.ts';
+import { readFresh } from '../rv.ts';
 import { staleWarnings } from '../warnings.ts';
 import { externalMetricsApiVersion, externalMetricsGroupName, externalMetricsVersion } from './group.ts';
 import { findResource, resolveMetric, type MetricTarget } from './resolve.ts';
@@ -131,7 +132,9 @@ async function answer(ctx: Context, deps: Deps, ext: ExternalMetricsDeps, namesp
     });
   }
 
-  const result = await deps.store.aggregate({ select, match: rule?.match, fn: rule?.aggregate ?? 'count', path: rule?.path, byCluster: rule?.perCluster ?? false });
+  // A metric has no resourceVersion parameter: it is a most-recent read (apiserver/rv.ts).
+  const aq: AggregateQuery = { select, match: rule?.match, fn: rule?.aggregate ?? 'count', path: rule?.path, byCluster: rule?.perCluster ?? false };
+  const { value: result, warnings: readWarnings } = await readFresh(deps, { resourceVersion: '' }, (store, minRv) => store.aggregate(minRv === undefined ? aq : { ...aq, minRv }));
   const timestamp = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
   const item = (value: number | null, metricLabels: Record<string, string>): ExternalMetricValue => ({ metricName: name, metricLabels, timestamp, value: formatQuantity(value ?? 0) });
   let items: ExternalMetricValue[];
@@ -142,7 +145,7 @@ async function answer(ctx: Context, deps: Deps, ext: ExternalMetricsDeps, namesp
   } else items = [item(result.rows[0]?.value ?? null, {})];
 
   const body = { kind: 'ExternalMetricValueList', apiVersion: externalMetricsApiVersion, metadata: { resourceVersion: String(result.resourceVersion) }, items };
-  const warnings = staleWarnings(deps.catalog, notReady);
+  const warnings = [...readWarnings, ...staleWarnings(deps.catalog, notReady)];
   deps.log.debug('external metric', { metric: name, namespace, labelSelector: qs.get('labelSelector') ?? '', items: items.length, rv: result.resourceVersion });
   return { type: 'application/json', body: JSON.stringify(body), headers: warnings.length ? { Warning: warnings } : undefined };
 }

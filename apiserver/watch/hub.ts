@@ -40,10 +40,20 @@ export interface HubOptions {
   registry?: Registry;
   /** PostgreSQL LISTEN for commits of other processes (default true; no-op on SQLite). */
   listen?: boolean;
+  /**
+   * Where the watch engine reads (the change log, snapshots, the watermark): a ReadPool over
+   * standbys (storage/read-pool.ts). Default: the store. Commit notifications still come from
+   * the store (the primary: NOTIFY is not replayed on standbys), and with other reads they
+   * only wake the poller: a change is handed to watchers once the database read has it.
+   */
+  reads?: HubReads;
   /** Told each batch of changes once it was dispatched (e.g. the catalog follows Cluster changes). */
   onDispatched?: (changes: readonly Change[]) => void;
   log?: Logger;
 }
+
+/** What the watch engine reads. */
+export type HubReads = Pick<Store, 'changesAfter' | 'watermark' | 'meta' | 'list'>;
 
 export interface HubStats {
   rv: number;
@@ -83,6 +93,7 @@ export class WatchHub implements WatcherHost {
   private readonly metrics: WatchMetrics;
   private readonly log: Logger;
   private readonly limits: WatcherLimits;
+  private readonly reads: HubReads;
 
   constructor(
     private readonly store: Store,
@@ -90,6 +101,7 @@ export class WatchHub implements WatcherHost {
   ) {
     this.metrics = opts.metrics ?? watchMetrics(opts.registry);
     this.log = opts.log ?? logger('watch');
+    this.reads = opts.reads ?? store;
     this.window = new Window<ChangeEvent>(0, opts.window);
     this.limits = {
       maxQueueBytes: opts.maxQueueBytes ?? 8 * 1024 * 1024,
@@ -109,15 +121,20 @@ export class WatchHub implements WatcherHost {
     if (this.started) return;
     this.window = await this.prefill();
     this.poller = new Poller(
-      this.store,
+      this.reads,
       this.window.endRv,
       { onBatch: (changes) => this.dispatch(changes), onGap: (err) => this.gap(err) },
       this.metrics,
-      this.opts.poll,
+      { ...this.opts.poll, sourceMayLag: this.reads !== this.store },
       this.log.child({ part: 'poller' }),
     );
     this.unsubscribeCommit = this.store.onCommit((rv) => this.poller?.wake(rv));
-    if (this.opts.listen !== false) this.listen = listenForCommits(this.store.conn, (rv, change) => (change ? this.poller?.offer(change) : this.poller?.wake(rv)));
+    // A change a notification carried is the primary's: on other reads (a standby that may not
+    // have replayed it yet) it is a wake-up only, so that nothing reaches a watcher before a
+    // list or get on the same database can see it.
+    const offer = this.reads === this.store;
+    if (this.opts.listen !== false)
+      this.listen = listenForCommits(this.store.conn, (rv, change) => (change && offer ? this.poller?.offer(change) : this.poller?.wake(change?.rv ?? rv)));
     this.started = true;
     this.poller.start();
     this.updateWindowMetrics();
@@ -204,7 +221,7 @@ export class WatchHub implements WatcherHost {
         if (o.sendInitialEvents) w.bookmark({ 'k8s.io/initial-events-end': 'true' });
       } else if (rv === undefined || rv === 0) {
         // sendInitialEvents=false without rv: from the most recent rv.
-        from = await this.store.watermark();
+        from = await this.reads.watermark();
       } else {
         await this.awaitRv(rv);
         from = rv;
@@ -247,7 +264,7 @@ export class WatchHub implements WatcherHost {
     const base: ListQuery = { ...w.query, limit: this.opts.listPageSize ?? 500, continue: undefined, exactRv: undefined };
     let cont: string | undefined;
     for (let i = 0; i < MAX_SNAPSHOT_PAGES; i++) {
-      const page = await this.store.list(cont ? { ...base, continue: cont } : base);
+      const page = await this.reads.list(cont ? { ...base, continue: cont } : base);
       for (const item of page.items) {
         if (w.pressured) await w.drained();
         if (w.isClosed) return page.resourceVersion;
@@ -316,7 +333,7 @@ export class WatchHub implements WatcherHost {
       w.replayedFromLog = true;
       this.metrics.storageReplays.inc();
     }
-    const changes: Change[] = await this.store.changesAfter(w.cursor, limit);
+    const changes: Change[] = await this.reads.changesAfter(w.cursor, limit);
     const upTo = this.rv;
     if (changes.length === 0) {
       await sleep(10);
@@ -443,12 +460,12 @@ export class WatchHub implements WatcherHost {
     const want = Math.max(0, this.opts.prefill ?? 1000);
     const maxEvents = this.opts.window?.maxEvents ?? 10_000;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const meta = await this.store.meta();
+      const meta = await this.reads.meta();
       const from = Math.max(meta.compactedRv, meta.rv - Math.min(want, maxEvents));
       let win = new Window<ChangeEvent>(from, this.opts.window);
       try {
         for (let i = 0; i < 1000 && win.endRv < meta.rv; i++) {
-          const changes = await this.store.changesAfter(win.endRv, 1000);
+          const changes = await this.reads.changesAfter(win.endRv, 1000);
           if (changes.length === 0) break;
           // No change has the store's initial rv: the log may begin after `from` (not compacted: changesAfter checked).
           if (win.length === 0 && changes[0].rv > win.endRv + 1) win = new Window<ChangeEvent>(changes[0].rv - 1, this.opts.window);
@@ -461,7 +478,7 @@ export class WatchHub implements WatcherHost {
         if (!(err instanceof CompactedError)) throw err;
       }
     }
-    return new Window<ChangeEvent>(await this.store.watermark(), this.opts.window);
+    return new Window<ChangeEvent>(await this.reads.watermark(), this.opts.window);
   }
 
   private updateWindowMetrics(): void {

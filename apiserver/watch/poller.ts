@@ -33,6 +33,16 @@ export interface PollerOptions {
    * after its first step.
    */
   maxBackoffMs?: number;
+  /**
+   * The source may not have yet what wake-ups announce (a standby replaying the primary that
+   * sent the notification): while a notified rv is not read yet, the log is read again every
+   * minIntervalMs (not intervalMs), for at most chaseMs after the last wake-up (default 5 s).
+   * A standby's log read after the poller's rv is an index probe that finds nothing until
+   * replay brings the change, as cheap as asking for its replay position, and it says the
+   * one thing that matters: whether the change is readable there.
+   */
+  sourceMayLag?: boolean;
+  chaseMs?: number;
 }
 
 export interface PollerHooks {
@@ -54,6 +64,7 @@ export class Poller {
   private sleepTimer: NodeJS.Timeout | undefined;
   private loopDone: Promise<void> | undefined;
   private lastPollStart = 0;
+  private lastWake = 0;
   private readonly intervalMs: number;
   private readonly minIntervalMs: number;
   private readonly batchSize: number;
@@ -69,7 +80,7 @@ export class Poller {
     startRv: number,
     private readonly hooks: PollerHooks,
     private readonly metrics: WatchMetrics,
-    opts: PollerOptions = {},
+    private readonly opts: PollerOptions = {},
     log: Logger = logger('watch.poller'),
   ) {
     this.last = startRv;
@@ -104,6 +115,7 @@ export class Poller {
 
   /** Polls as soon as allowed. `committedRv` (if known) is the newest rv committed somewhere. */
   wake(committedRv?: number): void {
+    this.lastWake = Date.now();
     if (committedRv !== undefined && Number.isFinite(committedRv) && committedRv > this.committed) {
       this.committed = committedRv;
       this.metrics.pollerLag.set(this.lag);
@@ -170,7 +182,7 @@ export class Poller {
         full = read.length >= this.batchSize;
         // A commit notified before this query started is visible to it: unless a wake-up came
         // during the query (dirty), nothing newer than `last` is known to be committed.
-        if (!full && !this.dirty) this.committed = this.last;
+        if (!full && !this.dirty && !this.opts.sourceMayLag) this.committed = this.last;
         else if (this.committed < this.last) this.committed = this.last;
         this.metrics.pollerLag.set(this.lag);
         backoff = 0;
@@ -196,7 +208,8 @@ export class Poller {
         if (!this.stopped && !this.dirty && backoff > first) await this.sleep(backoff - first, true);
         continue;
       }
-      if (!full && !this.dirty) await this.sleep(this.intervalMs, true);
+      const chasing = this.opts.sourceMayLag === true && this.committed > this.last && Date.now() - this.lastWake < (this.opts.chaseMs ?? 5000);
+      if (!full && !this.dirty && !chasing) await this.sleep(this.intervalMs, true);
       const since = Date.now() - this.lastPollStart;
       if (!this.stopped && since < this.minIntervalMs) await this.sleep(this.minIntervalMs - since, false);
     }

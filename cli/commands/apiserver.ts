@@ -9,6 +9,8 @@ import { durationFlag, intFlag, parseFlags, UsageError, waitForSignal, type Comm
 import { memoryFlagHelp, memoryFlags, memoryFlagSpec, type MemoryFlagValues } from './memory-flags.ts';
 import { memberNetworksFlag, memberNetworksFlagHelp, memberNetworksFlagSpec } from './member-networks-flag.ts';
 import { commonFlags, openStorage } from './serve.ts';
+import { storageReadFlagHelp, storageReadFlags, storageReadFlagSpec } from './storage-read-flags.ts';
+import { ReadPool } from '../../storage/read-pool.ts';
 import { summaries } from './summaries.ts';
 
 export const serveFlagSpec = {
@@ -57,14 +59,15 @@ export async function startServing(
   values: ServeFlagValues,
   log: Logger,
   metrics?: ApiserverMetrics,
+  reads?: ReadPool,
 ): Promise<{ url: string; close: () => Promise<void> }> {
   const secureMode = (Object.keys(secureFlagSpec) as (keyof SecureFlagValues)[]).some((k) => values[k] !== undefined);
-  if (secureMode) return startSecureServing(store, values, log, metrics);
+  if (secureMode) return startSecureServing(store, values, log, metrics, reads);
   const { host, port } = parseInsecureListen(values['insecure-listen']);
   const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
   if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
-  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memoryFlags(values) });
+  const api = await createApiserver({ store, reads, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memoryFlags(values) });
   let url: string;
   try {
     url = await api.listen(host, port);
@@ -84,6 +87,7 @@ async function startSecureServing(
   values: ServeFlagValues,
   log: Logger,
   metrics?: ApiserverMetrics,
+  reads?: ReadPool,
 ): Promise<{ url: string; close: () => Promise<void> }> {
   if (values['insecure-listen'] !== undefined) throw new UsageError('--insecure-listen (development: no TLS, no authentication) and the secure serving flags exclude each other');
   const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
@@ -91,7 +95,7 @@ async function startSecureServing(
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
   const memory = memoryFlags(values);
   const secure = await secureServingFromFlags(values, log);
-  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memory });
+  const api = await createApiserver({ store, reads, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memory });
   let url: string;
   try {
     url = await api.listen(secure.host, secure.port);
@@ -131,28 +135,37 @@ serves plain HTTP on loopback WITHOUT authentication (development only).
 Flags:
   --storage URL                 where state and the change log live (env PANOPTES_STORAGE)
                                 sqlite:PATH (default sqlite:./data/panoptes.db) or postgres://user@host:5432/db
+${storageReadFlagHelp}
 ${serveFlagHelp}
 ${memberNetworksFlagHelp}
   --log-level LEVEL             debug, info (default), warn or error`,
   async run(argv) {
-    const { values: parsed } = parseFlags(argv, { storage: { type: 'string' }, 'log-level': { type: 'string' }, ...serveFlagSpec });
+    const { values: parsed } = parseFlags(argv, { storage: { type: 'string' }, 'log-level': { type: 'string' }, ...storageReadFlagSpec, ...serveFlagSpec });
     // Secure serving unless plain HTTP is asked for explicitly.
     const values = parsed['insecure-listen'] === undefined && parsed['secure-port'] === undefined ? { ...parsed, 'secure-port': '8443' } : parsed;
     const { storage } = commonFlags(values);
+    const standbys = storageReadFlags(values, storage);
     parseInsecureListen(values['insecure-listen']);
     memberNetworksFlag(values);
     const log = logger('apiserver');
     const store = await openStorage(storage, 'apiserver');
+    let reads: ReadPool | undefined;
     let server: Awaited<ReturnType<typeof startServing>>;
     try {
-      server = await startServing(store, values, log);
+      if (standbys.urls.length > 0) {
+        reads = await ReadPool.open(store, standbys.urls, { maxLagMs: standbys.maxLagMs, log: log.child({ part: 'storage-read' }) });
+        log.info('reads go to standbys', { databases: reads.status().map((s) => `${s.role} ${s.database}${s.up ? '' : ' (down)'}`) });
+      }
+      server = await startServing(store, values, log, undefined, reads);
     } catch (err) {
+      await reads?.close();
       await store.close();
       throw err;
     }
     const sig = await waitForSignal();
     log.info('stopping', { signal: sig });
     await server.close();
+    await reads?.close();
     await store.close();
     return 0;
   },

@@ -1,0 +1,188 @@
+// Two `panoptes apiserver` processes, one reading the PostgreSQL primary and one a streaming
+// hot standby of it (--storage-read), both started here (hack/postgres-standby.ts: CI runs no
+// server we could stream from). Through the standby replica: the same watch sequence as
+// through the primary one; a most-recent list right after a commit has it; with replay paused
+// a most-recent list waits 3 s and is then served by the primary, resourceVersion=N answers
+// kube's 504 after 3 s and resourceVersion=0 the standby's state at once; the standby stopped
+// and started; the primary down (a Warning), the standby promoted, and the replica follows it.
+import t from 'tap';
+import { startApiserverProcess, until as waitUntil, type ApiserverProcess } from '../hack/testing/apiserver-process.ts';
+import { startStandbyPair } from '../hack/postgres-standby.ts';
+import { get } from '../hack/sim/testutil.ts';
+import { httpWatch, rvOf, type HttpWatch, type HttpWatchEvent } from '../hack/testing/watch-http.ts';
+import { setLogLevel } from '../lib/log.ts';
+import { Store } from '../storage/store.ts';
+import { podEvent, seedCluster } from '../storage/testing.ts';
+
+if (!process.env.PANOPTES_LOG_LEVEL) setLogLevel('error');
+
+const P = '/apis/panoptes.io/v1alpha1/resources';
+const PODS = `${P}/api/v1/pods`;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const apiResources = [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singularName: 'pod', shortNames: ['po'] }];
+
+const startReplica = (args: string[]) => startApiserverProcess(args, `${PODS}?limit=1`, 'error');
+const until = (what: string, fn: () => Promise<boolean>) => waitUntil(what, fn, 20_000, 50);
+
+const key = (e: HttpWatchEvent) => `${e.type} ${rvOf(e)} ${e.object.metadata?.namespace}/${e.object.metadata?.name}`;
+const names = (body: { items: Array<{ metadata: { name: string } }> }) => body.items.map((i) => i.metadata.name);
+const timed = async <T>(f: () => Promise<T>): Promise<{ value: T; ms: number }> => {
+  const start = Date.now();
+  const value = await f();
+  return { value, ms: Date.now() - start };
+};
+const metric = (text: string, name: string, role: string) => {
+  const m = new RegExp(`^${name}\\{[^}]*role="${role}"[^}]*\\} (\\S+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : undefined;
+};
+
+t.test('an apiserver replica on a PostgreSQL standby', async (t) => {
+  const pair = await startStandbyPair();
+  const db = await pair.createDatabase('panoptes');
+  const writer = await Store.open(db.primary);
+  await seedCluster(writer, 'a', { phase: 'Ready', ready: true, apiResources });
+  await writer.applyBatch('a', [podEvent('ADDED', 'ns', 'seed', '1')]);
+  await pair.caughtUp();
+  const watches: HttpWatch[] = [];
+  const replicas: ApiserverProcess[] = [];
+  let promotedWriter: Store | undefined;
+  t.teardown(async () => {
+    for (const w of watches) w.close();
+    for (const r of replicas) await r.stop();
+    await writer.close();
+    await promotedWriter?.close();
+    await pair.close();
+  });
+  const onPrimary = await startReplica(['--storage', db.primary]);
+  // A generous lag bound: the paused standby below must stay the one read.
+  const onStandby = await startReplica(['--storage', db.primary, '--storage-read', db.standby, '--storage-read-max-lag', '60s']);
+  replicas.push(onPrimary, onStandby);
+  const watch = async (base: string, from: number) => {
+    const w = await httpWatch(`${base}${PODS}?watch=1&resourceVersion=${from}`);
+    watches.push(w);
+    return w;
+  };
+  let n = 0;
+  const writePod = async (store = writer) => {
+    const name = `p${++n}`;
+    const r = await store.applyBatch('a', [podEvent('ADDED', 'ns', name, String(100 + n))]);
+    return { name, rv: r.watermark };
+  };
+
+  await t.test('readyz and metrics name the database read', async (t) => {
+    const ready = await get(`${onStandby.base}/readyz?verbose`);
+    t.equal(ready.status, 200);
+    t.match(ready.text, /\[\+\]storage ok: reads standby postgres:\/\/postgres@127\.0\.0\.1:\d+\/panoptes, \d+ resource versions and [\d.]+ s behind the primary/);
+    const m = (await get(`${onStandby.base}/metrics`)).text;
+    t.equal(metric(m, 'panoptes_storage_read_selected', 'standby'), 1, 'reads go to the standby');
+    t.equal(metric(m, 'panoptes_storage_read_selected', 'primary'), 0);
+    t.type(metric(m, 'panoptes_storage_read_lag_seconds', 'standby'), 'number');
+    t.type(metric(m, 'panoptes_storage_read_lag_resource_versions', 'standby'), 'number');
+  });
+
+  await t.test('the same watch sequence from the same rv through either replica', async (t) => {
+    const from = await writer.watermark();
+    const ws = [await watch(onPrimary.base, from), await watch(onStandby.base, from)];
+    for (let i = 0; i < 40; i++) {
+      const events = Array.from({ length: 1 + (i % 3) }, (_, k) => podEvent(i % 4 === 3 ? 'MODIFIED' : 'ADDED', 'ns', `w${Math.floor(i / 4)}-${k}`, String(1000 + i)));
+      await writer.applyBatch('a', events);
+      if (i % 10 === 0) await sleep(5);
+    }
+    const final = await writer.watermark();
+    for (const w of ws) await w.until((x) => x.events.some((e) => rvOf(e) >= final), 15_000, `rv ${final}`);
+    const want = Array.from({ length: final - from }, (_, k) => from + 1 + k);
+    t.same(ws[0].events.map(rvOf), want, 'primary replica: every change once, in rv order');
+    t.same(ws[1].events.map(key), ws[0].events.map(key), 'standby replica: the identical sequence');
+    for (const w of ws) w.close();
+  });
+
+  await t.test('a most-recent list right after a commit has it', async (t) => {
+    for (let i = 0; i < 15; i++) {
+      const { name, rv } = await writePod();
+      const r = await get(`${onStandby.base}${PODS}?fieldSelector=metadata.name%3D${name}`);
+      t.equal(r.status, 200);
+      t.same(names(r.json), [name], `list ${i} has the pod just written`);
+      t.ok(Number(r.json.metadata.resourceVersion) >= rv, 'at an rv not older than the commit');
+      const g = await get(`${onStandby.base}${P}/clusters/a/api/v1/namespaces/ns/pods/${name}`);
+      t.equal(g.status, 200, `get ${i} finds it`);
+    }
+  });
+
+  await t.test('replay paused: most recent waits, then the primary answers; rv=N is 504; rv=0 at once', async (t) => {
+    const before = await writer.watermark();
+    await pair.pauseReplay();
+    const { name, rv } = await writePod();
+    const w = await watch(onStandby.base, before);
+
+    const recent = await timed(() => get(`${onStandby.base}${PODS}?fieldSelector=metadata.name%3D${name}`));
+    t.equal(recent.value.status, 200);
+    t.same(names(recent.value.json), [name], 'served with the change (by the primary)');
+    t.ok(recent.ms >= 2900 && recent.ms < 6000, `after the 3 s wait (${recent.ms} ms)`);
+
+    const exact = await timed(() => get(`${onStandby.base}${PODS}?resourceVersion=${rv}&resourceVersionMatch=NotOlderThan`));
+    t.equal(exact.value.status, 504);
+    t.ok(exact.ms >= 2900 && exact.ms < 6000, `after the 3 s wait (${exact.ms} ms)`);
+    t.match(exact.value.json, {
+      kind: 'Status',
+      status: 'Failure',
+      reason: 'Timeout',
+      code: 504,
+      message: `Too large resource version: ${rv}, current: ${before}`,
+      details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 },
+    });
+    const getN = await get(`${onStandby.base}${P}/clusters/a/api/v1/namespaces/ns/pods/seed?resourceVersion=${rv}`);
+    t.equal(getN.status, 504, 'a get at rv=N too');
+
+    const any = await timed(() => get(`${onStandby.base}${PODS}?resourceVersion=0&fieldSelector=metadata.name%3D${name}`));
+    t.equal(any.value.status, 200);
+    t.same(names(any.value.json), [], 'rv=0: the standby as it is, without the change');
+    t.ok(any.ms < 1500, `at once (${any.ms} ms)`);
+    t.equal(w.events.length, 0, 'the watch has nothing the standby has not replayed');
+
+    const metrics = (await get(`${onStandby.base}/metrics`)).text;
+    t.ok(Number(/^panoptes_storage_read_primary_fallbacks (\S+)$/m.exec(metrics)?.[1]) >= 1, 'the fallback is counted');
+    t.ok((metric(metrics, 'panoptes_storage_read_lag_resource_versions', 'standby') ?? 0) >= 1, 'the lag shows in rv');
+
+    await pair.resumeReplay();
+    await w.until((x) => x.events.some((e) => rvOf(e) === rv), 5000, 'the change after replay resumed');
+    t.same(w.events.map((e) => e.object.metadata.name), [name]);
+  });
+
+  await t.test('the standby stopped and started', async (t) => {
+    await pair.standby.stop();
+    const down = await get(`${onStandby.base}${PODS}`);
+    t.equal(down.status, 200, 'a list is served (by the primary)');
+    const { name } = await writePod();
+    const r = await get(`${onStandby.base}${PODS}?fieldSelector=metadata.name%3D${name}`);
+    t.same(names(r.json), [name], 'with the latest change');
+    t.equal((await get(`${onStandby.base}/readyz`)).status, 200, 'still ready');
+    await until('the primary is read', async () => metric((await get(`${onStandby.base}/metrics`)).text, 'panoptes_storage_read_selected', 'primary') === 1);
+    await pair.standby.start();
+    await pair.caughtUp();
+    await until('the standby is read again', async () => metric((await get(`${onStandby.base}/metrics`)).text, 'panoptes_storage_read_selected', 'standby') === 1);
+    const again = await get(`${onStandby.base}${PODS}?fieldSelector=metadata.name%3D${name}`);
+    t.same(names(again.json), [name]);
+  });
+
+  await t.test('the primary down: served from the standby with a Warning; promoted, the replica follows', async (t) => {
+    const from = await writer.watermark();
+    await pair.caughtUp();
+    const w = await watch(onStandby.base, from);
+    await pair.primary.stop();
+    const r = await get(`${onStandby.base}${PODS}`);
+    t.equal(r.status, 200, 'reads go on');
+    t.match(String(r.headers.warning), /299 - "the primary database did not answer/, 'with a Warning');
+    t.equal((await get(`${onStandby.base}/readyz`)).status, 200, 'still ready');
+
+    await pair.promote();
+    promotedWriter = await Store.open(db.standby);
+    const { name, rv } = await writePod(promotedWriter);
+    await w.until((x) => x.events.some((e) => rvOf(e) === rv), 5000, 'a change written on the promoted standby');
+    t.same(w.events.map((e) => e.object.metadata.name), [name], 'the watch follows the promoted standby');
+    await until('the standby is seen promoted', async () => metric((await get(`${onStandby.base}/metrics`)).text, 'panoptes_storage_read_selected', 'promoted') === 1);
+    const after = await get(`${onStandby.base}${PODS}?fieldSelector=metadata.name%3D${name}`);
+    t.equal(after.status, 200);
+    t.same(names(after.json), [name], 'a most-recent list on the promoted standby');
+    t.notOk(after.headers.warning, 'without a Warning: it is a primary now');
+  });
+});
