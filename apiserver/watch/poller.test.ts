@@ -218,3 +218,32 @@ t.test('changes delivered from notifications while a query runs are not delivere
   await delay(80);
   t.same(got, [1, 2, 3, 4], 'every rv once, in order');
 });
+
+t.test('a source that lags its wake-ups (a standby) is read again until it has the notified rv', async (t) => {
+  const log = new FakeLog();
+  const got: number[] = [];
+  const { p } = poller(log, { intervalMs: 10_000, minIntervalMs: 5, sourceMayLag: true, chaseMs: 2000 }, got);
+  p.start();
+  t.teardown(() => p.stop());
+  await delay(30);
+  // The primary committed rv 1 and said so; the standby replays it 100 ms later.
+  p.wake(1);
+  await delay(100);
+  t.same(got, [], 'not before the source has it');
+  log.head = 1;
+  const at = Date.now();
+  while (got.length === 0 && Date.now() - at < 1000) await delay(2);
+  t.same(got, [1]);
+  t.ok(Date.now() - at < 200, `read within a few polls of replay, not a poll interval (10 s) later: ${Date.now() - at} ms`);
+  t.equal(p.lag, 0);
+  // Without a notified rv ahead, it polls at its interval again.
+  const calls = log.calls;
+  await delay(100);
+  t.ok(log.calls - calls <= 1, 'no chasing when nothing is announced');
+  // A chase ends after chaseMs even if the rv never comes (a promoted standby that lost it).
+  p.wake(5);
+  await delay(2300);
+  const c2 = log.calls;
+  await delay(200);
+  t.ok(log.calls - c2 <= 1, 'the chase ended');
+});
