@@ -478,6 +478,25 @@ export interface CompressionFigures {
   sizes: CompressionSizeFigures[];
 }
 
+// ---- hack/bench-standby.ts
+
+export interface Percentiles {
+  p50: number;
+  p99: number;
+  n: number;
+}
+
+/** Reads through an apiserver replica on the primary and one on a streaming standby. */
+export interface StandbyFigures {
+  objects: number;
+  listIdleMs: { primary: Percentiles; standby: Percentiles };
+  listUnderWritesMs: { primary: Percentiles; standby: Percentiles; eventsPerSec: number };
+  writeToWatchMs: { primary: Percentiles; standby: Percentiles };
+  primaryCpuSecondsPer1000Lists: { readsOnPrimary: number; readsOnStandby: number };
+  /** The rv lock's hold per batch (lock to commit) and the write rate it caps (events per batch / hold p50). */
+  rvLock: Array<{ eventsPerBatch: number; writers: number; hold: Percentiles; capEventsPerSec: number }>;
+}
+
 // ---- every benchmark
 
 export type BenchRun =
@@ -492,10 +511,11 @@ export type BenchRun =
   | Run<'metrics', MetricsFigures>
   | Run<'mcs', McsFigures>
   | Run<'size', SizeFigures>
-  | Run<'compression', CompressionFigures>;
+  | Run<'compression', CompressionFigures>
+  | Run<'standby', StandbyFigures>;
 
 export type BenchName = BenchRun['bench'];
-export const benchNames: readonly BenchName[] = ['storage', 'list', 'synchro', 'synchro-ha', 'watch', 'watch-fanout', 'watch-connections', 'metrics', 'memory', 'mcs', 'size', 'compression'];
+export const benchNames: readonly BenchName[] = ['storage', 'list', 'synchro', 'synchro-ha', 'watch', 'watch-fanout', 'watch-connections', 'metrics', 'memory', 'mcs', 'size', 'compression', 'standby'];
 
 /** The figures of benchmark `B`. */
 export type FiguresOf<B extends BenchName> = Extract<BenchRun, { bench: B }>['figures'];

@@ -18,6 +18,7 @@ import { memoryCharts } from './charts/memory.ts';
 import { mcsCharts } from './charts/mcs.ts';
 import { sizeCharts } from './charts/size.ts';
 import { compressionCharts } from './charts/compression.ts';
+import { standbyCharts } from './charts/standby.ts';
 
 /** "2 cores (CPU model), 8 GiB, Node v20.20.2, linux/x64 · 2026-01-31" */
 export function footerOf(run: BenchRun): string {
@@ -51,6 +52,8 @@ function specsOf(run: BenchRun, ctx: Context): ChartSpec[] {
       return sizeCharts(run.figures, ctx);
     case 'compression':
       return compressionCharts(run.figures, ctx);
+    case 'standby':
+      return standbyCharts(run.figures, ctx);
   }
 }
 

@@ -364,4 +364,22 @@ export const sampleRuns: Array<{ file: string; run: BenchRun }> = [
       },
     },
   },
+  {
+    file: 'standby',
+    run: {
+      bench: 'standby',
+      schema: 1,
+      at,
+      machine,
+      args: { objects: 2000, lists: 300, rate: 2000 },
+      figures: {
+        objects: 2000,
+        listIdleMs: { primary: { p50: 5, p99: 20, n: 300 }, standby: { p50: 5.5, p99: 22, n: 300 } },
+        listUnderWritesMs: { primary: { p50: 12, p99: 60, n: 300 }, standby: { p50: 14, p99: 70, n: 300 }, eventsPerSec: 1980 },
+        writeToWatchMs: { primary: { p50: 1.2, p99: 8, n: 200 }, standby: { p50: 3, p99: 20, n: 200 } },
+        primaryCpuSecondsPer1000Lists: { readsOnPrimary: 1.5, readsOnStandby: 0.3 },
+        rvLock: [{ eventsPerBatch: 20, writers: 1, hold: { p50: 8, p99: 30, n: 200 }, capEventsPerSec: 2500 }],
+      },
+    },
+  },
 ];
