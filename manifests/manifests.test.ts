@@ -44,21 +44,40 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
     spec: { group, scope, names: { plural, singular: kind.toLowerCase(), kind, listKind: `${kind}List` }, versions: [{ name: version, served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] },
   });
   const crds = join(tmp, 'rbac-crds.json');
-  writeFileSync(crds, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [crd('ClusterRole', 'clusterroles', 'Cluster'), crd('ClusterRoleBinding', 'clusterrolebindings', 'Cluster'), crd('Role', 'roles', 'Namespaced'), crd('RoleBinding', 'rolebindings', 'Namespaced'), crd('Issuer', 'issuers', 'Namespaced', 'cert-manager.io'), crd('Certificate', 'certificates', 'Namespaced', 'cert-manager.io'), crd('Cluster', 'clusters', 'Cluster', 'panoptes.io', 'v1alpha1')] }));
+  writeFileSync(crds, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [crd('ClusterRole', 'clusterroles', 'Cluster'), crd('ClusterRoleBinding', 'clusterrolebindings', 'Cluster'), crd('Role', 'roles', 'Namespaced'), crd('RoleBinding', 'rolebindings', 'Namespaced'), crd('Issuer', 'issuers', 'Namespaced', 'cert-manager.io'), crd('Certificate', 'certificates', 'Namespaced', 'cert-manager.io'), crd('Cluster', 'clusters', 'Cluster', 'panoptes.io', 'v1alpha1'), crd('Cluster', 'clusters', 'Namespaced', 'postgresql.cnpg.io', 'v1')] }));
   const made = await kubectl(c, join(tmp, 'cache-setup'), ['create', '-f', crds]);
   t.equal(made.code, 0, made.stderr);
   const rendered: Record<string, Obj[]> = {};
-  for (const variant of ['.', 'all-in-one', 'member-cluster', 'member-cluster/dispatcher', 'cert-manager', 'examples/pending-jobs', 'examples/cluster-registration']) {
-    const r = await kustomize(tmp, variant);
-    t.equal(r.code, 0, `kubectl kustomize manifests/${variant}: ${r.stderr}`);
+  // The CloudNativePG component on manifests/, as an overlay of it would use it.
+  const cnpgOverlay = join(tmp, 'cnpg-overlay');
+  mkdirSync(cnpgOverlay);
+  writeFileSync(join(cnpgOverlay, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ${relative(cnpgOverlay, dir)}\ncomponents:\n  - ${relative(cnpgOverlay, join(dir, 'cloudnative-pg'))}\n`);
+  for (const variant of ['.', cnpgOverlay, 'all-in-one', 'member-cluster', 'member-cluster/dispatcher', 'cert-manager', 'examples/pending-jobs', 'examples/cluster-registration']) {
+    const r = variant === cnpgOverlay ? await kustomizeAbs(tmp, variant) : await kustomize(tmp, variant);
+    t.equal(r.code, 0, `kubectl kustomize ${variant === cnpgOverlay ? 'manifests/ with manifests/cloudnative-pg' : `manifests/${variant}`}: ${r.stderr}`);
     const objs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj);
     rendered[variant] = objs;
-    const file = join(tmp, `${variant === '.' ? 'default' : variant.replace(/\//g, '-')}.yaml`);
+    const file = join(tmp, `${variant === '.' ? 'default' : variant === cnpgOverlay ? 'cnpg' : variant.replace(/\//g, '-')}.yaml`);
     writeFileSync(file, r.stdout);
     const a = await kubectl(c, join(tmp, 'cache'), ['apply', '--dry-run=client', '--validate=false', '-f', file], 30_000);
     t.equal(a.code, 0, `apply --dry-run=client manifests/${variant}: ${a.stderr}`);
     t.equal(a.stdout.trim().split('\n').length, objs.length, `every object of manifests/${variant} accepted`);
   }
+
+  await t.test('cloudnative-pg: synchro on -rw, apiservers reading -ro', async (t) => {
+    const cnpg = rendered[cnpgOverlay];
+    const pg = cnpg.find((o) => o.kind === 'Cluster' && o.apiVersion === 'postgresql.cnpg.io/v1');
+    t.equal(pg?.spec?.instances, 3, 'a primary and two replicas');
+    t.notOk(find(cnpg, 'Secret', 'panoptes-postgres'), 'the operator makes the Secret');
+    type Env = { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } };
+    const envOf = (name: string) => ((find(cnpg, 'Deployment', name)?.spec as { template: { spec: { containers: Array<{ env: Env[] }> } } }).template.spec.containers[0].env);
+    t.same(envOf('panoptes-synchro').find((e) => e.name === 'PANOPTES_STORAGE')?.valueFrom, { secretKeyRef: { name: 'panoptes-db-app', key: 'uri' } }, 'synchro writes the primary (-rw)');
+    const api = envOf('panoptes-apiserver');
+    t.same(api.find((e) => e.name === 'PANOPTES_STORAGE')?.valueFrom, { secretKeyRef: { name: 'panoptes-db-app', key: 'uri' } }, 'apiserver writes on -rw');
+    const read = api.findIndex((e) => e.name === 'PANOPTES_STORAGE_READ');
+    t.match(api[read]?.value, /^postgres:\/\/\$\(PGUSER\):\$\(PGPASSWORD\)@panoptes-db-ro\.panoptes\.svc:5432\/panoptes$/, 'and reads -ro');
+    for (const v of ['PGUSER', 'PGPASSWORD']) t.ok(api.findIndex((e) => e.name === v) < read && api.findIndex((e) => e.name === v) >= 0, `${v} is defined before it is expanded`);
+  });
 
   const all = rendered['.'];
   const apisvc = find(all, 'APIService', 'v1alpha1.panoptes.io');
