@@ -2,8 +2,9 @@
 // hot standby of it (--storage-read), both started here (hack/postgres-standby.ts: CI runs no
 // server we could stream from). Through the standby replica: the same watch sequence as
 // through the primary one; a most-recent list right after a commit has it; with replay paused
-// a most-recent list waits 3 s and is then served by the primary, resourceVersion=N answers
-// kube's 504 after 3 s and resourceVersion=0 the standby's state at once; the standby stopped
+// a most-recent list waits 3 s and is then served by the primary, resourceVersion=N (list,
+// get, watch) and a continue token of a newer first page answer kube's 504 after 3 s, and
+// resourceVersion=0 the standby's state at once; the standby stopped
 // and started; the primary down (a Warning), the standby promoted, and the replica follows it.
 import t from 'tap';
 import { startApiserverProcess, until as waitUntil, type ApiserverProcess } from '../hack/testing/apiserver-process.ts';
@@ -114,12 +115,20 @@ t.test('an apiserver replica on a PostgreSQL standby', async (t) => {
     const { name, rv } = await writePod();
     const w = await watch(onStandby.base, before);
 
-    const recent = await timed(() => get(`${onStandby.base}${PODS}?fieldSelector=metadata.name%3D${name}`));
+    // A first page through the primary replica, at the rv the standby has not replayed.
+    const page1 = await get(`${onPrimary.base}${PODS}?limit=1`);
+    t.equal(page1.json.metadata.resourceVersion, String(rv));
+    const future = await watch(onStandby.base, rv);
+    const [recent, exact, getN, page2] = await Promise.all([
+      timed(() => get(`${onStandby.base}${PODS}?fieldSelector=metadata.name%3D${name}`)),
+      timed(() => get(`${onStandby.base}${PODS}?resourceVersion=${rv}&resourceVersionMatch=NotOlderThan`)),
+      get(`${onStandby.base}${P}/clusters/a/api/v1/namespaces/ns/pods/seed?resourceVersion=${rv}`),
+      get(`${onStandby.base}${PODS}?limit=1&continue=${encodeURIComponent(page1.json.metadata.continue)}`),
+    ]);
     t.equal(recent.value.status, 200);
-    t.same(names(recent.value.json), [name], 'served with the change (by the primary)');
+    t.same(names(recent.value.json), [name], 'most recent: served with the change (by the primary)');
     t.ok(recent.ms >= 2900 && recent.ms < 6000, `after the 3 s wait (${recent.ms} ms)`);
 
-    const exact = await timed(() => get(`${onStandby.base}${PODS}?resourceVersion=${rv}&resourceVersionMatch=NotOlderThan`));
     t.equal(exact.value.status, 504);
     t.ok(exact.ms >= 2900 && exact.ms < 6000, `after the 3 s wait (${exact.ms} ms)`);
     t.match(exact.value.json, {
@@ -130,8 +139,11 @@ t.test('an apiserver replica on a PostgreSQL standby', async (t) => {
       message: `Too large resource version: ${rv}, current: ${before}`,
       details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 },
     });
-    const getN = await get(`${onStandby.base}${P}/clusters/a/api/v1/namespaces/ns/pods/seed?resourceVersion=${rv}`);
     t.equal(getN.status, 504, 'a get at rv=N too');
+    t.equal(page2.status, 504, 'a later page is not read from a snapshot older than its first page');
+    t.match(page2.json, { reason: 'Timeout', message: `Too large resource version: ${rv}, current: ${before}` });
+    await future.until((x) => x.events.some((e) => e.type === 'ERROR'), 6000, 'the watch from rv=N ends');
+    t.match(future.events, [{ type: 'ERROR', object: { kind: 'Status', code: 504, reason: 'Timeout', details: { causes: [{ reason: 'ResourceVersionTooLarge' }] } } }], 'a watch from rv=N too');
 
     const any = await timed(() => get(`${onStandby.base}${PODS}?resourceVersion=0&fieldSelector=metadata.name%3D${name}`));
     t.equal(any.value.status, 200);
