@@ -34,8 +34,9 @@ export function storageCheck(store: Store, timeoutMs = 3000): HealthCheck {
 
 /**
  * With standbys (--storage-read): ready while reads can be served, from a standby or the
- * primary (the primary down alone does not stop reads); `?verbose` names the database reads
- * use and how far behind the primary it is.
+ * primary (the primary down alone does not stop reads); `?verbose` says which database reads
+ * use (by its place in --storage-read: /readyz is served without authentication) and how far
+ * behind the primary it is.
  */
 export function readStorageCheck(pool: ReadPool, timeoutMs = 3000): HealthCheck {
   return {
@@ -44,13 +45,15 @@ export function readStorageCheck(pool: ReadPool, timeoutMs = 3000): HealthCheck 
       await pool.refresh();
       const r = pool.pick();
       const s = pool.status().find((x) => x.selected);
-      if (!s?.up) return `no database answers reads (${pool.status().map((x) => `${x.database}: ${x.error ?? 'down'}`).join('; ')})`;
+      if (!s?.up) return 'no database answers reads (neither the primary nor a standby)';
       return storageCheck(r.store, timeoutMs).check();
     },
     detail() {
       const s = pool.status().find((x) => x.selected);
       if (!s) return '';
-      return `reads ${s.role} ${s.database}, ${s.lagRv} resource versions and ${s.lagSeconds.toFixed(1)} s behind the primary${pool.primaryUp ? '' : ' (the primary does not answer)'}`;
+      // /readyz needs no credentials: the database by its place in --storage-read, not its address.
+      const which = s.role === 'primary' ? 'the primary' : `${s.role} ${s.index} of ${pool.status().length - 1}`;
+      return `reads ${which}, ${s.lagRv} resource versions and ${s.lagSeconds.toFixed(1)} s behind the primary${pool.primaryUp ? '' : ' (the primary does not answer)'}`;
     },
   };
 }

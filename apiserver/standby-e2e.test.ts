@@ -73,9 +73,12 @@ t.test('an apiserver replica on a PostgreSQL standby', async (t) => {
   await t.test('readyz and metrics name the database read', async (t) => {
     const ready = await get(`${onStandby.base}/readyz?verbose`);
     t.equal(ready.status, 200);
-    t.match(ready.text, /\[\+\]storage ok: reads standby postgres:\/\/postgres@127\.0\.0\.1:\d+\/panoptes, \d+ resource versions and [\d.]+ s behind the primary/);
+    t.match(ready.text, /\[\+\]storage ok: reads standby 1 of 1, \d+ resource versions and [\d.]+ s behind the primary/);
+    t.notMatch(ready.text, /127\.0\.0\.1|postgres:/, 'without the database address (no credentials are needed for /readyz)');
     const m = (await get(`${onStandby.base}/metrics`)).text;
     t.equal(metric(m, 'panoptes_storage_read_selected', 'standby'), 1, 'reads go to the standby');
+    t.match(m, new RegExp(`panoptes_storage_read_selected\\{database="127\\.0\\.0\\.1:${pair.standby.port}/panoptes",role="standby"\\} 1`), 'named host:port/database');
+    t.notMatch(m, /postgres@|postgres:\/\//, 'without the user');
     t.equal(metric(m, 'panoptes_storage_read_selected', 'primary'), 0);
     t.type(metric(m, 'panoptes_storage_read_lag_seconds', 'standby'), 'number');
     t.type(metric(m, 'panoptes_storage_read_lag_resource_versions', 'standby'), 'number');

@@ -25,8 +25,10 @@ import { Store } from './store.ts';
 import type { Change, ListQuery, ListResult } from './types.ts';
 
 export interface ReadDatabaseStatus {
-  /** The database's URL without its password. */
+  /** The database as host:port/name (no user, no password): for metrics, which need authorization. */
   database: string;
+  /** 0 for the primary, 1.. for the standbys in --storage-read order: for /readyz, which needs none. */
+  index: number;
   role: 'primary' | 'standby' | 'promoted';
   /** It answered the last check. */
   up: boolean;
@@ -61,13 +63,27 @@ export interface Reader {
 
 interface Db {
   store: Store;
+  /** The URL without its password, for logs. */
   display: string;
+  /** host:port/name. */
+  label: string;
+  index: number;
   primary: boolean;
   up: boolean;
   recovery: boolean;
   rv: number;
   error?: string;
   checked: boolean;
+}
+
+/** host:port/name of a storage URL: where a database is, without who connects to it. */
+export function databaseLabel(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.host}${u.pathname}`;
+  } catch {
+    return 'database';
+  }
 }
 
 /** A failure of the database, not of the request: the next database may answer. */
@@ -102,9 +118,19 @@ export class ReadPool {
     this.maxLagMs = opts.maxLagMs ?? 10_000;
     this.refreshMs = Math.max(10, opts.refreshMs ?? 1000);
     this.log = opts.log ?? logger('storage.read');
-    const db = (store: Store, primary: boolean): Db => ({ store, display: store.conn.display, primary, up: true, recovery: !primary, rv: 0, checked: false });
-    this.standbys = standbys.map((s) => db(s, false));
-    this.dbs = [db(primary, true), ...this.standbys];
+    const db = (store: Store, index: number): Db => ({
+      store,
+      display: store.conn.display,
+      label: databaseLabel(store.conn.display),
+      index,
+      primary: index === 0,
+      up: true,
+      recovery: index !== 0,
+      rv: 0,
+      checked: false,
+    });
+    this.standbys = standbys.map((s, i) => db(s, i + 1));
+    this.dbs = [db(primary, 0), ...this.standbys];
   }
 
   /** A pool over `primary` alone (SQLite, one PostgreSQL): every read goes there, as before standbys. */
@@ -269,7 +295,8 @@ export class ReadPool {
   status(): ReadDatabaseStatus[] {
     const primaryRv = this.primaryRv();
     return this.dbs.map((d) => ({
-      database: d.display,
+      database: d.label,
+      index: d.index,
       role: d.primary ? 'primary' : d.recovery ? 'standby' : 'promoted',
       up: d.up,
       rv: d.rv,
