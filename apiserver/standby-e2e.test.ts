@@ -164,10 +164,13 @@ t.test('an apiserver replica on a PostgreSQL standby', async (t) => {
   });
 
   await t.test('the standby stopped and started', async (t) => {
+    const w = await watch(onStandby.base, await writer.watermark());
     await pair.standby.stop();
     const down = await get(`${onStandby.base}${PODS}`);
     t.equal(down.status, 200, 'a list is served (by the primary)');
-    const { name } = await writePod();
+    const { name, rv } = await writePod();
+    await w.until((x) => x.events.some((e) => rvOf(e) === rv), 5000, 'the change, read from the primary');
+    t.same(w.events.map((e) => e.object.metadata.name), [name], 'watches go on');
     const r = await get(`${onStandby.base}${PODS}?fieldSelector=metadata.name%3D${name}`);
     t.same(names(r.json), [name], 'with the latest change');
     t.equal((await get(`${onStandby.base}/readyz`)).status, 200, 'still ready');
