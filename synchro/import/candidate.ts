@@ -1,7 +1,7 @@
 // What a source module makes of the source objects it reads: one candidate per member
 // cluster, with the connection its source object gives (endpoint and credentials together:
 // the credentials are used for that endpoint only), or the reason it cannot be used.
-import type { SourceObjectRef } from '../../api/cluster.ts';
+import { secretClusterLabel, type SourceObjectRef } from '../../api/cluster.ts';
 import type { ClusterSourceSpec } from '../../api/cluster-source.ts';
 import type { HostObject } from '../list-watch.ts';
 
@@ -57,6 +57,11 @@ export const secretRef = (o: HostObject): SourceObjectRef => ({ apiVersion: 'v1'
 export const describe = (r: SourceObjectRef): string => `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}${r.context ? ` context ${r.context}` : ''}`;
 export const unb64 = (s: string): string => Buffer.from(s, 'base64').toString('utf8');
 
-/** The Secrets collection of each namespace of the spec, with a label selector. */
+/**
+ * The Secrets collection of each namespace of the spec, with a label selector. Never a Secret
+ * labelled panoptes.io/cluster: it holds the credentials of the one Cluster it names, for the
+ * server its annotation names, and a source object (a Karmada Cluster naming it, say) must not
+ * send them anywhere else.
+ */
 export const secretCollections = (spec: ClusterSourceSpec, labelSelector: string): Collection[] =>
-  spec.namespaces.map((ns) => ({ role: 'secrets', path: `/api/v1/namespaces/${encodeURIComponent(ns)}/secrets`, labelSelector }));
+  spec.namespaces.map((ns) => ({ role: 'secrets', path: `/api/v1/namespaces/${encodeURIComponent(ns)}/secrets`, labelSelector: [labelSelector, `!${secretClusterLabel}`].filter(Boolean).join(',') }));

@@ -165,6 +165,12 @@ for (const backend of backends) {
       const m = await ready('member1');
       t.match(m.spec, { source: 'clustersource/karmada', sourceObject: { apiVersion: 'cluster.karmada.io/v1alpha1', kind: 'Cluster', name: 'member1' }, credentials: { sourceSecretRef: { namespace: 'karmada-cluster', name: 'karmada-a' } } });
       t.equal((await call('GET', `${C}/member2`)).status, 404, 'a Pull cluster is not imported');
+      // A Karmada Cluster naming a Panoptes credentials Secret (labelled panoptes.io/cluster) does not get its token.
+      await secret('karmada-cluster', 'east-credentials', { token: b64('east-only-token') }, { metadata: { labels: { 'panoptes.io/cluster': 'east' }, annotations: { 'panoptes.io/server': 'https://east.example.com' } } });
+      t.equal((await hostCall('POST', '/apis/cluster.karmada.io/v1alpha1/clusters', { ...kc('sneaky', 'Push'), spec: { ...kc('sneaky', 'Push').spec, secretRef: { namespace: 'karmada-cluster', name: 'east-credentials' } } })).status, 201);
+      const sneaky = await waitUntil('sneaky Invalid', async () => ((await cluster('sneaky'))?.status?.phase === 'Invalid' ? cluster('sneaky') : undefined));
+      t.match(sneaky.status.message, /Secret karmada-cluster\/east-credentials is not found/);
+      t.notOk(sim('karmada-a').auth.seen.includes('east-only-token'), 'the credentials of a Panoptes Cluster go nowhere else');
     });
 
     await t.test('kubeconfig Secrets: one Cluster per context; a rotation is followed; a source that goes takes its Cluster with it', async (t) => {

@@ -43,7 +43,7 @@ t.test('Cluster API: the <cluster>-kubeconfig Secret (key value), not its -ca Se
   const kubeconfig = secret('capi', 'east-kubeconfig', { value: b64(kc([{ name: 'east-admin@east', server: 'https://10.0.0.1:6443', user: { 'client-certificate-data': CA, 'client-key-data': b64('key') } }])) }, { type: 'cluster.x-k8s.io/secret', labels: label });
   const ca = secret('capi', 'east-ca', { 'tls.crt': CA, 'tls.key': b64('k') }, { type: 'cluster.x-k8s.io/secret', labels: label });
   const s = spec({ type: 'clusterAPI', namespaces: ['capi'] });
-  t.same(clusterAPI.collections(s).map((c) => [c.path, c.labelSelector]), [['/api/v1/namespaces/capi/secrets', 'cluster.x-k8s.io/cluster-name']]);
+  t.same(clusterAPI.collections(s).map((c) => [c.path, c.labelSelector]), [['/api/v1/namespaces/capi/secrets', 'cluster.x-k8s.io/cluster-name,!panoptes.io/cluster']]);
   const [c, ...rest] = clusterAPI.candidates(s, objects({ secrets: [kubeconfig, ca] }));
   t.same(rest, [], 'the CA Secret is not a kubeconfig');
   t.match(c, { baseName: 'east', namespace: 'capi', secret: { namespace: 'capi', name: 'east-kubeconfig' }, connection: { server: 'https://10.0.0.1:6443', caData: CA, clientCertData: CA, clientKeyData: b64('key') } });
@@ -65,7 +65,7 @@ t.test('Cluster API: the <cluster>-kubeconfig Secret (key value), not its -ca Se
 t.test('Argo CD: name, server, config; exec, AWS and basic auth refused', async (t) => {
   const label = { 'argocd.argoproj.io/secret-type': 'cluster' };
   const good = secret('argocd', 'mycluster-secret', { name: b64('mycluster.example.com'), server: b64('https://mycluster.example.com'), config: b64(JSON.stringify({ bearerToken: 'tok', tlsClientConfig: { insecure: false, caData: CA, serverName: 'kubernetes' } })) }, { labels: label });
-  t.same(argoCD.collections(spec({ type: 'argoCD', namespaces: ['argocd'] }))[0].labelSelector, 'argocd.argoproj.io/secret-type=cluster');
+  t.same(argoCD.collections(spec({ type: 'argoCD', namespaces: ['argocd'] }))[0].labelSelector, 'argocd.argoproj.io/secret-type=cluster,!panoptes.io/cluster');
   t.match(argoCD.candidates(spec({ type: 'argoCD' }), objects({ secrets: [good] })), [{ baseName: 'mycluster.example.com', connection: { server: 'https://mycluster.example.com', token: 'tok', caData: CA, tlsServerName: 'kubernetes' } }]);
   for (const [config, why] of [
     [{ execProviderConfig: { command: 'argocd-k8s-auth', apiVersion: 'client.authentication.k8s.io/v1beta1' } }, /execProviderConfig/],
@@ -94,7 +94,8 @@ t.test('kubeconfig Secrets: current context, or one per context; the selector', 
   t.match(kubeconfigSecrets.candidates(spec({}), objects({ secrets: [s] })), [{ baseName: 'prod', connection: { server: 'https://a', token: 'ta' } }]);
   const all = kubeconfigSecrets.candidates(spec({ kubeconfigSecrets: { contexts: 'All' } }), objects({ secrets: [s] }));
   t.match(all, [{ context: 'a', connection: { token: 'ta' } }, { context: 'b', invalid: /names files/ }]);
-  t.same(kubeconfigSecrets.collections(spec({ selector: { matchLabels: { team: 'x' }, matchExpressions: [{ key: 'env', operator: 'In', values: ['prod', 'dev'] }] } }))[0].labelSelector, 'team=x,env in (prod,dev)');
+  t.same(kubeconfigSecrets.collections(spec({ selector: { matchLabels: { team: 'x' }, matchExpressions: [{ key: 'env', operator: 'In', values: ['prod', 'dev'] }] } }))[0].labelSelector, 'team=x,env in (prod,dev),!panoptes.io/cluster');
+  t.same(karmada.collections(spec({ type: 'karmada', namespaces: ['panoptes'] }))[1].labelSelector, '!panoptes.io/cluster', 'a credentials Secret of a Panoptes Cluster is never read as a source (a Karmada Cluster could name it)');
   t.equal(kubeconfigSecrets.candidates(spec({}), objects({ secrets: [secret('fleet', 'other', { token: b64('x') })] })).length, 0, 'a Secret without the key is not a source');
 });
 
