@@ -80,9 +80,10 @@ t.test('Argo CD: name, server, config; exec, AWS and basic auth refused', async 
 t.test('Karmada: Push only, apiEndpoint with caBundle and token of its secretRef', async (t) => {
   const s = spec({ type: 'karmada', namespaces: ['karmada-cluster'] });
   const member = (name: string, syncMode: string, ns = 'karmada-cluster'): HostObject => ({ apiVersion: 'cluster.karmada.io/v1alpha1', kind: 'Cluster', metadata: { name }, spec: { apiEndpoint: `https://${name}:6443`, syncMode, secretRef: { namespace: ns, name } } });
-  const secrets = [secret('karmada-cluster', 'm1', { caBundle: CA, token: b64('t1') }), secret('karmada-cluster', 'm3', { caBundle: CA })];
-  const out = karmada.candidates(s, objects({ secrets, clusters: [member('m1', 'Push'), member('m2', 'Pull'), member('m3', 'Push'), member('m4', 'Push', 'elsewhere')] }));
-  t.same(out.map((c) => c.baseName), ['m1', 'm3', 'm4'], 'Pull is left out');
+  const secrets = [secret('karmada-cluster', 'm1', { caBundle: CA, token: b64('t1') }), secret('karmada-cluster', 'm3', { caBundle: CA }), secret('karmada-cluster', 'm5', { token: b64('sa') }, { type: 'kubernetes.io/service-account-token' })];
+  const out = karmada.candidates(s, objects({ secrets, clusters: [member('m1', 'Push'), member('m2', 'Pull'), member('m3', 'Push'), member('m4', 'Push', 'elsewhere'), member('m5', 'Push')] }));
+  t.same(out.map((c) => c.baseName), ['m1', 'm3', 'm4', 'm5'], 'Pull is left out');
+  t.match(out[3].invalid, /ServiceAccount token of the host cluster/);
   t.match(out[0], { connection: { server: 'https://m1:6443', caData: CA, token: 't1' }, secret: { namespace: 'karmada-cluster', name: 'm1' } });
   t.match(out[1].invalid, /has no key token/);
   t.match(out[2].invalid, /namespace elsewhere, which the ClusterSource does not read/);

@@ -3,7 +3,9 @@
 // `token` (karmadactl join writes it to karmada-cluster) — spec.insecureSkipTLSVerification,
 // and spec.syncMode Push or Pull. Only Push clusters are imported: a Pull cluster's agent
 // reaches Karmada, and Karmada holds no credentials to reach it. The Secrets are read in the
-// namespaces of the ClusterSource only: a Cluster naming a Secret elsewhere is Invalid.
+// namespaces of the ClusterSource only: a Cluster naming a Secret elsewhere is Invalid, and so is
+// one naming a ServiceAccount token Secret (whoever may create a Karmada Cluster chooses its
+// endpoint: name in spec.namespaces only where Karmada keeps its member Secrets).
 import { selectorQuery, type ClusterSourceSpec } from '../../../api/cluster-source.ts';
 import { describe, secretCollections, type Collection, type ImportCandidate, type SourceKind } from '../candidate.ts';
 
@@ -36,6 +38,8 @@ export const karmada: SourceKind = {
         const s = secretsByKey.get(`${secret.namespace}/${secret.name}`);
         const token = s?.data?.token ? Buffer.from(s.data.token, 'base64').toString('utf8').trim() : undefined;
         if (!s) invalid(`its Secret ${secret.namespace}/${secret.name} is not found`, secret);
+        // karmadactl join writes an Opaque Secret: a host ServiceAccount's token is never sent to the endpoint a Karmada Cluster names.
+        else if (s.type === 'kubernetes.io/service-account-token') invalid(`its Secret ${secret.namespace}/${secret.name} is a ServiceAccount token of the host cluster, not a member's credentials`, secret);
         else if (!token) invalid(`its Secret ${secret.namespace}/${secret.name} has no key token`, secret);
         else
           out.push({
