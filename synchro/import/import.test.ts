@@ -5,7 +5,7 @@
 // of a token in a source Secret is followed, a malformed source object makes its one cluster
 // Invalid while the others stay Ready, a source object that goes takes its Cluster with it
 // (DELETED for its objects), spec edits of an imported Cluster are refused naming the source,
-// a name clash with an API Cluster is a condition on both, and the ClusterSource's deletion
+// a name clash with an API or a file Cluster is a condition on both, and the ClusterSource's deletion
 // removes its Clusters.
 import t from 'tap';
 import { stringify } from 'yaml';
@@ -35,7 +35,7 @@ const kubeconfig = (contexts: Array<{ name: string; server: string; token: strin
 
 for (const backend of backends) {
   t.test(`${backend}: clusters imported from Cluster API, Argo CD, Karmada and kubeconfig Secrets`, async (t) => {
-    const names = ['capi-a', 'capi-b', 'argo-a', 'karmada-a', 'kc-a', 'kc-b', 'clash'];
+    const names = ['capi-a', 'capi-b', 'argo-a', 'karmada-a', 'kc-a', 'kc-b', 'clash', 'filed'];
     const sims = new Map<string, SimCluster>();
     for (const n of names) {
       const s = await startSimCluster({ name: n });
@@ -203,7 +203,7 @@ for (const backend of backends) {
       t.equal((await store.list({ group: '', resource: 'configmaps', clusters: ['prod-b'] })).items.length, 0, 'nothing of it is left');
     });
 
-    await t.test('a name clash with an API Cluster: never taken over, a condition on both', async (t) => {
+    await t.test('a name clash with an API or a file Cluster: never taken over, a condition on both', async (t) => {
       sim('clash').auth.tokens = ['clash-token-1', 'clash-token-2'];
       t.equal((await call('POST', C, { metadata: { name: 'taken' }, spec: { server: sim('clash').url, resources: ['configmaps'], credentials: { token: 'clash-token-1' } } })).status, 201);
       await ready('taken');
@@ -220,6 +220,22 @@ for (const backend of backends) {
       });
       t.match(taken.spec, { source: 'api' }, 'the API Cluster keeps its spec');
       t.equal(taken.status.ready, true);
+
+      // The same with a cluster of clusters.yaml.
+      writeClusters(file, [{ name: 'fromfile', server: sim('filed').url, token: 'filed-token-1', resources: ['configmaps'] }]);
+      await ready('fromfile');
+      await secret('fleet', 'fromfile', { kubeconfig: b64(kubeconfig([{ name: 'c', server: sim('filed').url, token: 'filed-token-2' }])) }, { metadata: { labels: { clash: 'yes' } } });
+      const both = await waitUntil('two NameClash failures', async () => {
+        const o = (await call('GET', `${CS}/clash`)).json;
+        return o.status?.failures?.length === 2 ? o : undefined;
+      });
+      t.match(both.status.failures, [{ cluster: 'fromfile', reason: 'NameClash', message: /clusters.yaml of synchro/ }, { cluster: 'taken' }]);
+      const filed = await waitUntil('ImportConflict on the file Cluster', async () => {
+        const o = await cluster('fromfile');
+        return (o.status?.conditions ?? []).some((c: { type: string }) => c.type === 'ImportConflict') ? o : undefined;
+      });
+      t.match(filed.spec, { source: 'file' }, 'the file Cluster keeps its spec');
+      t.equal(filed.status.ready, true);
     });
 
     await t.test('deleting a ClusterSource removes its Clusters, then it is gone', async (t) => {
