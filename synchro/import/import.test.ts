@@ -238,11 +238,21 @@ for (const backend of backends) {
       t.equal(filed.status.ready, true);
     });
 
+    await t.test('onSourceRemoval: Keep: a Cluster whose source goes stays, Invalid, with its data', async (t) => {
+      t.equal((await call('PATCH', `${CS}/karmada`, { spec: { onSourceRemoval: 'Keep' } }, MERGE)).status, 200);
+      configmap('karmada-a', 'kept');
+      t.same(await waitForCopy(store, sim('karmada-a'), 'member1', ['/configmaps'], 20_000), []);
+      t.equal((await hostCall('DELETE', '/apis/cluster.karmada.io/v1alpha1/clusters/member1')).status, 200);
+      const kept = await waitUntil('member1 Invalid', async () => ((await cluster('member1'))?.status?.phase === 'Invalid' ? cluster('member1') : undefined));
+      t.match(kept.status.message, /Cluster member1 of ClusterSource karmada is gone; the Cluster is kept \(onSourceRemoval: Keep\)/);
+      t.ok((await store.list({ group: '', resource: 'configmaps', clusters: ['member1'] })).items.some((o) => o.name === 'kept'), 'its data stays');
+    });
+
     await t.test('deleting a ClusterSource removes its Clusters, then it is gone', async (t) => {
       t.equal((await call('DELETE', `${CS}/capi`)).status, 200);
       await waitUntil('capi Clusters and the ClusterSource gone', async () => (await call('GET', `${C}/capi-a`)).status === 404 && (await call('GET', `${C}/capi-b`)).status === 404 && (await call('GET', `${CS}/capi`)).status === 404, 30_000);
       t.equal((await store.list({ group: '', resource: 'configmaps', clusters: ['capi-a'] })).items.length, 0);
-      t.equal((await cluster('member1')).status.ready, true, 'the other sources\' Clusters stay');
+      t.equal((await cluster('argo-eks')).status.phase, 'Invalid', 'the other sources\' Clusters stay');
     });
   });
 }
