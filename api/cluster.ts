@@ -15,14 +15,21 @@ export { dnsLabelProblem, dnsSubdomainProblem };
 /** spec.credentials: a Secret of the host cluster, or inline values (write-only: never served). */
 export interface ClusterSpecCredentials {
   secretRef?: { name: string };
+  /** Imported Clusters only: the source Secret holding the credentials, in a namespace the ClusterSource reads (set by Panoptes). */
+  sourceSecretRef?: { namespace: string; name: string };
   token?: string;
   clientCertData?: string;
   clientKeyData?: string;
 }
 
 export interface ClusterSpec {
-  /** `api` (registered through the API; the default) or `file` (clusters.yaml, read-only). */
-  source?: 'api' | 'file';
+  /**
+   * `api` (registered through the API; the default), `file` (clusters.yaml, read-only) or
+   * `clustersource/<name>` (imported by a ClusterSource, read-only: api/cluster-source.ts).
+   */
+  source?: string;
+  /** Imported Clusters: the object of the host cluster they come from. */
+  sourceObject?: SourceObjectRef;
   server?: string;
   /** Base64 PEM CA bundle, as certificate-authority-data in a kubeconfig. */
   caData?: string;
@@ -31,6 +38,15 @@ export interface ClusterSpec {
   resources?: string[];
   namespaces?: { include?: string[]; exclude?: string[] };
   credentials?: ClusterSpecCredentials;
+}
+
+/** The host cluster object an imported Cluster comes from (and, for a kubeconfig with several, its context). */
+export interface SourceObjectRef {
+  apiVersion: string;
+  kind: string;
+  namespace?: string;
+  name: string;
+  context?: string;
 }
 
 /** Set on every API-created Cluster by the apiserver; synchro releases it once the cluster's objects are deleted. */
@@ -63,7 +79,8 @@ const publicSpecFields: Record<string, FieldType> = {
   tlsServerName: 'string',
   resources: 'strings',
   namespaces: { include: 'strings', exclude: 'strings' },
-  credentials: { secretRef: { name: 'string' } },
+  credentials: { secretRef: { name: 'string' }, sourceSecretRef: { namespace: 'string', name: 'string' } },
+  sourceObject: { apiVersion: 'string', kind: 'string', namespace: 'string', name: 'string', context: 'string' },
   // clusters.yaml: a kubeconfig context, and paths of files (not their contents).
   kubeconfig: 'string',
   context: 'string',
@@ -197,7 +214,8 @@ export const clusterShape: Shape = {
   spec: {
     source: true, server: true, caData: true, insecureSkipTLSVerify: true, tlsServerName: true, resources: true,
     namespaces: { include: true, exclude: true },
-    credentials: { secretRef: { name: true }, token: true, clientCertData: true, clientKeyData: true },
+    credentials: { secretRef: { name: true }, sourceSecretRef: { namespace: true, name: true }, token: true, clientCertData: true, clientKeyData: true },
+    sourceObject: { apiVersion: true, kind: true, namespace: true, name: true, context: true },
     ...Object.fromEntries(Object.keys(fileOnly).map((k) => [k, true])),
   },
   status: true,
@@ -233,6 +251,7 @@ function validateCredentials(errs: FieldError[], c: unknown): void {
   // The value is never shown: a string here is most likely a token.
   if (!isRecord(c)) return void errs.push(fieldInvalid(p, hidden, `must be an object with secretRef, or token and/or clientCertData and clientKeyData (got ${kindOf(c)})`));
   const inline = inlineCredentialFields.filter((k) => c[k] !== undefined);
+  if (c.sourceSecretRef !== undefined) errs.push(fieldForbidden(`${p}.sourceSecretRef`, 'set by Panoptes on the Clusters a ClusterSource imports: give secretRef (a Secret in the namespace Panoptes runs in)'));
   if (c.secretRef !== undefined) {
     if (inline.length) errs.push(fieldForbidden(`${p}.${inline[0]}`, 'give either secretRef or inline credentials, not both'));
     if (!isRecord(c.secretRef)) errs.push(fieldInvalid(`${p}.secretRef`, c.secretRef, 'must be an object with the name of a Secret in the namespace Panoptes runs in'));
@@ -287,6 +306,7 @@ export function validateClusterSpec(spec: unknown, ctx: ValidationContext = {}):
     errs.push(fieldNotSupported('spec.source', spec.source, ['api']));
   }
   for (const [k, why] of Object.entries(fileOnly)) if (spec[k] !== undefined) errs.push(fieldForbidden(`spec.${k}`, why));
+  if (spec.sourceObject !== undefined) errs.push(fieldForbidden('spec.sourceObject', 'set by Panoptes on the Clusters a ClusterSource imports: create a ClusterSource instead'));
 
   if (spec.server === undefined || spec.server === '') errs.push(fieldRequired('spec.server', 'the URL of the member API server, e.g. https://10.0.0.1:6443'));
   else if (typeof spec.server !== 'string') errs.push(fieldInvalid('spec.server', spec.server, 'must be a string'));

@@ -6,10 +6,16 @@
 // generation), a change of that endpoint without new inline credentials refused (422),
 // credentials refused in metadata, the credentials a request carries registered with the
 // redactor while it is handled, objects of clusters.yaml refused (403), and the finalizer
-// `panoptes.io/synchro`. Stored by storage/cluster-objects.ts, which keeps the credentials
+// `panoptes.io/synchro`. An imported Cluster (spec.source `clustersource/<name>`) is its
+// ClusterSource's: a change of its spec is refused with 422 (a Forbidden cause on `spec`,
+// as kube refuses a change of a field it manages — e.g. `field is immutable` — rather than
+// the request as a whole: its labels and annotations stay editable), its deletion with 403.
+// Stored by storage/cluster-objects.ts, which keeps the credentials
 // beside the row in the same transaction.
 import { clusterEndpoint, clusterFinalizer, clusterShape, dnsLabelProblem, endpointBindingRule, endpointChanges, servedSpec, splitCredentials, validateClusterSpec } from '../api/cluster.ts';
+import { importedFrom } from '../api/cluster-source.ts';
 import { fieldForbidden, type FieldError } from '../kube/field-errors.ts';
+import { canonicalJson } from '../kube/patch.ts';
 import { secretValuesIn } from '../lib/redact.ts';
 import { credentialsDigest, type ClusterCredentials, type ClusterObjectState } from '../storage/cluster-objects.ts';
 import { forbiddenObject, type Obj, type OwnKind, type ShapedSpec, type WriteRules } from './own-object.ts';
@@ -36,6 +42,8 @@ function bindingErrors(current: ClusterObjectState, spec: unknown): FieldError[]
  * undefined to keep what is stored.
  */
 function shapeClusterSpec(body: Obj, current: ClusterObjectState | undefined, rules: WriteRules): ShapedSpec<ClusterCredentials | null> {
+  const source = current && importedFrom(current.object.spec);
+  if (current && source !== undefined) return importedSpec(body, current, source);
   const rawSpec = isRecord(body.spec) ? body.spec : {};
   const { served, inline, secretRef } = splitCredentials(rawSpec);
   const stored = current?.credentialsDigest !== undefined;
@@ -56,6 +64,14 @@ function shapeClusterSpec(body: Obj, current: ClusterObjectState | undefined, ru
     // Credentials are write-only: they must not reach the served object through its metadata.
     hidden: { values: Object.values(inline ?? {}).filter((v): v is string => typeof v === 'string'), why: 'the metadata carries the inline credentials of spec.credentials, which are write-only and never served' },
   };
+}
+
+/** An imported Cluster's spec stays its ClusterSource's: the same spec again, or a 422 naming the source. */
+function importedSpec(body: Obj, current: ClusterObjectState, source: string): ShapedSpec<ClusterCredentials | null> {
+  const spec = servedSpec(current.object.spec);
+  const same = canonicalJson(servedSpec(body.spec)) === canonicalJson(spec);
+  const why = `the spec of an imported Cluster is managed by ClusterSource ${source} (spec.source: ${String(spec.source)}): change the source object or the ClusterSource instead`;
+  return { spec, errors: same ? [] : [fieldForbidden('spec', why)] };
 }
 
 /** The credentials a request body carries (JSON or YAML; nothing when it does not parse: the redactor's structure rules still apply). */
@@ -84,6 +100,10 @@ export const clusterKind: OwnKind<ClusterObjectState, ClusterCredentials | null>
   /** A Cluster from clusters.yaml: the API leaves it alone. */
   refuse(current, name, verb) {
     const spec = isRecord(current.object.spec) ? current.object.spec : {};
+    const source = importedFrom(spec);
+    if (source !== undefined && verb === 'delete') {
+      throw forbiddenObject(clusterKind, name, `it is imported by ClusterSource ${source} (spec.source: clustersource/${source}), which would import it again: delete its source object, or the ClusterSource`);
+    }
     if (spec.source !== 'file') return;
     throw forbiddenObject(clusterKind, name, `it is defined in the clusters file of synchro (spec.source: file), which the API cannot ${verb}: change the file instead`);
   },

@@ -3,12 +3,15 @@
 //  - `Cluster` (clusters, cluster-scoped): one object per member cluster, registered through
 //    this API or from clusters.yaml by synchro (`spec.source: file`);
 //  - `MultiClusterService` (multiclusterservices, namespaced, short name mcs): a Service of
-//    some member clusters exported to others (api/multicluster-service.ts).
+//    some member clusters exported to others (api/multicluster-service.ts);
+//  - `ClusterSource` (clustersources, cluster-scoped): where on the host cluster synchro's
+//    importer finds clusters to register by themselves (api/cluster-source.ts).
 // Both are written like a custom resource with a status subresource (apiserver/own-writes.ts,
 // own-object.ts, with each kind's strategy: cluster-object.ts, mcs-object.ts), their status by
 // synchro alone. Reads are those of every served resource — list, get and watch from
 // `objects` and the change log (apiserver/list.ts, get.ts, watch-route.ts) — under the
 // reserved cluster name; `.../status` answers the object too.
+import { clusterSourceKind, clusterSourceResource } from '../api/cluster-source.ts';
 import { mcsKind, mcsResource } from '../api/multicluster-service.ts';
 import { clusterGroup, clusterObjectsCluster, clusterResource, clusterVersion } from '../storage/cluster-objects.ts';
 import type { GroupEntry, ResourceInfo } from './catalog.ts';
@@ -40,9 +43,10 @@ const ownInfo = (resource: string, kind: string, namespaced: boolean, shortNames
 
 export const clusterInfo: ResourceInfo = ownInfo(clusterResource, 'Cluster', false);
 export const mcsInfo: ResourceInfo = ownInfo(mcsResource, mcsKind, true, ['mcs']);
+export const clusterSourceInfo: ResourceInfo = ownInfo(clusterSourceResource, clusterSourceKind, false);
 
 /** The writable kinds of panoptes.io. */
-export const ownInfos: readonly ResourceInfo[] = [clusterInfo, mcsInfo];
+export const ownInfos: readonly ResourceInfo[] = [clusterInfo, mcsInfo, clusterSourceInfo];
 
 export const panoptesGroup: GroupEntry = { name: panoptesGroupName, versions: [{ version: panoptesVersion, resources: [...ownInfos] }] };
 

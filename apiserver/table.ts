@@ -6,6 +6,7 @@ import { ownGroup } from '../storage/own-objects.ts';
 import type { ResourceInfo } from './catalog.ts';
 import { clusterTable } from './cluster-table.ts';
 import { mcsTable } from './mcs-table.ts';
+import { clusterSourceTable } from './cluster-source-table.ts';
 import type { View } from './request.ts';
 
 export const clusterColumn: TableColumnDefinition = {
@@ -25,7 +26,7 @@ export interface TableRenderer {
 }
 
 /** The Tables of Panoptes's own kinds, by resource. */
-const ownTables: Record<string, TableRenderer> = { clusters: clusterTable, multiclusterservices: mcsTable };
+const ownTables: Record<string, TableRenderer> = { clusters: clusterTable, multiclusterservices: mcsTable, clustersources: clusterSourceTable };
 
 /** The Table renderer of a resource in a view (Panoptes's own kinds: `kubectl get clusters`, `kubectl get mcs`). */
 export function tableRenderer(info: ResourceInfo, view: View): TableRenderer {

@@ -10,6 +10,7 @@ import { parseRules } from '../apiserver/external/rules.ts';
 import type { SimRule } from '../hack/sim/auth.ts';
 import { get, http, kubectl, simCluster, tempDir } from '../hack/sim/testutil.ts';
 import { invalidLabelKey } from '../kube/labels.ts';
+import { validateClusterSourceSpec } from '../api/cluster-source.ts';
 import { validateClusterSpec } from '../api/cluster.ts';
 
 interface Obj {
@@ -44,7 +45,7 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
     spec: { group, scope, names: { plural, singular: kind.toLowerCase(), kind, listKind: `${kind}List` }, versions: [{ name: version, served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] },
   });
   const crds = join(tmp, 'rbac-crds.json');
-  writeFileSync(crds, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [crd('ClusterRole', 'clusterroles', 'Cluster'), crd('ClusterRoleBinding', 'clusterrolebindings', 'Cluster'), crd('Role', 'roles', 'Namespaced'), crd('RoleBinding', 'rolebindings', 'Namespaced'), crd('Issuer', 'issuers', 'Namespaced', 'cert-manager.io'), crd('Certificate', 'certificates', 'Namespaced', 'cert-manager.io'), crd('Cluster', 'clusters', 'Cluster', 'panoptes.io', 'v1alpha1'), crd('Cluster', 'clusters', 'Namespaced', 'postgresql.cnpg.io', 'v1')] }));
+  writeFileSync(crds, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [crd('ClusterRole', 'clusterroles', 'Cluster'), crd('ClusterRoleBinding', 'clusterrolebindings', 'Cluster'), crd('Role', 'roles', 'Namespaced'), crd('RoleBinding', 'rolebindings', 'Namespaced'), crd('Issuer', 'issuers', 'Namespaced', 'cert-manager.io'), crd('Certificate', 'certificates', 'Namespaced', 'cert-manager.io'), crd('Cluster', 'clusters', 'Cluster', 'panoptes.io', 'v1alpha1'), crd('ClusterSource', 'clustersources', 'Cluster', 'panoptes.io', 'v1alpha1'), crd('Cluster', 'clusters', 'Namespaced', 'postgresql.cnpg.io', 'v1')] }));
   const made = await kubectl(c, join(tmp, 'cache-setup'), ['create', '-f', crds]);
   t.equal(made.code, 0, made.stderr);
   const rendered: Record<string, Obj[]> = {};
@@ -52,7 +53,7 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   const cnpgOverlay = join(tmp, 'cnpg-overlay');
   mkdirSync(cnpgOverlay);
   writeFileSync(join(cnpgOverlay, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ${relative(cnpgOverlay, dir)}\ncomponents:\n  - ${relative(cnpgOverlay, join(dir, 'cloudnative-pg'))}\n`);
-  for (const variant of ['.', cnpgOverlay, 'all-in-one', 'member-cluster', 'member-cluster/dispatcher', 'cert-manager', 'examples/pending-jobs', 'examples/cluster-registration']) {
+  for (const variant of ['.', cnpgOverlay, 'all-in-one', 'member-cluster', 'member-cluster/dispatcher', 'cert-manager', 'examples/pending-jobs', 'examples/cluster-registration', 'examples/cluster-import']) {
     const r = variant === cnpgOverlay ? await kustomizeAbs(tmp, variant) : await kustomize(tmp, variant);
     t.equal(r.code, 0, `kubectl kustomize ${variant === cnpgOverlay ? 'manifests/ with manifests/cloudnative-pg' : `manifests/${variant}`}: ${r.stderr}`);
     const objs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj);
@@ -156,6 +157,22 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   t.equal(exSecret?.metadata.labels?.['panoptes.io/cluster'], 'east', 'its Secret is labelled for it');
   t.equal(exSecret?.metadata.annotations?.['panoptes.io/server'], exCluster?.spec?.server, 'and annotated for its server');
   t.equal(exSecret?.metadata.namespace, 'panoptes');
+
+  // Importing clusters: writing ClusterSources is granted explicitly; synchro reads the source kinds only where a binding lets it.
+  t.same(find(all, 'ClusterRole', 'panoptes:cluster-importer')?.rules, [{ apiGroups: ['panoptes.io'], resources: ['clustersources'], verbs: ['create', 'update', 'patch', 'delete', 'get', 'list', 'watch'] }]);
+  const read3 = ['get', 'list', 'watch'];
+  t.same(find(all, 'ClusterRole', 'panoptes:cluster-source-reader')?.rules, [
+    { apiGroups: [''], resources: ['secrets'], verbs: read3 },
+    { apiGroups: ['cluster.x-k8s.io'], resources: ['clusters'], verbs: read3 },
+  ]);
+  t.same(find(all, 'ClusterRole', 'panoptes:karmada-cluster-reader')?.rules, [{ apiGroups: ['cluster.karmada.io'], resources: ['clusters'], verbs: read3 }]);
+  t.notOk(all.some((o) => (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') && JSON.stringify(o).includes('cluster-source-reader')), 'the base binds the source reader nowhere');
+  const imp = rendered['examples/cluster-import'];
+  const sources = imp.filter((o) => o.kind === 'ClusterSource');
+  t.same(sources.map((o) => (o.spec as { type: string }).type).sort(), ['argoCD', 'clusterAPI', 'karmada', 'kubeconfigSecrets'], 'one example per source kind');
+  for (const o of sources) t.same(validateClusterSourceSpec(o.spec), [], `the example ClusterSource ${o.metadata.name} is valid`);
+  const bound = imp.filter((o) => o.kind === 'RoleBinding' && (o as unknown as { roleRef: { name: string } }).roleRef.name === 'panoptes:cluster-source-reader').map((o) => o.metadata.namespace).sort();
+  t.same(bound, [...new Set(sources.flatMap((o) => (o.spec as { namespaces: string[] }).namespaces))].sort(), 'a RoleBinding in exactly the namespaces the sources name');
 
   const reader = find(rendered['member-cluster'], 'ClusterRole', 'panoptes:reader');
   t.ok(reader?.rules?.every((r) => r.verbs.every((v) => ['get', 'list', 'watch'].includes(v))), 'member reader is read-only');

@@ -69,7 +69,12 @@ export function parseKubeconfigYaml(text: string, what: string): unknown {
 
 /** Reads and checks a kubeconfig file; throws an Error that says what is wrong. */
 export function readKubeconfig(file: string): Kubeconfig {
-  const root = record(parseKubeconfigYaml(readFileSync(file, 'utf8'), `kubeconfig ${file}`));
+  return parseKubeconfig(readFileSync(file, 'utf8'), file);
+}
+
+/** Checks a kubeconfig's text (`file`: where it is, for messages and relative paths); throws an Error that says what is wrong. */
+export function parseKubeconfig(source: string, file: string): Kubeconfig {
+  const root = record(parseKubeconfigYaml(source, `kubeconfig ${file}`));
   const dir = dirname(file);
   const path = (p: string | undefined) => (p === undefined || isAbsolute(p) ? p : join(dir, p));
   const clusters = entries(root.clusters).map((e, i): KubeconfigCluster => {

@@ -100,8 +100,10 @@ export async function writeClusterObject(
   name: string,
   decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite,
   fence: Fence | undefined,
+  /** The lease the fence must be of: the cluster's, or the importer's (imported Clusters' specs). */
+  lease = clusterLease(name),
 ): Promise<ClusterObjectResult> {
-  const fences = fence ? [fenceOf(fence, clusterLease(name))] : [];
+  const fences = fence ? [fenceOf(fence, lease)] : [];
   const ref = clusterRef(name);
   return writeTransaction(knex, dialect, fences, 'rv', async (trx, locked) => {
     const row = await readOwnRow(trx, ref);

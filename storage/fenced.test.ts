@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import ts from 'typescript';
-import { clusterLease, compactorLease, FencedError, type Fence } from './leases.ts';
+import { clusterLease, compactorLease, importerLease, FencedError, type Fence } from './leases.ts';
 import { fencedWrites, Store, unleasedWrites, type FencedWrite } from './store.ts';
 import { backends, openTestStore, podEvent, stopTestPostgres } from './testing.ts';
 
@@ -59,6 +59,16 @@ const drivers: Record<FencedWrite, Driver> = {
         action: 'put',
         object: { apiVersion: 'panoptes.io/v1alpha1', kind: 'MultiClusterService', metadata: { name: 'web', namespace: 'shop', uid: 'uid-web' }, status: { n: ++n } },
       })),
+  },
+  writeImportedClusterObject: {
+    lease: importerLease,
+    write: (s, fence) =>
+      s.writeImportedClusterObject('imported', () => ({ action: 'put', object: { apiVersion: 'panoptes.io/v1alpha1', kind: 'Cluster', metadata: { name: 'imported', uid: 'uid-imported' }, spec: { source: 'clustersource/fleet', n: ++n } } }), fence),
+  },
+  writeClusterSourceObject: {
+    lease: importerLease,
+    write: (s, fence) =>
+      s.writeClusterSourceObject('fleet', () => ({ action: 'put', object: { apiVersion: 'panoptes.io/v1alpha1', kind: 'ClusterSource', metadata: { name: 'fleet', uid: 'uid-fleet' }, status: { n: ++n } } }), fence),
   },
   setClusterStatus: {
     lease: east,

@@ -38,6 +38,9 @@ export const clusterLease = (cluster: string): string => `cluster/${cluster}`;
 /** The lease of change-log compaction (one compactor at a time). */
 export const compactorLease = 'compactor';
 
+/** The lease of importing clusters from ClusterSources (one importer at a time: synchro/import/). */
+export const importerLease = 'importer';
+
 /** A write refused because the writer's lease has moved on (or expired): nothing was written. */
 export class FencedError extends StatusError {
   override name = 'FencedError';

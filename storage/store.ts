@@ -27,7 +27,7 @@ import { GrowthAnalyzer } from './statistics.ts';
 import { applyBatch, applyBatches, type BatchPart, type WriteOptions } from './write.ts';
 import * as leases from './leases.ts';
 import { fenceOf } from './fenced.ts';
-import { clusterLease, type Fence, type Lease } from './leases.ts';
+import { clusterLease, importerLease, type Fence, type Lease } from './leases.ts';
 import * as synchroMembers from './members.ts';
 import type { HeartbeatResult, Member, MemberRecord } from './members.ts';
 import type {
@@ -62,6 +62,8 @@ export const fencedWrites = [
   'writeClusterObject',
   'writeOwnObject',
   'writeOwnObjectUnder',
+  'writeImportedClusterObject',
+  'writeClusterSourceObject',
   'setClusterStatus',
   'upsertCluster',
   'deleteClusterRow',
@@ -251,8 +253,16 @@ export class Store {
     return this.clusterObjectWrite(name, decide, undefined);
   }
 
-  private async clusterObjectWrite(name: string, decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite, fence: Fence | undefined): Promise<ClusterObjectResult> {
-    const result = await clusterObjects.writeClusterObject(this.conn.knex, this.conn.dialect, name, decide, fence);
+  /**
+   * writeClusterObject as the holder of the importer's lease: synchro's importer creates,
+   * changes and marks for deletion the Clusters a ClusterSource imports (synchro/import/).
+   */
+  writeImportedClusterObject(name: string, decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite, fence: Fence): Promise<ClusterObjectResult> {
+    return this.clusterObjectWrite(name, decide, fence, importerLease);
+  }
+
+  private async clusterObjectWrite(name: string, decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite, fence: Fence | undefined, lease?: string): Promise<ClusterObjectResult> {
+    const result = await clusterObjects.writeClusterObject(this.conn.knex, this.conn.dialect, name, decide, fence, lease);
     if (result.change) for (const l of this.listeners) l(result.watermark);
     return result;
   }
@@ -275,6 +285,11 @@ export class Store {
   async writeOwnObjectUnder(ref: OwnObjectRef, under: ReadonlyArray<{ cluster: string; fence: Fence }>, decide: (current: OwnObjectState | undefined) => OwnObjectWrite): Promise<OwnObjectResult> {
     if (under.length === 0) throw new Error('writeOwnObjectUnder: a write under leases needs their fences');
     return this.ownObjectWrite(ref, decide, under.map((u) => fenceOf(u.fence, clusterLease(u.cluster))));
+  }
+
+  /** A ClusterSource (its status, its finalizer) written by the holder of the importer's lease. */
+  async writeClusterSourceObject(name: string, decide: (current: OwnObjectState | undefined) => OwnObjectWrite, fence: Fence): Promise<OwnObjectResult> {
+    return this.ownObjectWrite({ resource: 'clustersources', namespace: '', name }, decide, [fenceOf(fence, importerLease)]);
   }
 
   /** writeOwnObject without a lease: the apiserver's writes (create, update, patch, delete), serialized by the rv lock alone. */

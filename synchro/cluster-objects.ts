@@ -16,6 +16,7 @@ import type { KubeObject } from '../storage/types.ts';
 import type { CredentialsSource } from './config.ts';
 import { clusterFinalizer } from '../api/cluster.ts';
 import { isFileObject } from './registrations.ts';
+import { importConflictCondition } from './import/apply.ts';
 
 /** Where a cluster's configuration comes from, as its object shows it. */
 export interface ObjectSource {
@@ -86,6 +87,8 @@ export class ClusterObjectWriter {
       const since = before && before.status === accepted.status && before.reason === accepted.reason ? before.lastTransitionTime : kubeTime(new Date());
       conditions.push({ ...accepted, lastTransitionTime: since });
     }
+    // The importer's condition on a Cluster whose name a ClusterSource wants: the importer's to set and clear.
+    conditions.push(...(Array.isArray(previous.conditions) ? previous.conditions : []).filter((c) => isRecord(c) && c.type === importConflictCondition));
     out.conditions = conditions;
     return out;
   }

@@ -15,6 +15,7 @@ import type { WritableClusterClient } from '../member/client.ts';
 import { ClusterObjectWriter, finishRemoval, type ObjectSource } from './cluster-objects.ts';
 import type { ClusterConfig, InvalidEntry, ParsedConfig } from './config.ts';
 import type { HostSecrets } from './host-secrets.ts';
+import type { Importer } from './import/importer.ts';
 import type { Membership } from './membership.ts';
 import { apiClusters, isFileObject, needsSecrets, type ApiClusters } from './registrations.ts';
 import type { RecordedIdentity } from './identity.ts';
@@ -32,13 +33,13 @@ export interface Desired {
 }
 
 /** The file's clusters and the Cluster objects registered through the API, merged. */
-export async function desiredClusters(store: Store, config: ParsedConfig, hostSecrets?: HostSecrets, networks?: MemberNetworks): Promise<Desired> {
+export async function desiredClusters(store: Store, config: ParsedConfig, hostSecrets?: HostSecrets, networks?: MemberNetworks, importer?: Importer): Promise<Desired> {
   const registrations = await store.listClusterRegistrations();
   if (needsSecrets(registrations)) hostSecrets?.start();
   const configured = new Map(config.clusters.map((c) => [c.name, c]));
   const invalid = new Map(config.invalid.filter((i) => i.name).map((i) => [i.name!, i]));
   // The file's names are the file's: an API object of the same name is reported as a conflict, never used.
-  const api = apiClusters(registrations, new Set([...configured.keys(), ...invalid.keys()]), hostSecrets, networks);
+  const api = apiClusters(registrations, new Set([...configured.keys(), ...invalid.keys()]), hostSecrets, networks, importer);
   for (const [name, c] of api.configs) configured.set(name, c);
   for (const [name, i] of api.invalid) invalid.set(name, i);
   const universe = new Set([...configured.keys(), ...invalid.keys(), ...api.objects.keys(), ...(await store.knownClusterNames())]);

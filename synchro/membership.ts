@@ -146,7 +146,7 @@ export function provablyGone(m: Pick<Member, 'pid' | 'bootId' | 'pidNamespace'>,
   return m.pid !== here.pid && !processAlive(m.pid);
 }
 
-const kindOf = (name: string) => (name === compactorLease ? 'compactor' : 'cluster');
+const kindOf = (name: string) => (name.startsWith(clusterLease('')) ? 'cluster' : name === compactorLease ? 'compactor' : 'importer');
 const clusterOf = (lease: string) => lease.slice(clusterLease('').length);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -305,7 +305,7 @@ export class Membership {
     return this.held.get(name)?.acquiredAt;
   }
 
-  heldNames(kind?: 'cluster' | 'compactor'): string[] {
+  heldNames(kind?: 'cluster' | 'compactor' | 'importer'): string[] {
     return [...this.held.keys()].filter((n) => kind === undefined || kindOf(n) === kind);
   }
 

@@ -36,6 +36,9 @@ import { settingsConfig, type ClusterConfig, type CredentialsSource, type Invali
 import type { HostSecret, SecretSource } from './host-secrets.ts';
 import { defaultResources, PatternError } from '../api/resource-patterns.ts';
 import { errorText } from '../kube/field-errors.ts';
+import { importedFrom } from '../api/cluster-source.ts';
+import { importedConfig } from './import/connection.ts';
+import type { Importer } from './import/importer.ts';
 
 /** What synchro does with the API's Cluster objects this pass. */
 export interface ApiClusters {
@@ -222,7 +225,7 @@ function apiConfig(reg: ClusterRegistration, secrets: SecretSource | undefined, 
  * are the file's, objects marked for deletion are to be removed, the others run (or are
  * invalid, or pending while their Secret is not read yet).
  */
-export function apiClusters(registrations: ClusterRegistration[], fileNames: Set<string>, secrets: SecretSource | undefined, networks = new MemberNetworks()): ApiClusters {
+export function apiClusters(registrations: ClusterRegistration[], fileNames: Set<string>, secrets: SecretSource | undefined, networks = new MemberNetworks(), importer?: Importer): ApiClusters {
   const out: ApiClusters = { configs: new Map(), invalid: new Map(), deleting: new Set(), pending: new Set(), objects: new Map() };
   registrations.forEach((reg, index) => {
     out.objects.set(reg.name, reg);
@@ -231,6 +234,14 @@ export function apiClusters(registrations: ClusterRegistration[], fileNames: Set
     if (md.deletionTimestamp) {
       if (Array.isArray(md.finalizers) && md.finalizers.includes(clusterFinalizer)) out.deleting.add(reg.name);
       else out.pending.add(reg.name);
+      return;
+    }
+    // Imported by a ClusterSource: the connection its source object gives (synchro/import/connection.ts).
+    if (importedFrom(reg.object.spec) !== undefined) {
+      const r = importedConfig(reg, importer, networks);
+      if (r.state === 'ready') out.configs.set(reg.name, r.config);
+      else if (r.state === 'pending') out.pending.add(reg.name);
+      else out.invalid.set(reg.name, { index, name: reg.name, message: redact(`Cluster ${reg.name}: ${r.message}`), spec: {} });
       return;
     }
     try {

@@ -7,6 +7,9 @@
 //                                     (credentials inline or from Secrets of the host cluster)
 //   ClusterWork (cluster-work.ts)     a ClusterSync per cluster it holds, Invalid entries, removals
 //   NotSyncedMarker (not-synced.ts)   clusters of other members that nobody syncs, marked not Ready
+//   Importer (import/importer.ts)     the source objects of every ClusterSource, listed and watched on the
+//                                     host cluster: imported Clusters' connections; the holder of the
+//                                     importer lease writes the imported Cluster objects (import/apply.ts)
 //   McsDispatcher (mcs/dispatcher.ts) multi-cluster Services: the consumer clusters it holds get the
 //                                     providers' EndpointSlices, written under their leases
 //   the compactor (under its own lease) and the metrics endpoint.
@@ -17,12 +20,15 @@ import type { MemberNetworks } from '../member/networks.ts';
 import type { Store } from '../storage/store.ts';
 import { defaultBatcherOptions, type BatcherOptions, type CommitHook } from './batcher.ts';
 import { Committer } from './committer.ts';
-import { clusterLease, compactorLease } from '../storage/leases.ts';
+import { clusterLease, compactorLease, FencedError, importerLease } from '../storage/leases.ts';
+import { Importer } from './import/importer.ts';
+import { applyImports } from './import/apply.ts';
+import { clusterSourceResource } from '../api/cluster-source.ts';
 import { defaultTimings, type ClusterStatus, type ClusterTimings } from './cluster.ts';
 import type { ClusterConnection } from '../member/client.ts';
 import { publicSpec } from './config.ts';
 import { ConfigSource } from './config-source.ts';
-import { ClusterWork, desiredClusters } from './cluster-work.ts';
+import { ClusterWork, desiredClusters, type Desired } from './cluster-work.ts';
 import { connectCluster } from '../member/client.ts';
 import { HostSecrets } from './host-secrets.ts';
 import { SynchroMetrics, serveMetrics } from './metrics.ts';
@@ -46,6 +52,8 @@ export interface SynchroOptions {
   memberNetworks?: MemberNetworks;
   /** ...all of them, or these (default: all). */
   contexts?: 'all' | string[];
+  /** How often every ClusterSource's source objects are listed again, even when their watches are quiet (default 10 minutes). */
+  importResyncMs?: number;
   /** Resource patterns for kubeconfig clusters (default: the default set). */
   resources?: string[];
   /** HOST:PORT for GET /metrics; unset: no metrics server (the registry is still filled). */
@@ -129,6 +137,37 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     });
   }
 
+  // The ClusterSources' source objects on the host cluster; a burst of changes is one pass.
+  let importer: Importer | undefined;
+  if (opts.hostCluster) {
+    let timer: NodeJS.Timeout | undefined;
+    importer = new Importer({
+      client: await connectCluster(opts.hostCluster),
+      log: log.child({ part: 'importer' }),
+      resyncMs: opts.importResyncMs,
+      onChange: () => {
+        timer ??= setTimeout(() => {
+          timer = undefined;
+          void enqueue(reconcile, 'following a change of the cluster sources').catch(() => undefined);
+        }, 50);
+      },
+    });
+  }
+
+  /** The holder of the importer lease (any member takes it when free) writes the imported Clusters and the sources' status. */
+  async function importClusters(sources: Awaited<ReturnType<Store['listOwnObjects']>>, registrations: Desired['api']['objects']): Promise<void> {
+    if (!importer || !config.current) return;
+    if (membership.epoch(importerLease) === undefined && (await membership.acquire(importerLease)) === undefined) return;
+    const fence = membership.fence(importerLease)!;
+    const fileNames = new Set([...config.current.clusters.map((c) => c.name), ...config.current.invalid.flatMap((i) => (i.name ? [i.name] : []))]);
+    try {
+      await applyImports({ store, fence, importer, sources, registrations: [...registrations.values()], fileNames, log: log.child({ part: 'importer' }) });
+    } catch (err) {
+      if (!(err instanceof FencedError)) throw err;
+      membership.fenced(fence.lease, fence.epoch);
+    }
+  }
+
   /**
    * Makes this process run exactly its share: the clusters of the configuration (and those
    * still in storage, to remove them) that rendezvous hashing gives to this member among the
@@ -137,13 +176,16 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
    */
   async function reconcile(): Promise<void> {
     if (stopped || !config.current) return;
-    const desired = await desiredClusters(store, config.current, hostSecrets, opts.memberNetworks);
+    const sources = importer ? await store.listOwnObjects(clusterSourceResource) : [];
+    importer?.follow(sources);
+    const desired = await desiredClusters(store, config.current, hostSecrets, opts.memberNetworks, importer);
     const { mine, others, now } = await membership.share(desired.universe, (name) => work.stop(name));
     for (const name of mine) {
       if (stopped) return;
       if (membership.epoch(clusterLease(name)) !== undefined) await work.apply(name, desired);
     }
     if (!membership.isMember) return;
+    await importClusters(sources, desired.api.objects);
     await notSynced.check(others, now);
     if (opts.compaction !== false && membership.epoch(compactorLease) === undefined) await membership.acquire(compactorLease);
   }
@@ -162,6 +204,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   const cleanup = async () => {
     config.close();
     await hostSecrets?.stop();
+    await importer?.stop();
     await dispatcher?.stop();
     await work.stopAll();
     await committer.close();

@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import type { SimCluster } from '../hack/sim/cluster.ts';
-import type { Store } from '../storage/store.ts';
+import { Store } from '../storage/store.ts';
+import { startSynchro, type SynchroHandle, type SynchroOptions } from './synchro.ts';
 import { setLogLevel } from '../lib/log.ts';
 import type { ClusterTimings } from './cluster.ts';
 
@@ -105,4 +106,31 @@ export function spawnPanoptes(name: string, args: string[]): PanoptesProcess {
     if (log.length > 3000) log.splice(0, log.length - 3000);
   });
   return { name, child, log, exited: new Promise((r) => child.on('exit', (code) => r(code))) };
+}
+
+/**
+ * Synchro members in this process, each with its own Store of one database (`url`), started
+ * and stopped by identity: `options(identity)` is everything but the store.
+ */
+export function synchroMembers(url: string, options: (identity: string) => Omit<SynchroOptions, 'store'>) {
+  const members = new Map<string, { store: Store; synchro: SynchroHandle }>();
+  const stop = async (identity: string): Promise<void> => {
+    const m = members.get(identity);
+    members.delete(identity);
+    await m?.synchro.stop();
+    await m?.store.close();
+  };
+  return {
+    members,
+    async start(identity: string): Promise<SynchroHandle> {
+      const store = await Store.open(url);
+      const synchro = await startSynchro({ ...options(identity), store });
+      members.set(identity, { store, synchro });
+      return synchro;
+    },
+    stop,
+    async stopAll(): Promise<void> {
+      for (const id of [...members.keys()]) await stop(id);
+    },
+  };
 }

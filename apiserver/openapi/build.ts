@@ -10,6 +10,7 @@ import { servedVerbs, type ResourceInfo } from '../catalog.ts';
 import { panoptesVersion } from '../discovery.ts';
 import { clusterDefinitions } from './cluster-schema.ts';
 import { mcsDefinitions } from './mcs-schema.ts';
+import { clusterSourceDefinitions } from './cluster-source-schema.ts';
 import { listMetaName, metaDefinitions, objectMetaName, watchEventName } from './own-schema.ts';
 import { sourceDoc, type SourceDoc } from './sources.ts';
 
@@ -26,7 +27,7 @@ export interface ServedGroupVersion {
 }
 
 /** Panoptes's own definitions: the Cluster and MultiClusterService kinds and the metadata kinds, as one source document. */
-export const panoptesSource: SourceDoc = sourceDoc('panoptes.io/v1alpha1', 'v2', { definitions: { ...metaDefinitions, ...clusterDefinitions, ...mcsDefinitions } }, 0);
+export const panoptesSource: SourceDoc = sourceDoc('panoptes.io/v1alpha1', 'v2', { definitions: { ...metaDefinitions, ...clusterDefinitions, ...mcsDefinitions, ...clusterSourceDefinitions } }, 0);
 
 /** The query parameters of Panoptes's list and watch (apiserver/params.ts). */
 const panoptesListParams: ParamSpec[] = [

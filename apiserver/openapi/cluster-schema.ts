@@ -28,7 +28,10 @@ export const clusterDefinitions: Record<string, JsonObject> = {
     description: 'ClusterSpec says how to reach a member cluster and what to sync from it.',
     type: 'object',
     properties: {
-      source: str('api (registered through this API; the default) or file (a clusters.yaml entry or kubeconfig context of synchro: read-only through the API).', { enum: ['api', 'file'] }),
+      source: str(
+        'api (registered through this API; the default), file (a clusters.yaml entry or kubeconfig context of synchro: read-only through the API), or clustersource/<name> (imported by that ClusterSource: its spec cannot be changed through the API).',
+      ),
+      sourceObject: ref(`${p}ClusterSourceObject`, 'Imported Clusters: the object of the host cluster the Cluster comes from. Set by Panoptes.'),
       server: str(
         'URL of the member API server, e.g. https://10.0.0.1:6443 (required through the API). Not a loopback, link-local or unspecified address unless the operator allows it (--allow-member-networks); plain http:// only without credentials, or to an address inside that allowance. With inline credentials stored, it changes only with new credentials (as caData, insecureSkipTLSVerify and tlsServerName).',
       ),
@@ -58,6 +61,7 @@ export const clusterDefinitions: Record<string, JsonObject> = {
         `${p}ClusterSecretRef`,
         'A Secret in the namespace Panoptes runs in, labelled panoptes.io/cluster=<this cluster> and annotated panoptes.io/server=<spec.server> (or "*" for any server), with keys token, tls.crt and tls.key, ca.crt, or kubeconfig. Its CA, when it has one, is the only one the server is verified with. synchro follows its rotation.',
       ),
+      sourceSecretRef: ref(`${p}ClusterSourceSecretRef`, 'Imported Clusters only (set by Panoptes): the source Secret holding the credentials, read where it is, never copied.'),
       token: str(`Bearer token. ${writeOnly}`),
       clientCertData: str(`Client certificate, base64 PEM (as client-certificate-data in a kubeconfig). ${writeOnly}`),
       clientKeyData: str(`Client key, base64 PEM (as client-key-data in a kubeconfig). ${writeOnly}`),
@@ -68,6 +72,22 @@ export const clusterDefinitions: Record<string, JsonObject> = {
     type: 'object',
     required: ['name'],
     properties: { name: str('The name of the Secret.') },
+  },
+  [`${p}ClusterSourceSecretRef`]: {
+    description: 'A Secret of the host cluster in a namespace a ClusterSource reads.',
+    type: 'object',
+    properties: { namespace: str('Its namespace.'), name: str('Its name.') },
+  },
+  [`${p}ClusterSourceObject`]: {
+    description: 'The object of the host cluster an imported Cluster comes from.',
+    type: 'object',
+    properties: {
+      apiVersion: str('Its API version: v1 (a Secret) or cluster.karmada.io/v1alpha1.'),
+      kind: str('Secret, or Cluster (Karmada).'),
+      namespace: str('Its namespace (none for a Karmada Cluster).'),
+      name: str('Its name.'),
+      context: str('The kubeconfig context, when the Secret holds several and each is a Cluster.'),
+    },
   },
   [`${p}ClusterNamespaceFilter`]: {
     description: 'Namespaces to include or exclude (namespaced objects, and Namespace objects by name).',

@@ -8,6 +8,7 @@ import { Controllers, type ControllerOptions } from './controllers.ts';
 import { Crud } from './crud.ts';
 import { Faults } from './faults.ts';
 import { defaultMcsRelease, installMcsCRDs, type McsRelease } from './mcs-crds.ts';
+import { installImportCRDs } from './import-crds.ts';
 import { Registry } from './resources.ts';
 import { SimAuth } from './auth.ts';
 import { handle, type SimContext } from './server.ts';
@@ -43,6 +44,8 @@ export interface SimClusterOptions {
   controllers?: boolean | ControllerOptions;
   /** Install the MCS-API's ServiceExport and ServiceImport CRDs (multicluster.x-k8s.io): true is release v0.4.1 (v1alpha1). */
   mcsCRDs?: boolean | McsRelease;
+  /** Install Cluster API's and Karmada's Cluster CRDs: a host cluster Panoptes imports clusters from. */
+  importCRDs?: boolean;
 }
 
 export interface SimCluster {
@@ -118,6 +121,7 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
   const nsInfo = registry.lookup('', 'v1', 'namespaces')!;
   for (const name of systemNamespaces) crud.create(nsInfo, 'v1', undefined, { metadata: { name } });
   if (opts.mcsCRDs) installMcsCRDs(crud, opts.mcsCRDs === true ? defaultMcsRelease : opts.mcsCRDs);
+  if (opts.importCRDs) installImportCRDs(crud);
   if (opts.workload) loadWorkload(crud, { cluster: opts.name, ...(typeof opts.workload === 'object' ? opts.workload : {}) });
   if (opts.controllers !== false) {
     controllers.start();

@@ -10,8 +10,7 @@ import { dispatchedSliceName, type MultiClusterServiceStatus } from '../../api/m
 import type { SimCluster } from '../../hack/sim/cluster.ts';
 import { Store } from '../../storage/store.ts';
 import { emptyStorageUrl, stopTestPostgres } from '../../storage/testing.ts';
-import { startSynchro, type SynchroHandle } from '../synchro.ts';
-import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
+import { fastTimings, synchroMembers, tempDir, waitUntil, writeClusters } from '../testutil.ts';
 import { deleteMcs, getMcs, mcsTimings, provide, putMcs, simFleet, resources, setEndpoints } from './testutil.ts';
 
 t.teardown(stopTestPostgres);
@@ -32,20 +31,9 @@ t.test('postgres: two synchro members, a member joining and one leaving in the m
   const file = `${dir}/clusters.yaml`;
   writeClusters(file, sims.map((s) => ({ name: s.name, server: s.url, resources })));
 
-  const members = new Map<string, { store: Store; synchro: SynchroHandle }>();
-  const start = async (identity: string) => {
-    const own = await Store.open(url);
-    const synchro = await startSynchro({ store: own, clustersFile: file, timings: fastTimings, compaction: false, shards: { identity, leaseTtlMs: 3000 }, mcs: mcsTimings });
-    members.set(identity, { store: own, synchro });
-  };
-  const stop = async (identity: string) => {
-    const m = members.get(identity);
-    members.delete(identity);
-    await m?.synchro.stop();
-    await m?.store.close();
-  };
+  const { start, stop, stopAll } = synchroMembers(url, (identity) => ({ clustersFile: file, timings: fastTimings, compaction: false, shards: { identity, leaseTtlMs: 3000 }, mcs: mcsTimings }));
   t.teardown(async () => {
-    for (const id of [...members.keys()]) await stop(id);
+    await stopAll();
     await Promise.all(sims.map((s) => s.close()));
     await store.close();
     cleanup();
