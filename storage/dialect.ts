@@ -94,6 +94,16 @@ export interface Dialect {
    * btree refuses index rows over 2,704 bytes, its hash index stores a 4-byte hash.
    */
   equalityIndex(trx: Knex.Transaction, table: string, column: string, name: string): Promise<void>;
+  /** `expr` (text) compared in byte order, as the key columns are: PostgreSQL COLLATE "C"; SQLite's BINARY already is. */
+  byteOrder(expr: string): string;
+  /**
+   * Creates what serves substring search of names (storage/name-contains.ts): SQLite an FTS5
+   * trigram table kept by triggers, PostgreSQL a pg_trgm GIN index. False when it cannot
+   * (PostgreSQL: pg_trgm not installable by this role); searches then read without it.
+   */
+  nameSubstringIndex(trx: Knex.Transaction): Promise<boolean>;
+  /** SQL (and bindings) true where `o.name`, ASCII-lowercased, contains `needle` (ASCII lowercase, no LIKE wildcard but `_`). */
+  nameContains(needle: string): [string, unknown[]];
   /** SQL for the length in bytes (UTF-8) of a text column. */
   byteLength(column: string): string;
   /** SQL for the bytes of the JSON text in `column` in the engine's binary JSON form (PostgreSQL jsonb, SQLite JSONB), as a column of that type would hold it. */
@@ -315,6 +325,23 @@ export const sqlite: Dialect = {
     await trx.raw(`DROP INDEX IF EXISTS ${quote(name)}`);
     await trx.raw(`CREATE INDEX ${quote(name)} ON ${quote(table)} (${quote(column)})`);
   },
+  byteOrder: (expr) => expr,
+  async nameSubstringIndex(trx) {
+    // An external-content FTS5 table over objects.name with the trigram tokenizer (SQLite 3.34+,
+    // https://sqlite.org/fts5.html#the_trigram_tokenizer): `name LIKE '%abc%'` on it reads the
+    // index. Names never change in a row (they are its key), so inserts and deletes keep it.
+    await trx.raw(`CREATE VIRTUAL TABLE IF NOT EXISTS objects_names USING fts5(name, content='objects', content_rowid='id', tokenize='trigram case_sensitive 0')`);
+    await trx.raw(`CREATE TRIGGER IF NOT EXISTS objects_names_insert AFTER INSERT ON objects BEGIN INSERT INTO objects_names (rowid, name) VALUES (new.id, new.name); END`);
+    await trx.raw(`CREATE TRIGGER IF NOT EXISTS objects_names_delete AFTER DELETE ON objects BEGIN INSERT INTO objects_names (objects_names, rowid, name) VALUES ('delete', old.id, old.name); END`);
+    await trx.raw(`INSERT INTO objects_names (objects_names) VALUES ('rebuild')`);
+    return true;
+  },
+  nameContains(needle) {
+    // FTS5 serves LIKE with two arguments only (no ESCAPE): `_` stays a wildcard there, which
+    // finds a superset; instr() then holds each row to the exact substring (SQLite's lower()
+    // folds ASCII only, as the in-memory matcher does).
+    return [`o.id IN (SELECT rowid FROM objects_names WHERE name LIKE ?) AND instr(lower(o.name), ?) > 0`, [`%${needle}%`, needle]];
+  },
   byteLength: (column) => `length(CAST(${column} AS BLOB))`,
   binaryJsonBytes: (column) => `length(jsonb(${column}))`,
   async relationSizes(knex) {
@@ -519,6 +546,25 @@ export const postgres: Dialect = {
   async equalityIndex(trx, table, column, name) {
     await trx.raw(`DROP INDEX IF EXISTS ${quote(name)}`);
     await trx.raw(`CREATE INDEX ${quote(name)} ON ${quote(table)} USING hash (${quote(column)})`);
+  },
+  byteOrder: (expr) => `(${expr} COLLATE "C")`,
+  async nameSubstringIndex(trx) {
+    // pg_trgm is a trusted extension (PostgreSQL 13+): a role with CREATE on the database may
+    // install it (https://www.postgresql.org/docs/15/pgtrgm.html). Tried in a savepoint: a role
+    // without the right leaves the migration whole and searches unindexed (README, Search).
+    try {
+      await trx.transaction(async (sp) => {
+        await sp.raw('CREATE EXTENSION IF NOT EXISTS pg_trgm');
+      });
+    } catch {
+      return false;
+    }
+    // lower() under COLLATE "C" (the name column's) folds ASCII only, as SQLite and the in-memory matcher do.
+    await trx.raw('CREATE INDEX IF NOT EXISTS objects_name_trgm ON objects USING gin (lower(name) gin_trgm_ops)');
+    return true;
+  },
+  nameContains(needle) {
+    return [`lower(o.name) LIKE ? ESCAPE '!'`, [`%${needle.replace(/[!%_]/g, (c) => `!${c}`)}%`]];
   },
   byteLength: (column) => `octet_length(${column})`,
   binaryJsonBytes: (column) => `pg_column_size(${column}::jsonb)`,

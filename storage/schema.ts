@@ -237,6 +237,18 @@ const migrations: Migration[] = [
       });
     },
   },
+  {
+    // Search terms (storage/order-by.ts, created-range.ts, name-contains.ts): orderBy on
+    // creationTimestamp and time ranges read objects_by_created, orderBy name objects_by_name,
+    // both forwards or backwards; substring search of names a trigram index (the dialect's).
+    // No index led by cluster, for the reason given at objects_list_order: orderBy cluster sorts.
+    version: 11,
+    async up(trx, d) {
+      await trx.raw(`CREATE INDEX IF NOT EXISTS objects_by_created ON objects (grp, resource, ${d.byteOrder('created_at')}, namespace, name, cluster)`);
+      await trx.raw('CREATE INDEX IF NOT EXISTS objects_by_name ON objects (grp, resource, name, namespace, cluster)');
+      await d.nameSubstringIndex(trx);
+    },
+  },
 ];
 
 /** Sets json_doc (and maps the selectable fields) of rows stored before version 8 whose text SQL cannot read as it is. */

@@ -87,12 +87,27 @@ export interface ListQuery {
   labelSelector?: LabelSelector;
   /** metadata.name, metadata.namespace and the kind's selectable fields (checked by the caller). */
   fieldSelector?: FieldSelector;
+  /** Substrings every name holds, ASCII case-insensitively (storage/name-contains.ts). */
+  nameContains?: string[];
+  /** creationTimestamp at or after / before this, as kube writes it (storage/created-range.ts). */
+  createdSince?: string;
+  createdBefore?: string;
+  /** Sort keys (storage/order-by.ts); unset: list order (namespace, name, cluster). */
+  orderBy?: OrderKey[];
   /** Page size; unset or 0 means everything. */
   limit?: number;
   /** Opaque token from a previous page; pins that page's snapshot rv. */
   continue?: string;
   /** Read the snapshot exactly at this rv (resourceVersionMatch=Exact). Default: the latest. */
   exactRv?: number;
+}
+
+/** One sort key: a column, or the scalar at a JSON path of the object (text, '' when absent). */
+export interface OrderKey {
+  key: 'name' | 'namespace' | 'cluster' | 'creationTimestamp' | 'path';
+  /** For `path`: the keys from the object's root. */
+  path?: string[];
+  desc: boolean;
 }
 
 export interface ListResult {
