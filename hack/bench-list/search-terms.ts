@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
 import { setLogLevel } from '../../lib/log.ts';
 import { Store } from '../../storage/store.ts';
-import { emptyStorageUrl, stopTestPostgres, type Backend } from '../../storage/testing.ts';
+import { emptyStorageUrl, podEvent, stopTestPostgres, type Backend } from '../../storage/testing.ts';
 import type { ListQuery, UpstreamEvent } from '../../storage/types.ts';
 import { percentile } from '../fixtures.ts';
 
@@ -20,19 +20,9 @@ const time = (s: number) => new Date(start + s * 1000).toISOString().replace('.0
 /** Pod i: 1 in 1,000 names holds "rare", 1 in 10 "tenth"; created at second i. */
 function pod(i: number): UpstreamEvent {
   const tag = i % 1000 === 7 ? 'rare-' : i % 10 === 3 ? 'tenth-' : '';
-  return {
-    type: 'ADDED',
-    group: '',
-    version: 'v1',
-    resource: 'pods',
-    object: {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: `app-${i % 40}-${tag}${i}`, namespace: `bench-${i % 20}`, uid: `u-${i}`, resourceVersion: '1', creationTimestamp: time(i), labels: { app: `app-${i % 40}` } },
-      spec: { nodeName: `node-${i % 30}`, containers: [{ name: 'main', image: `registry.example.com/app-${i % 40}:1.${i % 9}` }] },
-      status: { phase: 'Running' },
-    },
-  };
+  const e = podEvent('ADDED', `bench-${i % 20}`, `app-${i % 40}-${tag}${i}`, '1', { labels: { app: `app-${i % 40}` }, nodeName: `node-${i % 30}` });
+  e.object.metadata!.creationTimestamp = time(i);
+  return e;
 }
 
 interface Case {
