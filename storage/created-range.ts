@@ -10,10 +10,34 @@ import type { KubeObject, ListQuery } from './types.ts';
 
 type Range = Pick<ListQuery, 'createdSince' | 'createdBefore'>;
 
-export function whereCreated(qb: Knex.QueryBuilder, dialect: Dialect, q: Range): void {
-  const column = dialect.byteOrder('o.created_at');
-  if (q.createdSince !== undefined) qb.andWhereRaw(`${column} >= ?`, [q.createdSince]);
-  if (q.createdBefore !== undefined) qb.andWhereRaw(`${column} < ? AND ${column} > ''`, [q.createdBefore]);
+/** The range as SQL over `alias`.created_at. */
+function rangeSql(dialect: Dialect, column: string, q: Range): [string, string[]] {
+  const parts: string[] = [];
+  const bindings: string[] = [];
+  if (q.createdSince !== undefined) {
+    parts.push(`${column} >= ?`);
+    bindings.push(q.createdSince);
+  }
+  if (q.createdBefore !== undefined) {
+    parts.push(`${column} < ?`, `${column} > ''`);
+    bindings.push(q.createdBefore);
+  }
+  return [parts.join(' AND '), bindings];
+}
+
+export function whereCreated(qb: Knex.QueryBuilder, dialect: Dialect, q: Range & Pick<ListQuery, 'group' | 'resource' | 'termPlan'>): void {
+  if (q.createdSince === undefined && q.createdBefore === undefined) return;
+  const via = q.termPlan?.created;
+  if (via === 'index') {
+    // The objects of the range, from objects_by_created (covering: the row id is in it); the
+    // planner then fetches these rows and sorts them (storage/term-plan.ts).
+    const [sql, bindings] = rangeSql(dialect, dialect.byteOrder('c.created_at'), q);
+    qb.andWhereRaw(`o.id IN (SELECT c.id FROM objects c WHERE c.grp = ? AND c.resource = ? AND ${sql})`, [q.group, q.resource, ...bindings]);
+    return;
+  }
+  const column = dialect.byteOrder(via === 'scan' ? dialect.unindexed('o.created_at') : 'o.created_at');
+  const [sql, bindings] = rangeSql(dialect, column, q);
+  qb.andWhereRaw(sql, bindings);
 }
 
 /** The text storage keeps as created_at (storage/write.ts). */

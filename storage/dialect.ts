@@ -102,8 +102,23 @@ export interface Dialect {
    * (PostgreSQL: pg_trgm not installable by this role); searches then read without it.
    */
   nameSubstringIndex(trx: Knex.Transaction): Promise<boolean>;
-  /** SQL (and bindings) true where `o.name`, ASCII-lowercased, contains `needle` (ASCII lowercase, no LIKE wildcard but `_`). */
-  nameContains(needle: string): [string, unknown[]];
+  /**
+   * SQL (and bindings) true where `o.name`, ASCII-lowercased, contains `needle` (ASCII
+   * lowercase, no LIKE wildcard but `_`): through the trigram index, or as a filter the ordered
+   * scan of the list evaluates (storage/term-plan.ts decides).
+   */
+  nameContains(needle: string, via: 'index' | 'scan'): [string, unknown[]];
+  /**
+   * Whether the planner chooses well between a term's own index and the list order's:
+   * PostgreSQL estimates a range from its histograms and a substring from pg_trgm's statistics.
+   * SQLite's estimates of both are fixed fractions, so storage/term-plan.ts decides for it,
+   * with countNameCandidates.
+   */
+  plansTerms: boolean;
+  /** How many objects the trigram index finds for `needle`, counted up to `cap` (where plansTerms is false). */
+  countNameCandidates?(trx: Knex.Transaction, needle: string, cap: number): Promise<number>;
+  /** `expr` as a value no index serves (SQLite `+expr`): the term is then a filter of the scan the planner orders by. */
+  unindexed(expr: string): string;
   /** SQL for the length in bytes (UTF-8) of a text column. */
   byteLength(column: string): string;
   /** SQL for the bytes of the JSON text in `column` in the engine's binary JSON form (PostgreSQL jsonb, SQLite JSONB), as a column of that type would hold it. */
@@ -336,12 +351,21 @@ export const sqlite: Dialect = {
     await trx.raw(`INSERT INTO objects_names (objects_names) VALUES ('rebuild')`);
     return true;
   },
-  nameContains(needle) {
+  nameContains(needle, via) {
     // FTS5 serves LIKE with two arguments only (no ESCAPE): `_` stays a wildcard there, which
     // finds a superset; instr() then holds each row to the exact substring (SQLite's lower()
-    // folds ASCII only, as the in-memory matcher does).
+    // folds ASCII only, as the in-memory matcher does). SQLite checks instr() on the list
+    // index's entries before it reads a row.
+    if (via === 'scan') return [`instr(lower(o.name), ?) > 0`, [needle]];
     return [`o.id IN (SELECT rowid FROM objects_names WHERE name LIKE ?) AND instr(lower(o.name), ?) > 0`, [`%${needle}%`, needle]];
   },
+  async countNameCandidates(trx, needle, cap) {
+    // Every resource's names (the FTS table has no resource column): an upper bound.
+    const row = (await trx.raw(`SELECT count(*) AS n FROM (SELECT 1 FROM objects_names WHERE name LIKE ? LIMIT ?)`, [`%${needle}%`, cap])) as Array<{ n: number }>;
+    return Number(row[0].n);
+  },
+  plansTerms: false,
+  unindexed: (expr) => `+${expr}`,
   byteLength: (column) => `length(CAST(${column} AS BLOB))`,
   binaryJsonBytes: (column) => `length(jsonb(${column}))`,
   async relationSizes(knex) {
@@ -563,9 +587,13 @@ export const postgres: Dialect = {
     await trx.raw('CREATE INDEX IF NOT EXISTS objects_name_trgm ON objects USING gin (lower(name) gin_trgm_ops)');
     return true;
   },
-  nameContains(needle) {
+  nameContains(needle, via) {
+    // strpos() is no operator of gin_trgm_ops: the planner reads the list order and filters.
+    if (via === 'scan') return [`strpos(lower(o.name), ?) > 0`, [needle]];
     return [`lower(o.name) LIKE ? ESCAPE '!'`, [`%${needle.replace(/[!%_]/g, (c) => `!${c}`)}%`]];
   },
+  plansTerms: true,
+  unindexed: (expr) => expr,
   byteLength: (column) => `octet_length(${column})`,
   binaryJsonBytes: (column) => `pg_column_size(${column}::jsonb)`,
   async relationSizes(knex) {

@@ -11,6 +11,7 @@ import { readMeta } from './meta.ts';
 import { pageQuery, type Key } from './list-scan.ts';
 import { comparePositions, orderedPageQuery, orderSignature, sortValues, type SortPosition } from './order-by.ts';
 import { compareKeys, toStored, type ChangeRow, type ObjectRow } from './rows.ts';
+import { planTerms } from './term-plan.ts';
 import { upstreamRvAnnotation } from './write.ts';
 import type { KubeObject, ListQuery, ListResult, StoredObject } from './types.ts';
 
@@ -83,7 +84,7 @@ type Placed = SortPosition & { item: StoredObject };
 
 export async function list(knex: Knex, dialect: Dialect, query: ListQuery): Promise<ListResult> {
   const token = query.continue !== undefined && query.continue !== '' ? decodeContinue(query.continue) : undefined;
-  const q = token ? continuedQuery(query, token) : query;
+  let q = token ? continuedQuery(query, token) : query;
   const order = q.orderBy?.length ? q.orderBy : undefined;
   const trx = await dialect.snapshot(knex);
   try {
@@ -101,6 +102,7 @@ export async function list(knex: Knex, dialect: Dialect, query: ListQuery): Prom
     const historic = rv < meta.rv;
     const after: Key | undefined = token;
     const limit = q.limit && q.limit > 0 ? q.limit : undefined;
+    q = await planTerms(trx, dialect, q, limit);
 
     const live = () => {
       const qb = trx('objects as o');

@@ -11,9 +11,9 @@ export const minNeedleLength = 3;
 /** ASCII letters lowercased, nothing else: what SQLite's lower() and PostgreSQL's under COLLATE "C" do. */
 export const asciiLower = (s: string): string => s.replace(/[A-Z]+/g, (c) => c.toLowerCase());
 
-export function whereNameContains(qb: Knex.QueryBuilder, dialect: Dialect, q: Pick<ListQuery, 'nameContains'>): void {
+export function whereNameContains(qb: Knex.QueryBuilder, dialect: Dialect, q: Pick<ListQuery, 'nameContains' | 'termPlan'>): void {
   for (const needle of q.nameContains ?? []) {
-    const [sql, bindings] = dialect.nameContains(asciiLower(needle));
+    const [sql, bindings] = dialect.nameContains(asciiLower(needle), q.termPlan?.names ?? 'index');
     qb.andWhereRaw(sql, bindings as Knex.RawBinding[]);
   }
 }

@@ -2,7 +2,7 @@
 // for selectors): random name substrings and creationTimestamp ranges over random names (case,
 // `_`, non-ASCII letters that Unicode folds) and timestamps (absent, odd forms) select the same
 // objects from SQL as objectMatches does; random orderBy keys sort SQL pages in the order the
-// in-memory comparison gives, and paging reads the same list.
+// in-memory comparison gives, and paging reads the same list; each way of reading a term.
 import t from 'tap';
 import { prng } from '../hack/testing/prng.ts';
 import { parseLabelSelector } from '../kube/labels.ts';
@@ -56,6 +56,8 @@ for (const backend of backends) {
         orderBy.push(key === 'path' ? { key, path: ['status', 'phase'], desc: rnd() < 0.5 } : { key, desc: rnd() < 0.5 });
       }
       if (orderBy.length) q.orderBy = orderBy;
+      // Each way of reading the terms (storage/term-plan.ts), not only the one the counts choose.
+      if (rnd() < 0.6) q.termPlan = { names: pick(['index', 'scan'] as const), created: pick(['index', 'scan'] as const) };
       const sql = (await store.list(q)).items.map((o) => `${o.cluster}/${o.namespace}/${o.name}`);
       const matching = objects.filter(({ key, obj }) => objectMatches(q, key, obj));
       if (orderBy.length) {

@@ -94,6 +94,8 @@ export interface ListQuery {
   createdBefore?: string;
   /** Sort keys (storage/order-by.ts); unset: list order (namespace, name, cluster). */
   orderBy?: OrderKey[];
+  /** Which way each term is read: set by storage (storage/term-plan.ts) unless given. Unset: through its index. */
+  termPlan?: { names?: 'index' | 'scan'; created?: 'index' | 'scan' };
   /** Page size; unset or 0 means everything. */
   limit?: number;
   /** Opaque token from a previous page; pins that page's snapshot rv. */
