@@ -13,7 +13,7 @@ import { writeKubeconfig } from '../cli/commands/kubeconfig.ts';
 import { spawnPanoptes } from '../hack/panoptes-process.ts';
 import { freePort } from '../hack/postgres.ts';
 import { startSimClusters } from '../hack/sim/cluster.ts';
-import { get, http } from '../hack/sim/testutil.ts';
+import { get, http, openWatch } from '../hack/sim/testutil.ts';
 import { waitUntil } from '../synchro/testutil.ts';
 import { backends, emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/testing.ts';
 
@@ -29,6 +29,7 @@ async function scenario(t: Test, backend: Backend) {
   const sims = await startSimClusters(['east', 'west']);
   const { url: storage, cleanup } = await emptyStorageUrl(backend);
   for (const [c, sim] of sims.map((s, c) => [c, s] as const)) {
+    t.equal((await http('POST', `${sim.url}/api/v1/namespaces`, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop' } })).status, 201, 'namespace shop');
     sim.bulkCreate('pods', names(sim.name).map((name, i) => ({ metadata: { name: name.toLowerCase(), namespace: 'shop', creationTimestamp: at(i * 2 + c) }, spec: { nodeName: 'n1' }, status: { phase: 'Running' } })));
   }
   const clusters = join(dir, 'clusters.yaml');
@@ -91,15 +92,31 @@ async function scenario(t: Test, backend: Backend) {
     if (!cont) break;
     // Churn: a new pod that sorts first, and a deleted one the next page would have served.
     const sim = sims[page % 2];
-    await http('POST', `${sim.url}/api/v1/namespaces/shop/pods`, { apiVersion: 'v1', kind: 'Pod', metadata: { name: `webhook-new-${page}` }, spec: { containers: [{ name: 'c', image: 'x' }] } });
+    t.equal((await http('POST', `${sim.url}/api/v1/namespaces/shop/pods`, { apiVersion: 'v1', kind: 'Pod', metadata: { name: `webhook-new-${page}` }, spec: { containers: [{ name: 'c', image: 'x' }] } })).status, 201, 'a new pod');
     const victim = sims[(page + 1) % 2].store.list('/pods').items.find((p) => /webhook/.test(String(p.metadata?.name)) && !seen.some((s) => s.endsWith(`/${p.metadata?.name}`)));
-    if (victim) await http('DELETE', `${sims[(page + 1) % 2].url}/api/v1/namespaces/shop/pods/${victim.metadata?.name}`);
+    t.ok(victim, 'a pod the next pages would serve');
+    if (victim) t.equal((await http('DELETE', `${sims[(page + 1) % 2].url}/api/v1/namespaces/shop/pods/${victim.metadata?.name}`)).status, 200, 'deleted');
     await waitUntil('the churn synced', async () => Number((await get(`${base}${P}/api/v1/pods?limit=1`)).json?.metadata?.resourceVersion) > Number(rv), 30_000, 100);
   }
   t.equal(new Set(seen).size, seen.length, 'no duplicates');
   const atRv = await core.listPodForAllNamespaces({ labelSelector, resourceVersion: rv, resourceVersionMatch: 'Exact' });
   t.same(seen, atRv.items.map((p) => `${p.metadata?.annotations?.['panoptes.io/cluster']}/${p.metadata?.name}`), 'no losses: the pages are the list at their rv, in its order');
   t.equal(seen.length, 6, 'webhook pods at the first page: 3 per cluster');
+
+  // A watch filters by the fuzzy name and the time range (a duration, resolved as it starts); orderBy is refused.
+  const from = (await get(`${base}${P}/api/v1/pods?limit=1`)).json.metadata.resourceVersion;
+  const w = await openWatch(`${base}${P}/api/v1/pods?watch=1&resourceVersion=${from}&labelSelector=${encodeURIComponent('search.panoptes.io/createdSince=1h')}&fuzzyName=ZEBRA`);
+  t.teardown(() => w.close());
+  t.equal(w.status, 200);
+  for (const name of ['zebra-a', 'horse-b', 'zebra-c']) {
+    const created = await http('POST', `${sims[0].url}/api/v1/namespaces/shop/pods`, { apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'c', image: 'x' }] } });
+    t.equal(created.status, 201, `${name} created`);
+  }
+  const events = await w.waitFor(2, 30_000);
+  t.same(events.slice(0, 2).map((e) => `${e.type} ${e.object.metadata.name}`), ['ADDED zebra-a', 'ADDED zebra-c'], 'only the matching pods, in rv order');
+  const ordered = await get(`${base}${P}/api/v1/pods?watch=1&orderBy=name`);
+  t.equal(ordered.status, 400, 'a watch with orderBy is a 400');
+  t.match(ordered.json?.message, /orderBy applies to lists only/);
 }
 
 for (const backend of backends) t.test(`search terms end to end, ${backend}`, (t) => scenario(t, backend));

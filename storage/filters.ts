@@ -67,6 +67,11 @@ function fieldsMatch(q: ListQuery, key: ObjectKey, obj: KubeObject): boolean {
   });
 }
 
+/** Whether `q` filters on more than the key lists (clusters, namespaces, names): a watch then evaluates objectMatches on each change. */
+export function filtersBeyondKeys(q: ListQuery): boolean {
+  return q.ownerUIDs !== undefined || (q.labelSelector?.length ?? 0) > 0 || (q.fieldSelector?.length ?? 0) > 0 || q.nameContains !== undefined || q.createdSince !== undefined || q.createdBefore !== undefined;
+}
+
 /** The same filters, for one object outside SQL. */
 export function objectMatches(q: ListQuery, key: ObjectKey, obj: KubeObject): boolean {
   if (key.group !== q.group || key.resource !== q.resource) return false;
