@@ -9,7 +9,7 @@ import { CompactedError, RvTooLargeError } from './errors.ts';
 import { objectMatches, whereMatches } from './filters.ts';
 import { readMeta } from './meta.ts';
 import { pageQuery, type Key } from './list-scan.ts';
-import { comparePositions, orderedPageQuery, orderSignature, sortValues, type SortPosition } from './order-by.ts';
+import { checkSortBudget, comparePositions, orderedPageQuery, orderSignature, sortValues, type SortPosition } from './order-by.ts';
 import { compareKeys, toStored, type ChangeRow, type ObjectRow } from './rows.ts';
 import { planTerms } from './term-plan.ts';
 import { upstreamRvAnnotation } from './write.ts';
@@ -111,6 +111,7 @@ export async function list(knex: Knex, dialect: Dialect, query: ListQuery): Prom
       return qb;
     };
     const pageOpts = { limit: limit ? limit + 1 : undefined, atRv: historic ? rv : undefined };
+    if (order) await checkSortBudget(trx, dialect, q, pageOpts.atRv);
     const position = token && order ? { ...token, values: token.sortValues ?? [] } : undefined;
     if (position && position.values.length !== order!.length) throw invalidToken('not a token issued by this server');
     const page = order ? orderedPageQuery(trx, dialect, q, { ...pageOpts, after: position }) : pageQuery(trx, dialect, q, { ...pageOpts, after });

@@ -2,6 +2,7 @@
 // ranges, and orderBy with exact paging (also under churn, and at an older snapshot whose
 // rows are rebuilt from the change log).
 import t, { type Test } from 'tap';
+import { maxSortedObjects, servedByIndex } from './order-by.ts';
 import type { Store } from './store.ts';
 import { backends, openTestStore, podEvent, stopTestPostgres } from './testing.ts';
 import type { ListQuery, UpstreamEvent } from './types.ts';
@@ -35,6 +36,18 @@ async function pageAll(t: Test, store: Store, q: ListQuery, between?: (page: num
 }
 
 const at = (minute: number) => `2026-03-01T10:${String(minute).padStart(2, '0')}:00Z`;
+
+t.test('which orders an index reads', async (t) => {
+  const k = (key: 'name' | 'namespace' | 'cluster' | 'creationTimestamp', desc = false) => ({ key, desc });
+  t.ok(servedByIndex([k('creationTimestamp', true)]));
+  t.ok(servedByIndex([k('name')]));
+  t.ok(servedByIndex([k('namespace', true), k('name', true)]));
+  t.ok(servedByIndex([k('name'), k('namespace')]));
+  t.notOk(servedByIndex([k('cluster')]), 'no index is led by cluster');
+  t.notOk(servedByIndex([k('creationTimestamp', true), k('name')]), 'two directions');
+  t.notOk(servedByIndex([k('name'), k('cluster')]));
+  t.notOk(servedByIndex([{ key: 'path', path: ['status', 'phase'], desc: false }]));
+});
 
 for (const backend of backends) {
   t.test(backend, async (t) => {
@@ -125,6 +138,21 @@ for (const backend of backends) {
       t.same(ids(later.items), before.slice(0, 4), 'a later list at that rv rebuilds the same first page');
       const { all: again } = await pageAll(t, store, pods({ orderBy, limit: 4, exactRv: rv }));
       t.same(again, before, 'and the same pages');
+    });
+
+    t.test('an order no index reads sorts at most maxSortedObjects objects', async (t) => {
+      for (let from = 0; from <= maxSortedObjects; from += 2000) {
+        const events = [];
+        for (let i = from; i < Math.min(from + 2000, maxSortedObjects + 1); i++) events.push(pod('ADDED', 'bulk', `bulk-${i}`, '1', at(i % 60)));
+        await store.applyBatch('c3', events);
+      }
+      await t.rejects(store.list(pods({ orderBy: [{ key: 'path', path: ['status', 'phase'], desc: false }], limit: 10 })), { code: 400, reason: 'BadRequest', message: /orderBy "status.phase" sorts every matching object and this list matches more than 10000/ });
+      await t.rejects(store.list(pods({ orderBy: [{ key: 'cluster', desc: true }], limit: 10 })), { code: 400 });
+      const narrowed = await store.list(pods({ orderBy: [{ key: 'path', path: ['status', 'phase'], desc: false }], namespaces: ['alpha', 'beta'], limit: 10 }));
+      t.equal(narrowed.items.length, 10, 'narrowed below the bound, it sorts');
+      for (const orderBy of [[{ key: 'creationTimestamp' as const, desc: true }], [{ key: 'name' as const, desc: false }], [{ key: 'namespace' as const, desc: true }, { key: 'name' as const, desc: true }]]) {
+        t.equal((await store.list(pods({ orderBy, limit: 10 }))).items.length, 10, `${JSON.stringify(orderBy)} reads an index: no bound`);
+      }
     });
   });
 }
