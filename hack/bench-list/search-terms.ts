@@ -69,6 +69,10 @@ export async function benchSearchTerms(opts: { objects: number; samples: number;
       }
       await store.analyze();
       console.log(`search terms, ${backend}: ${n} pods written in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      // What the terms' indexes take beside the objects table.
+      const { relations } = await store.conn.dialect.relationSizes(store.conn.knex);
+      const mib = (re: RegExp) => (relations.filter((r) => re.test(r.name)).reduce((a, r) => a + r.bytes, 0) / 2 ** 20).toFixed(1);
+      console.log(`  sizes: objects ${mib(/^objects$/)} MiB; objects_by_created ${mib(/^objects_by_created$/)} MiB, objects_by_name ${mib(/^objects_by_name$/)} MiB, trigram index ${mib(/^objects_name(s_.*|_trgm)$/)} MiB`);
       const pods = (q: Partial<ListQuery>): ListQuery => ({ group: '', resource: 'pods', limit: 500, ...q });
       const plain = await p50(opts.samples, () => store.list(pods({})));
       console.log(`  first page without search terms: p50 ${plain.toFixed(1)} ms`);
