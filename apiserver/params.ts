@@ -6,12 +6,17 @@ import { parseLabelSelector, type LabelSelector } from '../kube/labels.ts';
 import { queryBool } from '../kube/query.ts';
 import { StatusError, badRequest } from '../kube/status.ts';
 import type { ResourceInfo } from './catalog.ts';
+import { parseCreatedBound } from './created-range.ts';
+import { parseFuzzyName } from './name-contains.ts';
+import { effectiveOrder, parseOrderBy, parseOrderByLabel } from './order-by.ts';
 import type { ListParams, SearchParams, Verb } from './request.ts';
 
 /** Label keys that reach the Panoptes search parameters (kubectl -l). */
 export const searchLabelPrefix = 'search.panoptes.io/';
 
-const searchKeys: Record<string, keyof SearchParams> = {
+type ValuesKey = 'clusters' | 'namespaces' | 'names' | 'ownerUIDs';
+
+const searchKeys: Record<string, ValuesKey> = {
   clusters: 'clusters',
   namespaces: 'namespaces',
   names: 'names',
@@ -34,6 +39,28 @@ const knownParams = new Set([
   'timeout',
   ...Object.keys(searchKeys),
 ]);
+
+/**
+ * Search terms beyond value lists, each parsed by its module: from a query parameter (every
+ * value given) or a label key (one value). Given both ways, both hold.
+ */
+const searchTerms: Record<string, (search: SearchParams, values: string[], source: string, fromLabel: boolean) => void> = {
+  fuzzyName: (s, values, source) => {
+    s.fuzzyNames = [...(s.fuzzyNames ?? []), ...values.map((v) => parseFuzzyName(v, source))];
+  },
+  createdSince: (s, values, source) => {
+    for (const v of values) s.createdSince = [s.createdSince ?? '', parseCreatedBound(v, source, Date.now())].sort().at(-1);
+  },
+  createdBefore: (s, values, source) => {
+    for (const v of values) s.createdBefore = [s.createdBefore ?? '~', parseCreatedBound(v, source, Date.now())].sort()[0];
+  },
+  orderBy: (s, values, source, fromLabel) => {
+    const keys = fromLabel ? parseOrderByLabel(values[0], source) : parseOrderBy(values, source);
+    if (s.orderBy && JSON.stringify(s.orderBy) !== JSON.stringify(keys)) throw badRequest(`${source}: orderBy is given twice, differently`);
+    s.orderBy = keys;
+  },
+};
+for (const k of Object.keys(searchTerms)) knownParams.add(k);
 
 /** kube ListOptions validation failures: 422 Invalid on ListOptions.meta.k8s.io. */
 export function invalidListOptions(causes: Array<{ field: string; type: string; message: string }>): StatusError {
@@ -66,7 +93,7 @@ export function parseGoDuration(name: string, v: string): number {
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
-export function checkSearchValues(key: keyof SearchParams, values: string[], source: string): string[] {
+export function checkSearchValues(key: ValuesKey, values: string[], source: string): string[] {
   if (values.length === 0 || values.length > 1000) throw badRequest(`${source}: give between 1 and 1000 values`);
   for (const v of values) {
     const ok =
@@ -76,7 +103,7 @@ export function checkSearchValues(key: keyof SearchParams, values: string[], sou
   return [...new Set(values)];
 }
 
-function mergeSearch(search: SearchParams, key: keyof SearchParams, values: string[]): void {
+function mergeSearch(search: SearchParams, key: ValuesKey, values: string[]): void {
   const cur = search[key];
   search[key] = cur === undefined ? values : cur.filter((v) => values.includes(v));
 }
@@ -90,8 +117,14 @@ export function extractSearch(selector: LabelSelector, search: SearchParams): La
       continue;
     }
     const name = r.key.slice(searchLabelPrefix.length);
-    const key = searchKeys[name];
-    if (!key) throw badRequest(`unknown search key ${JSON.stringify(r.key)}: use ${Object.keys(searchKeys).map((k) => searchLabelPrefix + k).join(', ')}`);
+    const term = Object.hasOwn(searchTerms, name) ? searchTerms[name] : undefined;
+    if (term) {
+      if (r.operator !== 'in' || r.values.length !== 1) throw badRequest(`search key ${r.key} takes one value, with = or ==`);
+      term(search, r.values, r.key, true);
+      continue;
+    }
+    const key = Object.hasOwn(searchKeys, name) ? searchKeys[name] : undefined;
+    if (!key) throw badRequest(`unknown search key ${JSON.stringify(r.key)}: use ${[...Object.keys(searchKeys), ...Object.keys(searchTerms)].map((k) => searchLabelPrefix + k).join(', ')}`);
     if (r.operator !== 'in') throw badRequest(`search key ${r.key} supports only =, == and in (...)`);
     mergeSearch(search, key, checkSearchValues(key, r.values, r.key));
   }
@@ -122,6 +155,13 @@ export function parseListParams(qs: URLSearchParams, verb: Verb, info: ResourceI
     if (values.some((v) => v === '')) throw badRequest(`${param}: empty value`);
     mergeSearch(search, key, checkSearchValues(key, values, param));
   }
+  for (const [param, term] of Object.entries(searchTerms)) {
+    const raw = qs.getAll(param);
+    if (raw.length) term(search, raw, param, false);
+  }
+  search.orderBy = effectiveOrder(search.orderBy);
+  if (search.orderBy === undefined) delete search.orderBy;
+  if (search.orderBy && verb !== 'list') throw badRequest(`orderBy applies to lists only: a ${verb === 'watch' ? 'watch sends events in resourceVersion order' : 'get reads one object'}`);
 
   const params: ListParams = { labelSelector, fieldSelector, search, resourceVersion: one('resourceVersion') ?? '', allowWatchBookmarks: false };
 

@@ -3,7 +3,7 @@
 // parameters, resourceVersion semantics, and the output format with its Table options.
 import type { FieldSelector } from '../kube/fields.ts';
 import type { LabelSelector } from '../kube/labels.ts';
-import type { ListQuery } from '../storage/types.ts';
+import type { ListQuery, OrderKey } from '../storage/types.ts';
 import type { ResourceInfo } from './catalog.ts';
 
 /** Which clusters a URL reads: every cluster (the `.../resources/...` prefix) or one (`.../resources/clusters/<c>/...`). */
@@ -20,6 +20,13 @@ export interface SearchParams {
   namespaces?: string[];
   names?: string[];
   ownerUIDs?: string[];
+  /** Substrings every name holds (apiserver/name-contains.ts). */
+  fuzzyNames?: string[];
+  /** creationTimestamp range, resolved to kube's text (apiserver/created-range.ts). */
+  createdSince?: string;
+  createdBefore?: string;
+  /** apiserver/order-by.ts; unset: list order. */
+  orderBy?: OrderKey[];
 }
 
 export type ResourceVersionMatch = 'Exact' | 'NotOlderThan';
@@ -88,6 +95,10 @@ export function toListQuery(req: ResourceRequest): ListQuery {
   const names = intersect(s.names, req.name === undefined ? undefined : [req.name]);
   if (names) q.names = names;
   if (s.ownerUIDs) q.ownerUIDs = s.ownerUIDs;
+  if (s.fuzzyNames) q.nameContains = s.fuzzyNames;
+  if (s.createdSince !== undefined) q.createdSince = s.createdSince;
+  if (s.createdBefore !== undefined) q.createdBefore = s.createdBefore;
+  if (s.orderBy) q.orderBy = s.orderBy;
   if (req.params.labelSelector.length) q.labelSelector = req.params.labelSelector;
   if (req.params.fieldSelector.length) q.fieldSelector = req.params.fieldSelector;
   return q;

@@ -26,6 +26,7 @@ import { startSimClusters } from './sim/cluster.ts';
 import type { KObject } from './sim/types.ts';
 import type { ListBackendFigures, ListFilteredFigures, ListKubectlFigures } from './report/figures.ts';
 import { recordRun } from './report/record.ts';
+import { benchSearchTerms } from './bench-list/search-terms.ts';
 
 const { values } = parseArgs({
   options: {
@@ -286,6 +287,7 @@ async function main(): Promise<void> {
     const ok = (x: number) => (x <= 1.5 ? 'MET' : 'MISSED');
     console.log(`PostgreSQL / SQLite, same data, same run: first page JSON ${r(pg.json, sq.json).toFixed(2)}x (${ok(r(pg.json, sq.json))}), Table ${r(pg.table, sq.table).toFixed(2)}x, all pages JSON ${r(pg.pagesJson, sq.pagesJson).toFixed(2)}x (${ok(r(pg.pagesJson, sq.pagesJson))}); target within 1.5x`);
   }
+  await benchSearchTerms({ objects: total, samples: Math.min(samples, 30), backends: backendsToRun });
   const base = held!.base;
   if (process.env.BENCH_LIST_HOLD) {
     console.log(`holding: ${base}${P} and ${sims.map((s) => s.url).join(' ')}`);

@@ -13,14 +13,19 @@ export interface ContinueToken {
   total?: number;
   /** Items served by the pages so far. */
   served: number;
+  /** With orderBy (storage/order-by.ts): the order's signature and the last row's sort values. */
+  order?: string;
+  sortValues?: string[];
+  /** The creationTimestamp range of the first page, resolved once (a duration such as 2h moves). */
+  created?: [string | null, string | null];
 }
 
 export function encodeContinue(t: ContinueToken): string {
-  const body = { v: 1, rv: t.rv, k: [t.namespace, t.name, t.cluster], t: t.total, s: t.served };
+  const body = { v: 1, rv: t.rv, k: [t.namespace, t.name, t.cluster], t: t.total, s: t.served, o: t.order, sk: t.sortValues, c: t.created };
   return Buffer.from(JSON.stringify(body)).toString('base64url');
 }
 
-function invalidToken(why: string): StatusError {
+export function invalidToken(why: string): StatusError {
   return new StatusError('BadRequest', `continue key is not valid: ${why}`, { causes: [{ reason: 'FieldValueInvalid', field: 'continue', message: why }] });
 }
 
@@ -32,15 +37,24 @@ export function decodeContinue(token: string): ContinueToken {
   } catch {
     throw invalidToken('not a token issued by this server');
   }
-  const b = body as { v?: unknown; rv?: unknown; k?: unknown; t?: unknown; s?: unknown };
+  const b = body as { v?: unknown; rv?: unknown; k?: unknown; t?: unknown; s?: unknown; o?: unknown; sk?: unknown; c?: unknown };
+  const strings = (x: unknown) => Array.isArray(x) && x.every((s) => typeof s === 'string');
   const isCount = (n: unknown) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
   if (
     typeof b !== 'object' || b === null || b.v !== 1 || !isCount(b.rv) || (b.rv as number) < 1 ||
     !Array.isArray(b.k) || b.k.length !== 3 || !b.k.every((x) => typeof x === 'string') ||
-    !(b.t === undefined || isCount(b.t)) || !isCount(b.s)
+    !(b.t === undefined || isCount(b.t)) || !isCount(b.s) ||
+    !(b.o === undefined || typeof b.o === 'string') || (b.o === undefined) !== (b.sk === undefined) || !(b.sk === undefined || strings(b.sk)) ||
+    !(b.c === undefined || (Array.isArray(b.c) && b.c.length === 2 && b.c.every((x) => x === null || typeof x === 'string')))
   ) {
     throw invalidToken('not a token issued by this server');
   }
   const [namespace, name, cluster] = b.k as string[];
-  return { rv: b.rv as number, namespace, name, cluster, total: b.t as number | undefined, served: b.s as number };
+  const t: ContinueToken = { rv: b.rv as number, namespace, name, cluster, total: b.t as number | undefined, served: b.s as number };
+  if (b.o !== undefined) {
+    t.order = b.o as string;
+    t.sortValues = b.sk as string[];
+  }
+  if (b.c !== undefined) t.created = b.c as [string | null, string | null];
+  return t;
 }

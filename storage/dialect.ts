@@ -96,6 +96,31 @@ export interface Dialect {
    * btree refuses index rows over 2,704 bytes, its hash index stores a 4-byte hash.
    */
   equalityIndex(trx: Knex.Transaction, table: string, column: string, name: string): Promise<void>;
+  /** `expr` (text) compared in byte order, as the key columns are: PostgreSQL COLLATE "C"; SQLite's BINARY already is. */
+  byteOrder(expr: string): string;
+  /**
+   * Creates what serves substring search of names (storage/name-contains.ts): SQLite an FTS5
+   * trigram table kept by triggers, PostgreSQL a pg_trgm GIN index. False when it cannot
+   * (PostgreSQL: pg_trgm not installable by this role); searches then read without it.
+   */
+  nameSubstringIndex(trx: Knex.Transaction): Promise<boolean>;
+  /**
+   * SQL (and bindings) true where `o.name`, ASCII-lowercased, contains `needle` (ASCII
+   * lowercase, no LIKE wildcard but `_`): through the trigram index, or as a filter the ordered
+   * scan of the list evaluates (storage/term-plan.ts decides).
+   */
+  nameContains(needle: string, via: 'index' | 'scan'): [string, unknown[]];
+  /**
+   * Whether the planner chooses well between a term's own index and the list order's:
+   * PostgreSQL estimates a range from its histograms and a substring from pg_trgm's statistics.
+   * SQLite's estimates of both are fixed fractions, so storage/term-plan.ts decides for it,
+   * with countNameCandidates.
+   */
+  plansTerms: boolean;
+  /** How many objects the trigram index finds for `needle`, counted up to `cap` (where plansTerms is false). */
+  countNameCandidates?(trx: Knex.Transaction, needle: string, cap: number): Promise<number>;
+  /** `expr` as a value no index serves (SQLite `+expr`): the term is then a filter of the scan the planner orders by. */
+  unindexed(expr: string): string;
   /** SQL for the length in bytes (UTF-8) of a text column. */
   byteLength(column: string): string;
   /** SQL for the bytes of the JSON text in `column` in the engine's binary JSON form (PostgreSQL jsonb, SQLite JSONB), as a column of that type would hold it. */
@@ -318,6 +343,32 @@ export const sqlite: Dialect = {
     await trx.raw(`DROP INDEX IF EXISTS ${quote(name)}`);
     await trx.raw(`CREATE INDEX ${quote(name)} ON ${quote(table)} (${quote(column)})`);
   },
+  byteOrder: (expr) => expr,
+  async nameSubstringIndex(trx) {
+    // An external-content FTS5 table over objects.name with the trigram tokenizer (SQLite 3.34+,
+    // https://sqlite.org/fts5.html#the_trigram_tokenizer): `name LIKE '%abc%'` on it reads the
+    // index. Names never change in a row (they are its key), so inserts and deletes keep it.
+    await trx.raw(`CREATE VIRTUAL TABLE IF NOT EXISTS objects_names USING fts5(name, content='objects', content_rowid='id', tokenize='trigram case_sensitive 0')`);
+    await trx.raw(`CREATE TRIGGER IF NOT EXISTS objects_names_insert AFTER INSERT ON objects BEGIN INSERT INTO objects_names (rowid, name) VALUES (new.id, new.name); END`);
+    await trx.raw(`CREATE TRIGGER IF NOT EXISTS objects_names_delete AFTER DELETE ON objects BEGIN INSERT INTO objects_names (objects_names, rowid, name) VALUES ('delete', old.id, old.name); END`);
+    await trx.raw(`INSERT INTO objects_names (objects_names) VALUES ('rebuild')`);
+    return true;
+  },
+  nameContains(needle, via) {
+    // FTS5 serves LIKE with two arguments only (no ESCAPE): `_` stays a wildcard there, which
+    // finds a superset; instr() then holds each row to the exact substring (SQLite's lower()
+    // folds ASCII only, as the in-memory matcher does). SQLite checks instr() on the list
+    // index's entries before it reads a row.
+    if (via === 'scan') return [`instr(lower(o.name), ?) > 0`, [needle]];
+    return [`o.id IN (SELECT rowid FROM objects_names WHERE name LIKE ?) AND instr(lower(o.name), ?) > 0`, [`%${needle}%`, needle]];
+  },
+  async countNameCandidates(trx, needle, cap) {
+    // Every resource's names (the FTS table has no resource column): an upper bound.
+    const row = (await trx.raw(`SELECT count(*) AS n FROM (SELECT 1 FROM objects_names WHERE name LIKE ? LIMIT ?)`, [`%${needle}%`, cap])) as Array<{ n: number }>;
+    return Number(row[0].n);
+  },
+  plansTerms: false,
+  unindexed: (expr) => `+${expr}`,
   byteLength: (column) => `length(CAST(${column} AS BLOB))`,
   binaryJsonBytes: (column) => `length(jsonb(${column}))`,
   async relationSizes(knex) {
@@ -524,6 +575,29 @@ export const postgres: Dialect = {
     await trx.raw(`DROP INDEX IF EXISTS ${quote(name)}`);
     await trx.raw(`CREATE INDEX ${quote(name)} ON ${quote(table)} USING hash (${quote(column)})`);
   },
+  byteOrder: (expr) => `(${expr} COLLATE "C")`,
+  async nameSubstringIndex(trx) {
+    // pg_trgm is a trusted extension (PostgreSQL 13+): a role with CREATE on the database may
+    // install it (https://www.postgresql.org/docs/15/pgtrgm.html). Tried in a savepoint: a role
+    // without the right leaves the migration whole and searches unindexed (README, Search).
+    try {
+      await trx.transaction(async (sp) => {
+        await sp.raw('CREATE EXTENSION IF NOT EXISTS pg_trgm');
+      });
+    } catch {
+      return false;
+    }
+    // lower() under COLLATE "C" (the name column's) folds ASCII only, as SQLite and the in-memory matcher do.
+    await trx.raw('CREATE INDEX IF NOT EXISTS objects_name_trgm ON objects USING gin (lower(name) gin_trgm_ops)');
+    return true;
+  },
+  nameContains(needle, via) {
+    // strpos() is no operator of gin_trgm_ops: the planner reads the list order and filters.
+    if (via === 'scan') return [`strpos(lower(o.name), ?) > 0`, [needle]];
+    return [`lower(o.name) LIKE ? ESCAPE '!'`, [`%${needle.replace(/[!%_]/g, (c) => `!${c}`)}%`]];
+  },
+  plansTerms: true,
+  unindexed: (expr) => expr,
   byteLength: (column) => `octet_length(${column})`,
   binaryJsonBytes: (column) => `pg_column_size(${column}::jsonb)`,
   async relationSizes(knex) {

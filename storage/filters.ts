@@ -4,8 +4,10 @@
 import type { Knex } from 'knex';
 import { kindFieldValues } from '../kube/fields.ts';
 import { matchesLabels, type Requirement } from '../kube/labels.ts';
+import { createdMatches, whereCreated } from './created-range.ts';
 import type { Dialect } from './dialect.ts';
 import { labelNumber } from './label-number.ts';
+import { nameContainsMatches, whereNameContains } from './name-contains.ts';
 import { ownerUid } from './rows.ts';
 import { isSqlSafe, labelIndexKey, labelIndexValue, sqlText } from './sql-values.ts';
 import type { KubeObject, ListQuery, ObjectKey } from './types.ts';
@@ -38,6 +40,8 @@ export function whereMatches(qb: Knex.QueryBuilder, knex: Knex, dialect: Dialect
   if (q.namespaces) qb.whereIn('o.namespace', q.namespaces.filter(isSqlSafe));
   if (q.names) qb.whereIn('o.name', q.names.filter(isSqlSafe));
   if (q.ownerUIDs) qb.whereIn('o.owner_uid', q.ownerUIDs.map(sqlText));
+  whereNameContains(qb, dialect, q);
+  whereCreated(qb, dialect, q);
   for (const r of q.labelSelector ?? []) requireLabel(qb, knex, r);
   for (const f of q.fieldSelector ?? []) {
     if (f.field === 'metadata.name' || f.field === 'metadata.namespace') {
@@ -63,6 +67,11 @@ function fieldsMatch(q: ListQuery, key: ObjectKey, obj: KubeObject): boolean {
   });
 }
 
+/** Whether `q` filters on more than the key lists (clusters, namespaces, names): a watch then evaluates objectMatches on each change. */
+export function filtersBeyondKeys(q: ListQuery): boolean {
+  return q.ownerUIDs !== undefined || (q.labelSelector?.length ?? 0) > 0 || (q.fieldSelector?.length ?? 0) > 0 || q.nameContains !== undefined || q.createdSince !== undefined || q.createdBefore !== undefined;
+}
+
 /** The same filters, for one object outside SQL. */
 export function objectMatches(q: ListQuery, key: ObjectKey, obj: KubeObject): boolean {
   if (key.group !== q.group || key.resource !== q.resource) return false;
@@ -73,6 +82,8 @@ export function objectMatches(q: ListQuery, key: ObjectKey, obj: KubeObject): bo
     const owner = ownerUid(obj);
     if (owner === null || !q.ownerUIDs.map(sqlText).includes(sqlText(owner))) return false;
   }
+  if (q.nameContains && !nameContainsMatches(q, key.name)) return false;
+  if (!createdMatches(q, obj)) return false;
   if (q.labelSelector && !matchesLabels(q.labelSelector, obj.metadata?.labels)) return false;
   if (q.fieldSelector && !fieldsMatch(q, key, obj)) return false;
   return true;

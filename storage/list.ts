@@ -4,12 +4,14 @@
 // which is the prev_object of their first change after R (the change log keeps it).
 import type { Knex } from 'knex';
 import type { Dialect } from './dialect.ts';
-import { decodeContinue, encodeContinue } from './continue.ts';
+import { decodeContinue, encodeContinue, invalidToken, type ContinueToken } from './continue.ts';
 import { CompactedError, RvTooLargeError } from './errors.ts';
 import { objectMatches, whereMatches } from './filters.ts';
 import { readMeta } from './meta.ts';
 import { pageQuery, type Key } from './list-scan.ts';
+import { checkSortBudget, comparePositions, orderedPageQuery, orderSignature, sortValues, type SortPosition } from './order-by.ts';
 import { compareKeys, toStored, type ChangeRow, type ObjectRow } from './rows.ts';
+import { planTerms } from './term-plan.ts';
 import { upstreamRvAnnotation } from './write.ts';
 import type { KubeObject, ListQuery, ListResult, StoredObject } from './types.ts';
 
@@ -48,7 +50,7 @@ async function rebuiltAt(trx: Knex.Transaction, q: ListQuery, rv: number): Promi
  * the latest state sum object_counts; one at an older rv counts its rows.
  */
 async function countAll(trx: Knex.Transaction, q: ListQuery, historic: boolean, live: () => Knex.QueryBuilder, rebuilt: number): Promise<number | undefined> {
-  if (q.labelSelector?.length || q.fieldSelector?.length || q.names || q.ownerUIDs) return undefined;
+  if (q.labelSelector?.length || q.fieldSelector?.length || q.names || q.ownerUIDs || q.nameContains || q.createdSince !== undefined || q.createdBefore !== undefined) return undefined;
   if (historic) {
     const row = await live().count({ n: '*' }).first();
     return Number((row as { n: number | string }).n) + rebuilt;
@@ -60,8 +62,30 @@ async function countAll(trx: Knex.Transaction, q: ListQuery, historic: boolean, 
   return Number((row as { n: number | string | null }).n ?? 0);
 }
 
-export async function list(knex: Knex, dialect: Dialect, q: ListQuery): Promise<ListResult> {
-  const token = q.continue !== undefined && q.continue !== '' ? decodeContinue(q.continue) : undefined;
+/**
+ * The query a continue token goes on with: the order it was served in (else 400), and the
+ * creationTimestamp range its first page resolved.
+ */
+function continuedQuery(q: ListQuery, token: ContinueToken): ListQuery {
+  if ((q.orderBy ? orderSignature(q.orderBy) : undefined) !== token.order) throw invalidToken('it was issued for a list in another orderBy');
+  const hasRange = q.createdSince !== undefined || q.createdBefore !== undefined;
+  if (hasRange !== (token.created !== undefined)) throw invalidToken('it was issued for a list with other createdSince/createdBefore');
+  if (!token.created) return q;
+  const out: ListQuery = { ...q };
+  delete out.createdSince;
+  delete out.createdBefore;
+  if (token.created[0] !== null) out.createdSince = token.created[0];
+  if (token.created[1] !== null) out.createdBefore = token.created[1];
+  return out;
+}
+
+/** One row of a page with its place in the sort (sort values only with orderBy). */
+type Placed = SortPosition & { item: StoredObject };
+
+export async function list(knex: Knex, dialect: Dialect, query: ListQuery): Promise<ListResult> {
+  const token = query.continue !== undefined && query.continue !== '' ? decodeContinue(query.continue) : undefined;
+  let q = token ? continuedQuery(query, token) : query;
+  const order = q.orderBy?.length ? q.orderBy : undefined;
   const trx = await dialect.snapshot(knex);
   try {
     const meta = await readMeta(trx);
@@ -79,6 +103,7 @@ export async function list(knex: Knex, dialect: Dialect, q: ListQuery): Promise<
     const historic = rv < meta.rv;
     const after: Key | undefined = token;
     const limit = q.limit && q.limit > 0 ? q.limit : undefined;
+    q = await planTerms(trx, dialect, q, limit);
 
     const live = () => {
       const qb = trx('objects as o');
@@ -86,23 +111,40 @@ export async function list(knex: Knex, dialect: Dialect, q: ListQuery): Promise<
       if (historic) qb.andWhere('o.rv', '<=', rv);
       return qb;
     };
-    const page = pageQuery(trx, dialect, q, { after, limit: limit ? limit + 1 : undefined, atRv: historic ? rv : undefined });
-    let items = page ? ((await page) as ObjectRow[]).map(toStored) : [];
+    const pageOpts = { limit: limit ? limit + 1 : undefined, atRv: historic ? rv : undefined };
+    if (order) await checkSortBudget(trx, dialect, q, pageOpts.atRv);
+    const position = token && order ? { ...token, values: token.sortValues ?? [] } : undefined;
+    if (position && position.values.length !== order!.length) throw invalidToken('not a token issued by this server');
+    const page = order ? orderedPageQuery(trx, dialect, q, { ...pageOpts, after: position }) : pageQuery(trx, dialect, q, { ...pageOpts, after });
+    const rows = page ? ((await page) as Array<ObjectRow & Record<string, unknown>>) : [];
+    let placed: Placed[] = rows.map((r) => {
+      const item = toStored(r);
+      return { item, namespace: item.namespace, name: item.name, cluster: item.cluster, values: order ? order.map((_, i) => String(r[`sk${i}`])) : [] };
+    });
 
     const rebuilt = historic ? await rebuiltAt(trx, q, rv) : [];
     if (rebuilt.length > 0) {
-      const later = after ? rebuilt.filter((o) => compareKeys(o, after) > 0) : rebuilt;
-      items = items.concat(later).sort(compareKeys);
+      const compare = (a: SortPosition, b: SortPosition) => (order ? comparePositions(order, a, b) : compareKeys(a, b));
+      const more: Placed[] = rebuilt.map((item) => ({ item, namespace: item.namespace, name: item.name, cluster: item.cluster, values: order ? sortValues(order, item, JSON.parse(item.object) as KubeObject) : [] }));
+      const start = position ?? (after ? { ...after, values: [] } : undefined);
+      placed = placed.concat(start ? more.filter((o) => compare(o, start) > 0) : more).sort(compare);
     }
 
+    const items = placed.map((p) => p.item);
     const result: ListResult = { resourceVersion: rv, items };
     if (limit && items.length > limit) {
       items.length = limit;
-      const last = items[limit - 1];
+      const last = placed[limit - 1];
       let total = token?.total;
       if (total === undefined && !token) total = await countAll(trx, q, historic, live, rebuilt.length);
       const served = (token?.served ?? 0) + items.length;
-      result.continue = encodeContinue({ rv, namespace: last.namespace, name: last.name, cluster: last.cluster, total, served });
+      const next: ContinueToken = { rv, namespace: last.namespace, name: last.name, cluster: last.cluster, total, served };
+      if (order) {
+        next.order = orderSignature(order);
+        next.sortValues = last.values;
+      }
+      if (q.createdSince !== undefined || q.createdBefore !== undefined) next.created = [q.createdSince ?? null, q.createdBefore ?? null];
+      result.continue = encodeContinue(next);
       if (total !== undefined) result.remainingItemCount = Math.max(0, total - served);
     }
     return result;

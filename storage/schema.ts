@@ -1,6 +1,7 @@
 // The schema, as numbered migrations applied at start. Safe when several processes start
 // at once: the dialect's migration lock serializes them and each step runs once.
 import type { Knex } from 'knex';
+import { logger } from '../lib/log.ts';
 import { labelNumber } from './label-number.ts';
 import type { Dialect } from './dialect.ts';
 import { epochSequence } from './leases.ts';
@@ -235,6 +236,20 @@ const migrations: Migration[] = [
         t.string('boot_id').nullable();
         t.string('pid_namespace').nullable();
       });
+    },
+  },
+  {
+    // Search terms (storage/order-by.ts, created-range.ts, name-contains.ts): orderBy on
+    // creationTimestamp and time ranges read objects_by_created, orderBy name objects_by_name,
+    // both forwards or backwards; substring search of names a trigram index (the dialect's).
+    // No index led by cluster, for the reason given at objects_list_order: orderBy cluster sorts.
+    version: 11,
+    async up(trx, d) {
+      await trx.raw(`CREATE INDEX IF NOT EXISTS objects_by_created ON objects (grp, resource, ${d.byteOrder('created_at')}, namespace, name, cluster)`);
+      await trx.raw('CREATE INDEX IF NOT EXISTS objects_by_name ON objects (grp, resource, name, namespace, cluster)');
+      if (!(await d.nameSubstringIndex(trx))) {
+        logger('storage').warn('pg_trgm cannot be installed by this role: fuzzyName reads without its index (README, Search, says how to add it)');
+      }
     },
   },
 ];

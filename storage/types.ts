@@ -87,6 +87,15 @@ export interface ListQuery {
   labelSelector?: LabelSelector;
   /** metadata.name, metadata.namespace and the kind's selectable fields (checked by the caller). */
   fieldSelector?: FieldSelector;
+  /** Substrings every name holds, ASCII case-insensitively (storage/name-contains.ts). */
+  nameContains?: string[];
+  /** creationTimestamp at or after / before this, as kube writes it (storage/created-range.ts). */
+  createdSince?: string;
+  createdBefore?: string;
+  /** Sort keys (storage/order-by.ts); unset: list order (namespace, name, cluster). */
+  orderBy?: OrderKey[];
+  /** Which way each term is read: set by storage (storage/term-plan.ts) unless given. Unset: through its index. */
+  termPlan?: { names?: 'index' | 'scan'; created?: 'index' | 'scan' };
   /** Page size; unset or 0 means everything. */
   limit?: number;
   /** Opaque token from a previous page; pins that page's snapshot rv. */
@@ -98,6 +107,14 @@ export interface ListQuery {
    * replayed it yet is checked in the same snapshot that is read (storage/read-pool.ts).
    */
   minRv?: number;
+}
+
+/** One sort key: a column, or the scalar at a JSON path of the object (text, '' when absent). */
+export interface OrderKey {
+  key: 'name' | 'namespace' | 'cluster' | 'creationTimestamp' | 'path';
+  /** For `path`: the keys from the object's root. */
+  path?: string[];
+  desc: boolean;
 }
 
 export interface ListResult {
