@@ -3,7 +3,7 @@
 // user's, both in discovery; and server-side apply (kubectl apply --server-side).
 import t from 'tap';
 import { impersonatorRules } from './auth.ts';
-import { get, http, simCluster } from './testutil.ts';
+import { get, http, kubectl, simCluster, tempDir } from './testutil.ts';
 
 t.test('metrics.k8s.io: pod and node metrics of the workload, steady, in discovery', async (t) => {
   const c = await simCluster(t, { workload: true });
@@ -50,4 +50,17 @@ t.test('server-side apply: creates, then merges; a field manager is required', a
   const noManager = await apply({ a: '1' }, '');
   t.equal(noManager.status, 422);
   t.match(noManager.json.message, /fieldManager: Required value/);
+});
+
+t.test("kubectl's typed clients: protobuf bodies of ConfigMaps and access reviews are decoded", async (t) => {
+  const c = await simCluster(t, { workload: true });
+  const cache = tempDir(t);
+  const made = await kubectl(c, cache, ['create', 'configmap', 'typed', '-n', 'shop', '--from-literal=a=b', '--from-literal=c=d']);
+  t.equal(made.code, 0, made.stderr);
+  t.same(c.store.get('/configmaps', 'shop', 'typed')?.data, { a: 'b', c: 'd' });
+  const can = await kubectl(c, cache, ['auth', 'can-i', 'create', 'pods', '-n', 'shop']);
+  t.equal(can.stdout.trim(), 'yes', can.stderr);
+  const other = await http('POST', `${c.url}/api/v1/namespaces/shop/secrets`, Buffer.from('k8s\u0000\n\u000c\n\u0002v1\u0012\u0006Secret').toString('latin1'), { 'Content-Type': 'application/vnd.kubernetes.protobuf' });
+  t.equal(other.status, 415, 'other kinds: 415 naming what is decoded');
+  t.match(other.json.message, /ConfigMap, SelfSubjectAccessReview, SelfSubjectRulesReview only, not Secret/);
 });

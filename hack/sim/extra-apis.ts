@@ -94,7 +94,7 @@ async function serveReview(auth: SimAuth, user: SimUser | undefined, req: Incomi
       const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
       allowed = rules.some((r) => ruleAllows(r, { verb: str(a.verb) ?? '', group: str(a.group) ?? '', resource: str(a.resource) ?? '', subresource: str(a.subresource), namespace: str(a.namespace), name: str(a.name) }));
     }
-    return sendJson(res, 201, { kind: 'SelfSubjectAccessReview', apiVersion: 'authorization.k8s.io/v1', metadata: { creationTimestamp: null }, spec, status: { allowed, ...(allowed ? {} : { reason: `no rule of user ${JSON.stringify(user?.name ?? '')} allows it` }) } });
+    return sendJson(res, 201, { kind: 'SelfSubjectAccessReview', apiVersion: 'authorization.k8s.io/v1', metadata: { creationTimestamp: null }, spec, status: { allowed } }); // RBAC gives a denial no reason (kubectl prints a bare "no")
   }
   const namespace = typeof spec.namespace === 'string' ? spec.namespace : '';
   const resourceRules = (rules ?? [{ verbs: ['*'] }])
