@@ -138,6 +138,8 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   t.equal(exSecret?.metadata.annotations?.['panoptes.io/server'], exCluster?.spec?.server, 'and annotated for its server');
   t.equal(exSecret?.metadata.namespace, 'panoptes');
 
+  t.same(find(rendered['.'], 'ClusterRole', 'panoptes:proxy')?.rules, [{ apiGroups: ['panoptes.io'], resources: ['clusters/proxy'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'] }], "the proxy's own review, every verb, every cluster");
+  t.notOk(find(rendered['.'], 'ClusterRole', 'panoptes:proxy')?.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-view'], 'not aggregated');
   const reader = find(rendered['member-cluster'], 'ClusterRole', 'panoptes:reader');
   t.ok(reader?.rules?.every((r) => r.verbs.every((v) => ['get', 'list', 'watch'].includes(v))), 'member reader is read-only');
   // The dispatcher's writes, applied on purpose in consumer clusters, bound to the ServiceAccount synchro uses.
