@@ -256,6 +256,9 @@ export async function route(ctx: Context, deps: Deps): Promise<Routed> {
     if (segs[0] === 'clusters') {
       const cluster = segs[1];
       if (cluster === undefined) throw pathNotFound();
+      // Panoptes' own kinds are read-only in a one-cluster view, whatever the cluster (the proxy does not take them).
+      const own = segs.slice(2);
+      if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && own[0] === 'apis' && own[1] === panoptesGroupName && own[2] === panoptesVersion && ownPath(own.slice(3))) throw readOnly(ctx.method);
       if (!deps.catalog.hasCluster(cluster)) await deps.catalog.refreshOnMiss();
       if (!deps.catalog.hasCluster(cluster)) throw notFound(`clusters.${panoptesGroupName} "${cluster}" not found`, { name: cluster, group: panoptesGroupName, kind: 'clusters' });
       view = { cluster };
