@@ -53,7 +53,7 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   const cnpgOverlay = join(tmp, 'cnpg-overlay');
   mkdirSync(cnpgOverlay);
   writeFileSync(join(cnpgOverlay, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ${relative(cnpgOverlay, dir)}\ncomponents:\n  - ${relative(cnpgOverlay, join(dir, 'cloudnative-pg'))}\n`);
-  for (const variant of ['.', cnpgOverlay, 'all-in-one', 'member-cluster', 'member-cluster/dispatcher', 'cert-manager', 'examples/pending-jobs', 'examples/cluster-registration', 'examples/cluster-import']) {
+  for (const variant of ['.', cnpgOverlay, 'all-in-one', 'member-cluster', 'member-cluster/dispatcher', 'member-cluster/proxy', 'cert-manager', 'examples/pending-jobs', 'examples/cluster-registration', 'examples/cluster-import']) {
     const r = variant === cnpgOverlay ? await kustomizeAbs(tmp, variant) : await kustomize(tmp, variant);
     t.equal(r.code, 0, `kubectl kustomize ${variant === cnpgOverlay ? 'manifests/ with manifests/cloudnative-pg' : `manifests/${variant}`}: ${r.stderr}`);
     const objs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj);
@@ -174,6 +174,8 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   const bound = imp.filter((o) => o.kind === 'RoleBinding' && (o as unknown as { roleRef: { name: string } }).roleRef.name === 'panoptes:cluster-source-reader').map((o) => o.metadata.namespace).sort();
   t.same(bound, [...new Set(sources.flatMap((o) => (o.spec as { namespaces: string[] }).namespaces))].sort(), 'a RoleBinding in exactly the namespaces the sources name');
 
+  t.same(find(rendered['.'], 'ClusterRole', 'panoptes:proxy')?.rules, [{ apiGroups: ['panoptes.io'], resources: ['clusters/proxy'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'] }], "the proxy's own review, every verb, every cluster");
+  t.notOk(find(rendered['.'], 'ClusterRole', 'panoptes:proxy')?.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-view'], 'not aggregated');
   const reader = find(rendered['member-cluster'], 'ClusterRole', 'panoptes:reader');
   t.ok(reader?.rules?.every((r) => r.verbs.every((v) => ['get', 'list', 'watch'].includes(v))), 'member reader is read-only');
   // The dispatcher's writes, applied on purpose in consumer clusters, bound to the ServiceAccount synchro uses.
@@ -197,7 +199,7 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
 t.test('the member-cluster roles, as a simulated cluster enforces them', async (t) => {
   const tmp = tempDir(t);
   const objs: Obj[] = [];
-  for (const dirName of ['member-cluster', 'member-cluster/dispatcher']) {
+  for (const dirName of ['member-cluster', 'member-cluster/dispatcher', 'member-cluster/proxy']) {
     const r = await kustomize(tmp, dirName);
     t.equal(r.code, 0, r.stderr);
     objs.push(...parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj));
@@ -236,4 +238,13 @@ t.test('the member-cluster roles, as a simulated cluster enforces them', async (
   t.equal((await get(`${base}/api/v1/namespaces/shop/secrets`, as('consumer'))).status, 403, 'no Secrets');
   t.equal((await http('POST', `${base}/apis/multicluster.x-k8s.io/v1alpha1/namespaces/shop/serviceexports`, { apiVersion: 'multicluster.x-k8s.io/v1alpha1', kind: 'ServiceExport', metadata: { name: 'web' } }, as('consumer'))).status, 403, 'ServiceExports are read, never written');
   t.equal((await http('DELETE', `${base}/apis/discovery.k8s.io/v1/namespaces/shop/endpointslices`, undefined, as('consumer'))).status, 403, 'no deletecollection');
+
+  // The proxy's identity: it may act as a user (whose own rules then decide), and nothing of its own beyond reading.
+  c.auth.grant('proxy', { name: 'system:serviceaccount:panoptes-system:panoptes-reader', rules: [...rules('panoptes:reader'), ...rules('panoptes:impersonator')] });
+  c.auth.grant('alice-token', { name: 'alice', rules: [{ verbs: ['create'], apiGroups: [''], resources: ['configmaps'] }] });
+  const asAlice = { ...as('proxy'), 'Impersonate-User': 'alice', 'Impersonate-Uid': 'u-alice', 'Impersonate-Group': 'devs', 'Impersonate-Extra-Scopes': 'all' };
+  t.equal((await http('POST', `${base}/api/v1/namespaces/shop/configmaps`, { metadata: { name: 'by-alice' } }, asAlice)).status, 201, 'impersonating alice: her rights');
+  t.equal((await http('POST', `${base}/api/v1/namespaces/shop/services`, svc, asAlice)).status, 403, 'and only hers');
+  t.equal((await http('POST', `${base}/api/v1/namespaces/shop/configmaps`, { metadata: { name: 'by-proxy' } }, as('proxy'))).status, 403, 'no writes as itself');
+  t.equal((await http('POST', `${base}/api/v1/namespaces/shop/configmaps`, { metadata: { name: 'x' } }, { ...as('reader'), 'Impersonate-User': 'alice' })).status, 403, 'the reader alone may not impersonate');
 });

@@ -12,12 +12,19 @@ import { commonFlags, openStorage } from './serve.ts';
 import { storageReadFlagHelp, storageReadFlags, storageReadFlagSpec } from './storage-read-flags.ts';
 import { ReadPool } from '../../storage/read-pool.ts';
 import { summaries } from './summaries.ts';
+import { parseProxyUser, proxyCredentials, type ProxyCredentialsOptions } from './proxy-credentials.ts';
+import type { ApiserverOptions } from '../../apiserver/server.ts';
+import { existsSync } from 'node:fs';
+import { connectCluster, type ClusterConnection } from '../../member/client.ts';
+import { HostSecrets } from '../../synchro/host-secrets.ts';
+import { credentialsNamespace, hostClusterConnection } from './synchro-flags.ts';
 
 export const serveFlagSpec = {
   'insecure-listen': { type: 'string' },
   'max-limit': { type: 'string' },
   'request-timeout': { type: 'string' },
   'external-metrics-file': { type: 'string' },
+  'insecure-proxy-user': { type: 'string' },
   ...memberNetworksFlagSpec,
   ...memoryFlagSpec,
   ...secureFlagSpec,
@@ -29,11 +36,79 @@ export const serveFlagHelp = `  --insecure-listen HOST:PORT   plain HTTP, NO TLS
   --request-timeout DURATION    list and get end with 504 after this long (default 60s)
   --external-metrics-file FILE  declared metrics of external.metrics.k8s.io (env PANOPTES_EXTERNAL_METRICS_FILE);
                                 reloaded when it changes. Counts of synced resources need no file
+  --insecure-proxy-user NAME[:GROUP,...]  with --insecure-listen only: the user (and groups) the proxy to
+                                member clusters impersonates for every request, since nobody is authenticated;
+                                without it the proxy refuses every request (403). Members' RBAC applies to that user
 ${memoryFlagHelp}
 ${secureFlagHelp}`;
 
-type ServeFlagValues = { 'insecure-listen'?: string; 'max-limit'?: string; 'request-timeout'?: string; 'external-metrics-file'?: string; 'allow-member-networks'?: string } & MemoryFlagValues &
+type ServeFlagValues = {
+  'insecure-listen'?: string;
+  'max-limit'?: string;
+  'request-timeout'?: string;
+  'external-metrics-file'?: string;
+  'allow-member-networks'?: string;
+  'insecure-proxy-user'?: string;
+} & MemoryFlagValues &
   SecureFlagValues;
+
+/** Where the proxy's member credentials come from (cli/commands/proxy-credentials.ts): the clusters file or kubeconfig synchro reads. */
+export type MemberSources = Pick<ProxyCredentialsOptions, 'clustersFile' | 'kubeconfig' | 'contexts'> & {
+  /** The host cluster, to read the credentials Secrets API-registered Clusters name. */
+  hostCluster?: ClusterConnection;
+  credentialsNamespace?: string;
+};
+
+/** The apiserver's own flags for member credentials (all-in-one has synchro's). */
+export const memberSourceFlagSpec = {
+  clusters: { type: 'string' },
+  kubeconfig: { type: 'string' },
+  contexts: { type: 'string' },
+  'host-kubeconfig': { type: 'string' },
+  'credentials-namespace': { type: 'string' },
+} as const;
+
+export const memberSourceFlagHelp = `  --clusters FILE               clusters.yaml, as synchro's (env PANOPTES_CLUSTERS): the credentials the proxy to
+                                member clusters uses (their identity needs impersonate there:
+                                manifests/member-cluster/proxy/). Clusters registered through the API use their
+                                inline credentials from storage without it
+  --kubeconfig FILE             instead of --clusters: one member cluster per kubeconfig context
+  --contexts a,b|all            with --kubeconfig: which contexts (default all)
+  --host-kubeconfig FILE        read the Secrets API-registered Clusters name as their credentials, as synchro,
+                                from this host cluster (env PANOPTES_HOST_KUBECONFIG). Off by default: give it,
+                                or --credentials-namespace in a pod (in-cluster), and the Role that lets it read them
+  --credentials-namespace NS    the namespace of those Secrets (default: the pod's namespace, else panoptes)`;
+
+/** --clusters / --kubeconfig / --contexts of the apiserver. */
+export function memberSourceFlags(values: { clusters?: string; kubeconfig?: string; contexts?: string; 'host-kubeconfig'?: string; 'credentials-namespace'?: string }): MemberSources {
+  const clustersFile = values.clusters ?? (values.kubeconfig ? undefined : process.env.PANOPTES_CLUSTERS);
+  if (clustersFile && values.kubeconfig) throw new UsageError('give --clusters or --kubeconfig, not both');
+  if (values.contexts !== undefined && !values.kubeconfig) throw new UsageError('--contexts goes with --kubeconfig');
+  const contexts = values.contexts === undefined || values.contexts === 'all' ? 'all' : values.contexts.split(',').map((s) => s.trim()).filter(Boolean);
+  // Opt-in: the apiserver reads the host's credentials Secrets only when asked to (its manifests give it no Secret access).
+  const hostKubeconfig = values['host-kubeconfig'] ?? process.env.PANOPTES_HOST_KUBECONFIG;
+  if (hostKubeconfig && !existsSync(hostKubeconfig)) throw new UsageError(`--host-kubeconfig ${hostKubeconfig}: no such file`);
+  const readSecrets = hostKubeconfig !== undefined || values['credentials-namespace'] !== undefined;
+  const hostCluster = readSecrets ? hostClusterConnection(hostKubeconfig) : undefined;
+  if (readSecrets && !hostCluster) throw new UsageError('--credentials-namespace needs the host cluster: --host-kubeconfig, or run in the host cluster');
+  return {
+    ...(clustersFile ? { clustersFile } : {}),
+    ...(values.kubeconfig ? { kubeconfig: values.kubeconfig, contexts } : {}),
+    ...(hostCluster ? { hostCluster, credentialsNamespace: credentialsNamespace(values['credentials-namespace']) } : {}),
+  };
+}
+
+/** The apiserver's proxy options (member credentials, and in the development mode the user named to impersonate), and how to stop what they read. */
+async function proxyOptions(store: Store, values: ServeFlagValues, members: MemberSources, log: Logger, secure: boolean): Promise<{ proxy: NonNullable<ApiserverOptions['proxy']>; stop: () => Promise<void> }> {
+  const user = parseProxyUser(values['insecure-proxy-user']);
+  if (user && secure) throw new UsageError('--insecure-proxy-user goes with --insecure-listen only: with authentication, the proxy impersonates the authenticated user');
+  const { hostCluster, credentialsNamespace: namespace, ...files } = members;
+  const secrets = hostCluster
+    ? new HostSecrets({ client: await connectCluster(hostCluster), namespace: namespace ?? 'panoptes', log: log.child({ part: 'host-secrets' }), onChange: () => undefined })
+    : undefined;
+  const credentials = proxyCredentials({ store, ...files, networks: memberNetworksFlag(values), log: log.child({ part: 'proxy' }), ...(secrets ? { secrets } : {}) });
+  return { proxy: { credentials, ...(user ? { unauthenticatedUser: user } : {}) }, stop: async () => secrets?.stop() };
+}
 
 /** --external-metrics-file, or PANOPTES_EXTERNAL_METRICS_FILE. */
 export function externalMetricsFlag(values: { 'external-metrics-file'?: string }): { file?: string } {
@@ -59,26 +134,36 @@ export async function startServing(
   values: ServeFlagValues,
   log: Logger,
   metrics?: ApiserverMetrics,
-  reads?: ReadPool,
+  opts: { reads?: ReadPool; members?: MemberSources } = {},
 ): Promise<{ url: string; close: () => Promise<void> }> {
+  const { reads, members = {} } = opts;
   const secureMode = (Object.keys(secureFlagSpec) as (keyof SecureFlagValues)[]).some((k) => values[k] !== undefined);
-  if (secureMode) return startSecureServing(store, values, log, metrics, reads);
+  if (secureMode) return startSecureServing(store, values, log, metrics, members, reads);
   const { host, port } = parseInsecureListen(values['insecure-listen']);
   const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
   if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
-  const api = await createApiserver({ store, reads, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memoryFlags(values) });
+  const { proxy, stop: stopProxy } = await proxyOptions(store, values, members, log, false);
+  const api = await createApiserver({ store, reads, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memoryFlags(values) });
   let url: string;
   try {
     url = await api.listen(host, port);
   } catch (err) {
     await api.close();
+    await stopProxy();
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new UsageError(`--insecure-listen ${host}:${port}: the port is in use`);
     throw err;
   }
   log.warn('INSECURE: serving plain HTTP without authentication or authorization (development mode, loopback only)', { url });
+  if (proxy.unauthenticatedUser) log.warn('INSECURE: every request proxied to a member cluster goes as the user named by --insecure-proxy-user, whoever sends it', { user: proxy.unauthenticatedUser.name, groups: proxy.unauthenticatedUser.groups });
   log.info('apiserver listening', { url, allClusters: `${url}/apis/panoptes.io/v1alpha1/resources`, oneCluster: `${url}/apis/panoptes.io/v1alpha1/resources/clusters/<cluster>` });
-  return { url, close: () => api.close() };
+  return {
+    url,
+    close: async () => {
+      await api.close();
+      await stopProxy();
+    },
+  };
 }
 
 /** HTTPS with authentication (front proxy, client certificates, TokenReview) and SubjectAccessReview authorization. */
@@ -86,8 +171,9 @@ async function startSecureServing(
   store: Store,
   values: ServeFlagValues,
   log: Logger,
-  metrics?: ApiserverMetrics,
-  reads?: ReadPool,
+  metrics: ApiserverMetrics | undefined,
+  members: MemberSources,
+  reads: ReadPool | undefined,
 ): Promise<{ url: string; close: () => Promise<void> }> {
   if (values['insecure-listen'] !== undefined) throw new UsageError('--insecure-listen (development: no TLS, no authentication) and the secure serving flags exclude each other');
   const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
@@ -95,13 +181,18 @@ async function startSecureServing(
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
   const memory = memoryFlags(values);
   const secure = await secureServingFromFlags(values, log);
-  const api = await createApiserver({ store, reads, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memory });
+  const { proxy, stop: stopProxy } = await proxyOptions(store, values, members, log, true).catch((err: unknown) => {
+    secure.stop();
+    throw err;
+  });
+  const api = await createApiserver({ store, reads, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memory });
   let url: string;
   try {
     url = await api.listen(secure.host, secure.port);
   } catch (err) {
     await api.close();
     secure.stop();
+    await stopProxy();
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new UsageError(`--secure-port ${secure.port}: the port is in use`);
     throw err;
   }
@@ -111,6 +202,7 @@ async function startSecureServing(
     close: async () => {
       await api.close();
       secure.stop();
+      await stopProxy();
     },
   };
 }
@@ -137,16 +229,18 @@ Flags:
                                 sqlite:PATH (default sqlite:./data/panoptes.db) or postgres://user@host:5432/db
 ${storageReadFlagHelp}
 ${serveFlagHelp}
+${memberSourceFlagHelp}
 ${memberNetworksFlagHelp}
   --log-level LEVEL             debug, info (default), warn or error`,
   async run(argv) {
-    const { values: parsed } = parseFlags(argv, { storage: { type: 'string' }, 'log-level': { type: 'string' }, ...storageReadFlagSpec, ...serveFlagSpec });
+    const { values: parsed } = parseFlags(argv, { storage: { type: 'string' }, 'log-level': { type: 'string' }, ...storageReadFlagSpec, ...serveFlagSpec, ...memberSourceFlagSpec });
     // Secure serving unless plain HTTP is asked for explicitly.
     const values = parsed['insecure-listen'] === undefined && parsed['secure-port'] === undefined ? { ...parsed, 'secure-port': '8443' } : parsed;
     const { storage } = commonFlags(values);
     const standbys = storageReadFlags(values, storage);
     parseInsecureListen(values['insecure-listen']);
     memberNetworksFlag(values);
+    const members = memberSourceFlags(values);
     const log = logger('apiserver');
     const store = await openStorage(storage, 'apiserver');
     let reads: ReadPool | undefined;
@@ -156,7 +250,7 @@ ${memberNetworksFlagHelp}
         reads = await ReadPool.open(store, standbys.urls, { maxLagMs: standbys.maxLagMs, log: log.child({ part: 'storage-read' }) });
         log.info('reads go to standbys', { databases: reads.status().map((s) => `${s.role} ${s.database}${s.up ? '' : ' (down)'}`) });
       }
-      server = await startServing(store, values, log, undefined, reads);
+      server = await startServing(store, values, log, undefined, { reads, members });
     } catch (err) {
       await reads?.close();
       await store.close();
