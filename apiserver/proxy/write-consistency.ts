@@ -34,7 +34,6 @@ import type { Change, ObjectKey, StoredObject } from '../../storage/types.ts';
 import { upstreamRvAnnotation } from '../../storage/write.ts';
 import type { ResourceAttributes } from '../auth/attributes.ts';
 import type { Catalog } from '../catalog.ts';
-import { warningValue } from '../warnings.ts';
 import { mediaType, readableBody, refuseCollectionPrecondition, rewriteRvs, type BodyShape, type RvPlace } from './rv-fields.ts';
 
 /** A write to one member cluster: its kube request attributes (verb, group, version, resource, subresource, namespace, name) and the cluster. */
@@ -45,7 +44,7 @@ export interface ProxiedWrite extends ResourceAttributes {
 export interface WriteConsistency {
   /** Rewrites metadata.resourceVersion (Panoptes rv -> member rv) in a JSON body; throws a 409 StatusError when stale. */
   translateBody(w: ProxiedWrite, body: Buffer, contentType: string): Promise<Buffer>;
-  /** After the member answered 2xx with `memberObject`: wait (bounded) for synchro to store it; returns the body to answer and warnings. */
+  /** After the member answered 2xx with `memberObject`: wait (bounded) for synchro to store it; returns the body to answer and warnings (texts, not yet header values). */
   settle(w: ProxiedWrite, memberObject: unknown): Promise<{ object: unknown; warnings: string[] }>;
 }
 
@@ -238,11 +237,10 @@ class ProxyWriteConsistency implements WriteConsistency {
     }
   }
 
+  /** The Warning text (the forwarder makes it a `299 -` header value) of an answer that is the member's. */
   private notSynced(w: ProxiedWrite, t: Target, what: string): string {
     const waited = this.opts.waitMs > 0 ? ` after ${this.opts.waitMs / 1000}s` : '';
-    return warningValue(
-      `the ${w.verb} of ${qualified(w)} "${t.key.name}" in cluster ${w.cluster} ${what}${waited}: this answer is the member cluster's, with its resourceVersion; a get or watch through Panoptes shows the write once it is synced`,
-    );
+    return `${w.verb} of ${qualified(w)} "${t.key.name}" in cluster ${w.cluster} ${what}${waited}: this is the member's answer, with the member's resourceVersion`;
   }
 }
 
