@@ -91,6 +91,13 @@ for (const backend of backends) {
       t.equal(rvIn(out), '105');
     });
 
+    t.test("translateBody: an old Panoptes rv that happens to be the member's current rv is still stale", async (t) => {
+      const first = (await store.applyBatch('c', [podEvent('ADDED', 'n', 'clash', '1')])).changes[0].rv;
+      await store.applyBatch('c', [podEvent('MODIFIED', 'n', 'clash', String(first))]);
+      t.equal((await stored(store, 'clash')).upstreamRv, String(first), 'the member rv equals an older Panoptes rv of the object');
+      await t.rejects(wc.translateBody(podWrite('update', 'clash'), json(pod('clash', String(first))), 'application/json'), { code: 409 });
+    });
+
     t.test('translateBody: patches of every type', async (t) => {
       const merge = await wc.translateBody(podWrite('patch', 'a'), json({ metadata: { resourceVersion: current }, spec: { x: 1 } }), 'application/merge-patch+json');
       t.equal(rvIn(merge), '105');
