@@ -20,6 +20,7 @@ import type { AuthState } from '../auth/middleware.ts';
 import type { UserInfo } from '../auth/authn.ts';
 import type { ResourceAttributes } from '../auth/attributes.ts';
 import type { Deps } from '../deps.ts';
+import { warningValue } from '../warnings.ts';
 import { readBody } from '../write-request.ts';
 import type { ProxiedWrite } from './consistency.ts';
 import { proxiedHeaders } from './impersonation.ts';
@@ -183,7 +184,7 @@ export async function forward(ctx: Context, deps: Deps, p: ProxyRequest): Promis
       return;
     }
     const settled = await deps.proxy.consistency.settle(w, object);
-    if (settled.warnings.length) ctx.append('Warning', settled.warnings.map((t) => `299 - ${JSON.stringify(t)}`));
+    if (settled.warnings.length) ctx.append('Warning', settled.warnings.map(warningValue));
     ctx.body = JSON.stringify(settled.object);
     ctx.set('Content-Type', res.headers['content-type'] ?? 'application/json');
     return;

@@ -32,21 +32,11 @@ import { isNewer } from '../../storage/decide.ts';
 import type { Store } from '../../storage/store.ts';
 import type { Change, ObjectKey, StoredObject } from '../../storage/types.ts';
 import { upstreamRvAnnotation } from '../../storage/write.ts';
-import type { ResourceAttributes } from '../auth/attributes.ts';
 import type { Catalog } from '../catalog.ts';
+import type { ProxiedWrite, WriteConsistency } from './consistency.ts';
 import { mediaType, readableBody, refuseCollectionPrecondition, rewriteRvs, type BodyShape, type RvPlace } from './rv-fields.ts';
 
-/** A write to one member cluster: its kube request attributes (verb, group, version, resource, subresource, namespace, name) and the cluster. */
-export interface ProxiedWrite extends ResourceAttributes {
-  cluster: string;
-}
-
-export interface WriteConsistency {
-  /** Rewrites metadata.resourceVersion (Panoptes rv -> member rv) in a JSON body; throws a 409 StatusError when stale. */
-  translateBody(w: ProxiedWrite, body: Buffer, contentType: string): Promise<Buffer>;
-  /** After the member answered 2xx with `memberObject`: wait (bounded) for synchro to store it; returns the body to answer and warnings (texts, not yet header values). */
-  settle(w: ProxiedWrite, memberObject: unknown): Promise<{ object: unknown; warnings: string[] }>;
-}
+export type { ProxiedWrite, WriteConsistency };
 
 /**
  * How long a proxied write waits for synchro by default: 5 s. Write → visible through Panoptes
