@@ -218,9 +218,16 @@ async function resource(ctx: SimContext, req: IncomingMessage, res: ServerRespon
     case 'PATCH': {
       const type = patchTypeOf(req.headers['content-type']);
       if (!type) {
-        throw new StatusError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json${info.crd ? '' : ', application/strategic-merge-patch+json'}`);
+        throw new StatusError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml${info.crd ? '' : ', application/strategic-merge-patch+json'}`);
       }
       const body = await readBody(req);
+      if (type === 'apply') {
+        if (!url.searchParams.get('fieldManager')) throw new StatusError('Invalid', 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch');
+        if (scale) throw new StatusError('UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json');
+        // An apply creates what does not exist yet; otherwise the configuration is merged in (strategically for built-in kinds).
+        if (!ctx.store.get(info.id, info.namespaced ? t.namespace : undefined, name)) return send(201, served(ctx.crud.create(info, version, t.namespace, body, opts)));
+        return send(200, served(ctx.crud.patch(info, version, t.namespace, name, info.crd ? 'merge' : 'strategic', body, { ...opts, subresource })));
+      }
       return send(200, scale ? ctx.crud.patchScale(info, version, t.namespace, name, type, body, opts) : served(ctx.crud.patch(info, version, t.namespace, name, type, body, { ...opts, subresource })));
     }
     case 'DELETE': {
