@@ -23,6 +23,7 @@ import type { Deps } from '../deps.ts';
 import { warningValue } from '../warnings.ts';
 import { readBody } from '../write-request.ts';
 import type { ProxiedWrite } from './consistency.ts';
+import { dryRunOf } from './write-consistency.ts';
 import { proxiedHeaders } from './impersonation.ts';
 import { memberUnavailable } from './members.ts';
 
@@ -110,6 +111,7 @@ export async function forward(ctx: Context, deps: Deps, p: ProxyRequest): Promis
   let body: Buffer | undefined;
   if (write) {
     body = await readBody(ctx, deps.limits.maxBodyBytes);
+    if (dryRunOf(new URLSearchParams(ctx.querystring), body)) w.dryRun = true;
     if (body.length) body = await deps.proxy.consistency.translateBody(w, body, ctx.get('Content-Type'));
   }
   const headers = proxiedHeaders(ctx.req.headers, user, await endpoint.headers());

@@ -104,6 +104,14 @@ for (const backend of backends) {
       t.equal(memberCm().data.color, 'green', 'written in the member');
     });
 
+    await t.test('kubectl apply --dry-run=server answers what would be, and changes nothing', async (t) => {
+      const r = await k(['apply', '--dry-run=server', '-f', manifest('dry.yaml', configMap('never')), '-o', 'json']);
+      t.equal(r.code, 0, r.stderr);
+      t.same((JSON.parse(r.stdout) as { data?: unknown }).data, { color: 'never' }, "the member's dry-run answer, not the stored object");
+      t.same((await getJson(['configmap', 'settings']) as { data?: unknown }).data, { color: 'green' });
+      t.equal(memberCm().data.color, 'green');
+    });
+
     await t.test('kubectl apply --server-side, then get', async (t) => {
       const r = await k(['apply', '--server-side', '--force-conflicts', '-f', manifest('cm.yaml', configMap('red'))]);
       t.equal(r.code, 0, r.stderr);

@@ -4,7 +4,7 @@ import { backends, openTestStore, podEvent, stopTestPostgres } from '../../stora
 import type { Store } from '../../storage/store.ts';
 import type { KubeObject, UpstreamEvent } from '../../storage/types.ts';
 import { delay, startHub } from '../../hack/testing/watch-engine.ts';
-import { createWriteConsistency, type ProxiedWrite, type WriteConsistency } from './write-consistency.ts';
+import { createWriteConsistency, dryRunOf, type ProxiedWrite, type WriteConsistency } from './write-consistency.ts';
 
 t.teardown(stopTestPostgres);
 
@@ -219,6 +219,16 @@ for (const backend of backends) {
       t.same((await status).object, JSON.parse(parent.object), 'status: the stored parent');
     });
 
+    t.test('settle: a dry run answers the member at once', async (t) => {
+      const s = await stored(store, 'a');
+      const dry = pod('a', s.upstreamRv, { uid: 'uid-n-a', labels: { would: 'be' } });
+      t.same(await wc.settle({ ...podWrite('patch', 'a'), dryRun: true }, dry), { object: dry, warnings: [] }, 'not the stored object: the dry run changed nothing there');
+      const gone = { kind: 'Status', apiVersion: 'v1', status: 'Success', details: { name: 'a', kind: 'pods', uid: 'uid-n-a' } };
+      const started = Date.now();
+      t.same(await wc.settle({ ...podWrite('delete', 'a'), dryRun: true }, gone), { object: gone, warnings: [] });
+      t.ok(Date.now() - started < 1000, 'no wait for a deletion that will not come');
+    });
+
     t.test('settle: what is not waited for', async (t) => {
       const metrics = { kind: 'PodMetrics', metadata: { name: 'a', resourceVersion: '1' } };
       t.same(await wc.settle({ ...podWrite('update', 'a'), group: 'metrics.k8s.io' }, metrics), { object: metrics, warnings: [] }, 'a resource Panoptes does not sync');
@@ -229,3 +239,13 @@ for (const backend of backends) {
     });
   });
 }
+
+t.test('dryRunOf: the query, or a DeleteOptions body', async (t) => {
+  const q = (s: string) => new URLSearchParams(s);
+  t.equal(dryRunOf(q('dryRun=All'), Buffer.alloc(0)), true);
+  t.equal(dryRunOf(q('fieldManager=kubectl'), Buffer.alloc(0)), false);
+  t.equal(dryRunOf(q(''), Buffer.from(' {"kind":"DeleteOptions","dryRun":["All"]}')), true);
+  t.equal(dryRunOf(q(''), Buffer.from('{"kind":"DeleteOptions","propagationPolicy":"Background"}')), false);
+  t.equal(dryRunOf(q(''), Buffer.from('{"dryRun":[]}')), false);
+  t.equal(dryRunOf(q(''), Buffer.from('not json')), false);
+});

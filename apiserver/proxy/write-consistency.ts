@@ -72,6 +72,22 @@ const keyOf = (k: ObjectKey) => JSON.stringify([k.cluster, k.group, k.resource, 
 const qualified = (w: ProxiedWrite) => (w.group ? `${w.resource}.${w.group}` : w.resource);
 const details = (w: ProxiedWrite, name: string) => ({ name, ...(w.group ? { group: w.group } : {}), kind: w.resource });
 
+/**
+ * Whether a write asks for a dry run: `dryRun` in the query (create, update, patch options), or
+ * in a DeleteOptions body (kubectl delete --dry-run=server sends it there). kube accepts only
+ * `All`; any other value the member refuses, so any value counts here.
+ */
+export function dryRunOf(query: URLSearchParams, body: Buffer): boolean {
+  if (query.getAll('dryRun').some((v) => v !== '')) return true;
+  if (body.length === 0 || body.length > 64 * 1024) return false; // a DeleteOptions is a small JSON object
+  try {
+    const o = JSON.parse(body.toString('utf8')) as { dryRun?: unknown };
+    return Array.isArray(o.dryRun) && o.dryRun.length > 0;
+  } catch {
+    return false;
+  }
+}
+
 /** What the body of a write is, for the rvs it may carry; undefined: none (a create of a new object, most subresource creates). */
 function shapeOf(w: ProxiedWrite): BodyShape | undefined {
   if (w.verb === 'update' || w.verb === 'patch') return 'object';
@@ -189,7 +205,8 @@ class ProxyWriteConsistency implements WriteConsistency {
   }
 
   async settle(w: ProxiedWrite, memberObject: unknown): Promise<{ object: unknown; warnings: string[] }> {
-    const t = this.opts.synced(w.cluster, w.group, w.resource) ? targetOf(w, memberObject) : undefined;
+    // A dry run persisted nothing: its answer is the member's word alone.
+    const t = !w.dryRun && this.opts.synced(w.cluster, w.group, w.resource) ? targetOf(w, memberObject) : undefined;
     if (!t) return { object: memberObject, warnings: [] };
     const member = memberObject as Obj;
     const k = keyOf(t.key);
