@@ -147,6 +147,17 @@ for (const backend of backends) {
       t.same((await getJson(['configmap', 'settings']) as { data?: unknown }).data, { color: 'teal' });
     });
 
+    await t.test('kubectl label --resource-version: the current Panoptes rv is translated, a stale one is a 409', async (t) => {
+      const current = (await getJson(['configmap', 'settings'])).metadata!.resourceVersion!;
+      const ok = await k(['label', 'configmap', 'settings', 'tier=front', `--resource-version=${current}`]);
+      t.equal(ok.code, 0, ok.stderr);
+      t.equal(memberCm().metadata?.labels?.tier, 'front');
+      const stale = await k(['label', 'configmap', 'settings', 'tier=back', '--overwrite', `--resource-version=${current}`]);
+      t.not(stale.code, 0, 'the object moved on since that version');
+      t.match(stale.stderr, /the object has been modified/);
+      t.equal(memberCm().metadata?.labels?.tier, 'front');
+    });
+
     await t.test('kubectl scale, then a watch through Panoptes sees it', async (t) => {
       const created = await k(['apply', '-f', manifest('deploy.yaml', deployment)]);
       t.equal(created.code, 0, created.stderr);
