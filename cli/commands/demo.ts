@@ -196,11 +196,13 @@ clusters listen (--allow-member-networks ${demoMemberNetworks}).`,
       const store = await openStorage(storage, 'demo');
       const registry = new Registry();
       // The simulated clusters listen on this machine: Clusters registered through the demo's API may reach them.
+      // Nobody is authenticated: the proxy (kubectl logs, exec, scale, top) goes to the members as the demo's user.
       const server = await startServing(
         store,
-        { 'insecure-listen': values.listen ?? '127.0.0.1:8080', 'external-metrics-file': metricsFile, 'allow-member-networks': demoMemberNetworks },
+        { 'insecure-listen': values.listen ?? '127.0.0.1:8080', 'external-metrics-file': metricsFile, 'allow-member-networks': demoMemberNetworks, 'insecure-proxy-user': 'demo' },
         logger('apiserver'),
         new ApiserverMetrics(registry),
+        { clustersFile },
       );
       const synchro = await startSynchro({
         store,
