@@ -147,7 +147,15 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     memberNetworks: opts.memberNetworks ?? new MemberNetworks(),
     proxy: {
       members: new MemberPool(opts.proxy?.credentials ?? noMemberCredentials, log.child({ part: 'proxy' }), opts.proxy?.connect),
-      consistency: opts.proxy?.consistency ?? createWriteConsistency({ store: opts.store, changes: hub, synced: syncedInCatalog(catalog), waitMs: limits.proxyWriteWaitMs }),
+      consistency:
+        opts.proxy?.consistency ??
+        createWriteConsistency({
+          store: opts.store,
+          changes: hub,
+          synced: syncedInCatalog(catalog),
+          waitMs: limits.proxyWriteWaitMs,
+          observe: (outcome, seconds) => metrics.proxyWriteWaits.observe({ outcome }, seconds),
+        }),
       ...(opts.secure ? { authorizer: opts.secure.authorizer } : opts.proxy?.unauthenticatedUser ? { unauthenticatedUser: opts.proxy.unauthenticatedUser } : {}),
     },
   };

@@ -30,8 +30,9 @@ for (const backend of backends) {
     const hub = await startHub(store, { poll: { intervalMs: 60_000 } });
     t.teardown(() => hub.stop());
     const unsynced = new Set(['metrics.k8s.io/pods']);
+    const outcomes: string[] = [];
     const make = (waitMs: number): WriteConsistency =>
-      createWriteConsistency({ store, changes: hub, waitMs, synced: (_c, group, resource) => !unsynced.has(`${group}/${resource}`) });
+      createWriteConsistency({ store, changes: hub, waitMs, synced: (_c, group, resource) => !unsynced.has(`${group}/${resource}`), observe: (outcome) => outcomes.push(outcome) });
     const wc = make(3000);
 
     await store.applyBatch('c', [podEvent('ADDED', 'n', 'a', '100')]);
@@ -153,6 +154,7 @@ for (const backend of backends) {
       t.equal((r.object as KubeObject).metadata?.resourceVersion, String(s.rv), "Panoptes' rv");
       t.equal((r.object as KubeObject).metadata?.annotations?.['panoptes.io/cluster'], 'c');
       t.ok(Date.now() - started < 2500, 'woken by the dispatch, not by the 60 s poll nor the deadline');
+      t.equal(outcomes.at(-1), 'synced', 'observed');
     });
 
     t.test('settle: storage already past the write answers at once', async (t) => {
@@ -179,6 +181,7 @@ for (const backend of backends) {
       t.equal(r.object, member);
       t.equal(r.warnings.length, 1);
       t.equal(r.warnings[0], 'update of pods "a" in cluster c is not synced by Panoptes yet after 0.3s: this is the member\'s answer, with the member\'s resourceVersion');
+      t.equal(outcomes.at(-1), 'timeout', 'observed');
       const none = await make(0).settle(podWrite('update', 'a'), member);
       t.equal(none.warnings.length, 1, '--proxy-write-wait 0: no wait, the same Warning');
     });
@@ -227,6 +230,21 @@ for (const backend of backends) {
       const started = Date.now();
       t.same(await wc.settle({ ...podWrite('delete', 'a'), dryRun: true }, gone), { object: gone, warnings: [] });
       t.ok(Date.now() - started < 1000, 'no wait for a deletion that will not come');
+    });
+
+    t.test('settle: storage failing answers the member object with a Warning, never an error', async (t) => {
+      const failing = createWriteConsistency({
+        store: { get: async () => Promise.reject(new Error('storage is down')), isVersionOf: async () => false },
+        changes: hub,
+        waitMs: 1000,
+        synced: () => true,
+        observe: (outcome) => outcomes.push(outcome),
+      });
+      const member = pod('a', '999', { uid: 'uid-n-a' });
+      const r = await failing.settle(podWrite('update', 'a'), member);
+      t.equal(r.object, member);
+      t.match(r.warnings, [/could not be checked in storage/]);
+      t.equal(outcomes.at(-1), 'error');
     });
 
     t.test('settle: what is not waited for', async (t) => {

@@ -56,7 +56,12 @@ export interface WriteConsistencyOptions {
   synced(cluster: string, group: string, resource: string): boolean;
   /** The longest wait of settle, ms (0: answer at once, from storage if it has the write already). */
   waitMs: number;
+  /** Told how each wait ended and how long it took (metrics). */
+  observe?(outcome: WaitOutcome, seconds: number): void;
 }
+
+/** How a wait of settle ended: storage had the write; the bound ran out; storage did not answer. */
+export type WaitOutcome = 'synced' | 'timeout' | 'error';
 
 /** Whether a cluster's view serves the resource from storage (at any version), by the catalog. */
 export const syncedInCatalog =
@@ -220,23 +225,28 @@ class ProxyWriteConsistency implements WriteConsistency {
     if (!set) this.waits.set(k, (set = new Set()));
     set.add(listener);
     let timer: ReturnType<typeof setTimeout> | undefined;
+    const started = performance.now();
+    const end = (outcome: WaitOutcome, object: unknown, warnings: string[] = []) => {
+      this.opts.observe?.(outcome, (performance.now() - started) / 1000);
+      return { object, warnings };
+    };
     try {
       // Listening first, then reading: a change committed in between is seen by one or the other.
       const now = fromStored(await this.opts.store.get(t.key));
-      if (settles(t, now)) return { object: render(w, t, member, now), warnings: [] };
+      if (settles(t, now)) return end('synced', render(w, t, member, now));
       if (this.opts.waitMs > 0) {
         this.opts.changes.wake?.();
         const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), this.opts.waitMs)));
         const seen = await Promise.race([dispatched, timeout]);
-        if (seen) return { object: render(w, t, member, seen), warnings: [] };
+        if (seen) return end('synced', render(w, t, member, seen));
         // Once more from storage: the hub may have skipped changes (it fell behind compaction).
         const last = fromStored(await this.opts.store.get(t.key));
-        if (settles(t, last)) return { object: render(w, t, member, last), warnings: [] };
+        if (settles(t, last)) return end('synced', render(w, t, member, last));
       }
-      return { object: member, warnings: [this.notSynced(w, t, 'is not synced by Panoptes yet')] };
+      return end('timeout', member, [this.notSynced(w, t, 'is not synced by Panoptes yet')]);
     } catch {
       // The member made the write: storage failing to answer must not turn it into an error.
-      return { object: member, warnings: [this.notSynced(w, t, 'could not be checked in storage')] };
+      return end('error', member, [this.notSynced(w, t, 'could not be checked in storage')]);
     } finally {
       clearTimeout(timer);
       set.delete(listener);
