@@ -12,10 +12,12 @@
 // Nothing else in a body names a version of the object, so nothing else is rewritten. The body
 // is rewritten in place where its text allows (the value's only occurrence), so the member
 // gets the client's bytes with only the rv changed; otherwise it is written again from its
-// parsed form.
+// parsed form. Protobuf bodies (typed clients' PUT, DELETE, evictions): rv-protobuf.ts.
 import { isDocument, parseDocument } from 'yaml';
 import { StatusError } from '../../kube/status.ts';
 import { jsonEqual, maxYamlBodyBytes, requestEntityTooLarge } from '../../kube/json-limits.ts';
+import { mediaType } from '../write-request.ts';
+import { protobufType, rewriteProtobufRv } from './rv-protobuf.ts';
 
 /** What a resourceVersion in a body means: the object's version, a delete precondition, or a JSON patch test (with its path). */
 export type RvPlace = { kind: 'object' } | { kind: 'precondition' } | { kind: 'test'; path: string };
@@ -29,14 +31,12 @@ export type BodyShape = 'object' | 'deleteOptions' | 'eviction';
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The media type of a Content-Type, lowercased, without parameters. */
-export const mediaType = (contentType: string): string => contentType.split(';')[0].trim().toLowerCase();
 
 const jsonTypes = new Set(['application/json', 'application/merge-patch+json', 'application/strategic-merge-patch+json', 'application/json-patch+json']);
 const yamlTypes = new Set(['application/yaml', 'application/apply-patch+yaml']);
 
-/** Whether rewriteRvs can read bodies of this media type (JSON and YAML; not protobuf). */
-export const readableBody = (type: string): boolean => jsonTypes.has(type) || yamlTypes.has(type);
+/** Whether rewriteRvs reads bodies of this media type: JSON, YAML and kube's protobuf. */
+const readableBody = (type: string): boolean => jsonTypes.has(type) || yamlTypes.has(type) || type === protobufType;
 
 /** One resourceVersion of a parsed body: where it is, and how to set it there. */
 interface Found {
@@ -95,6 +95,7 @@ const occurrences = (text: string, s: string): number => text.split(s).length - 
 export async function rewriteRvs(body: Buffer, contentType: string, shape: BodyShape, map: MapRv): Promise<Buffer> {
   const type = mediaType(contentType);
   if (body.length === 0 || !readableBody(type)) return body;
+  if (type === protobufType) return rewriteProtobufRv(body, shape, map);
   const text = body.toString('utf8');
   let doc: unknown;
   try {

@@ -12,7 +12,7 @@ import { stringify } from 'yaml';
 import { startSimCluster } from '../../hack/sim/cluster.ts';
 import { logger, setLogLevel } from '../../lib/log.ts';
 import type { KubeObject } from '../../storage/types.ts';
-import { backends, openTestStore, stopTestPostgres } from '../../storage/testing.ts';
+import { backends, openTestStore, seedCluster, stopTestPostgres } from '../../storage/testing.ts';
 import { startSynchro } from '../../synchro/synchro.ts';
 import { fastTimings, waitUntil } from '../../synchro/testutil.ts';
 import { createApiserver } from '../server.ts';
@@ -35,6 +35,23 @@ function kubectl(kubeconfig: string, cacheDir: string, args: string[], env: Node
       resolve({ code: err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0, stdout, stderr });
     });
   });
+}
+
+/** A kubeconfig whose server is the one-cluster view of `cluster`, namespace shop. */
+function writeViewKubeconfig(dir: string, base: string, cluster: string): string {
+  const file = join(dir, 'kubeconfig');
+  writeFileSync(
+    file,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: cluster, cluster: { server: `${base}${P}/clusters/${cluster}` } }],
+      users: [{ name: 'dev', user: {} }],
+      contexts: [{ name: cluster, context: { cluster, user: 'dev', namespace: 'shop' } }],
+      'current-context': cluster,
+    }),
+  );
+  return file;
 }
 
 const configMap = (color: string, extra: Record<string, unknown> = {}) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: 'shop', ...extra }, data: { color } });
@@ -63,18 +80,7 @@ for (const backend of backends) {
     const base = await api.listen('127.0.0.1', 0);
     await waitUntil('east Ready in the catalog', () => api.deps.catalog.cluster('east')?.status.ready === true && api.deps.catalog.view('east')?.find('', 'v1', 'configmaps') !== undefined, 30_000);
 
-    const kubeconfig = join(dir, 'kubeconfig');
-    writeFileSync(
-      kubeconfig,
-      stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [{ name: 'east', cluster: { server: `${base}${P}/clusters/east` } }],
-        users: [{ name: 'dev', user: {} }],
-        contexts: [{ name: 'east', context: { cluster: 'east', user: 'dev', namespace: 'shop' } }],
-        'current-context': 'east',
-      }),
-    );
+    const kubeconfig = writeViewKubeconfig(dir, base, 'east');
     const cache = join(dir, 'cache');
     const k = (args: string[], env?: NodeJS.ProcessEnv) => kubectl(kubeconfig, cache, args, env);
     const manifest = (name: string, doc: unknown) => {
@@ -187,3 +193,29 @@ for (const backend of backends) {
     });
   });
 }
+
+t.test('a write whose sync does not come in time: the member object, and kubectl shows the Warning', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'panoptes-proxy-rv-e2e-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const lone = await startSimCluster({ name: 'lone', controllers: false });
+  t.teardown(() => lone.close());
+  lone.crud.create(lone.registry.lookup('', 'v1', 'namespaces')!, 'v1', undefined, { metadata: { name: 'shop' } }, {});
+  const { store, close } = await openTestStore('sqlite');
+  t.teardown(close);
+  // Registered and Ready, its configmaps synced as far as the catalog knows, but no synchro: nothing is ever stored.
+  await seedCluster(store, 'lone', { phase: 'Ready', ready: true, apiResources: [{ group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true, singularName: 'configmap' }] });
+  const credentials: MemberCredentials = { lookup: async (name) => (name === 'lone' ? { connection: { server: lone.url }, fingerprint: lone.url } : undefined) };
+  const api = await createApiserver({ store, catalogOptions: { refreshMs: 200 }, limits: { proxyWriteWaitMs: 300 }, log: logger('test'), proxy: { credentials, unauthenticatedUser: { name: 'dev', groups: ['system:authenticated'], extra: {} } } });
+  t.teardown(() => api.close());
+  const base = await api.listen('127.0.0.1', 0);
+  await waitUntil('lone in the catalog', () => api.deps.catalog.view('lone')?.find('', 'v1', 'configmaps') !== undefined, 30_000);
+
+  const started = Date.now();
+  const r = await kubectl(writeViewKubeconfig(dir, base, 'lone'), join(dir, 'cache'), ['create', 'configmap', 'late', '--from-literal=k=v', '-o', 'json']);
+  t.equal(r.code, 0, r.stderr);
+  t.ok(Date.now() - started >= 300, 'waited --proxy-write-wait');
+  t.match(r.stderr, /Warning: create of configmaps "late" in cluster lone is not synced by Panoptes yet after 0\.3s: this is the member's answer, with the member's resourceVersion/);
+  const answer = JSON.parse(r.stdout) as KubeObject;
+  t.equal(answer.metadata?.resourceVersion, (lone.crud.get(lone.registry.lookup('', 'v1', 'configmaps')!, 'shop', 'late') as KubeObject).metadata?.resourceVersion, "the member's object");
+  t.equal(answer.metadata?.annotations?.['panoptes.io/cluster'], undefined);
+});

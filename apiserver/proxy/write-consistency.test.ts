@@ -14,6 +14,25 @@ const podWrite = (verb: string, name?: string, more: Partial<ProxiedWrite> = {})
 const rvIn = (b: Buffer) => (JSON.parse(b.toString()) as KubeObject).metadata?.resourceVersion;
 const stored = async (store: Store, name: string) => (await store.get({ cluster: 'c', group: '', resource: 'pods', namespace: 'n', name }))!;
 
+/** One length-delimited protobuf field (tag, length, value). */
+function pbField(field: number, ...values: Array<string | Buffer>): Buffer {
+  const value = Buffer.concat(values.map((v) => (typeof v === 'string' ? Buffer.from(v) : v)));
+  const varint = (n: number) => {
+    const out: number[] = [];
+    for (; n >= 0x80; n >>>= 7) out.push((n & 0x7f) | 0x80);
+    out.push(n);
+    return Buffer.from(out);
+  };
+  return Buffer.concat([varint(field * 8 + 2), varint(value.length), value]);
+}
+
+/** kube's protobuf envelope: "k8s\0", then runtime.Unknown { typeMeta: 1, raw: 2 }. */
+const envelope = (kind: string, ...raw: Buffer[]) => Buffer.concat([Buffer.from([0x6b, 0x38, 0x73, 0]), pbField(1, pbField(1, 'v1'), pbField(2, kind)), pbField(2, ...raw), pbField(4, '')]);
+
+/** A Pod in protobuf: metadata { name, namespace, uid, resourceVersion (6, when given), generation (varint 7) }, spec { nodeName (10) }. */
+const podProto = (rv: string) =>
+  envelope('Pod', pbField(1, pbField(1, 'a'), pbField(3, 'n'), pbField(5, 'uid-n-a'), ...(rv ? [pbField(6, rv)] : []), Buffer.from([0x38, 0x02])), pbField(2, pbField(10, 'node-1')));
+
 const deployment = (name: string, rv: string, replicas: number): UpstreamEvent => ({
   type: 'MODIFIED',
   group: 'apps',
@@ -137,9 +156,27 @@ for (const backend of backends) {
       await t.rejects(wc.translateBody(podWrite('deletecollection'), json({ preconditions: { resourceVersion: current } }), 'application/json'), { code: 400, message: /deletecollection/ });
       const plain = json({ propagationPolicy: 'Background' });
       t.equal(await wc.translateBody(podWrite('deletecollection'), plain, 'application/json'), plain);
-      await t.rejects(wc.translateBody(podWrite('update', 'a'), Buffer.from([0x6b, 0x38, 0x73, 0]), 'application/vnd.kubernetes.protobuf'), { code: 415 });
+      await t.rejects(wc.translateBody(podWrite('update', 'a'), Buffer.from('{"not":"protobuf"}'), 'application/vnd.kubernetes.protobuf'), { code: 400, message: /no k8s protobuf envelope/ });
       const scale = await wc.translateBody(podWrite('patch', 'web', { group: 'apps', resource: 'deployments', subresource: 'scale' }), json({ metadata: { resourceVersion: String((await store.get({ cluster: 'c', group: 'apps', resource: 'deployments', namespace: 'n', name: 'web' }))!.rv) } }), 'application/merge-patch+json');
       t.equal(rvIn(scale), '7', "a subresource's rv is its parent's");
+    });
+
+    t.test('translateBody: protobuf bodies of typed clients', async (t) => {
+      const pb = 'application/vnd.kubernetes.protobuf';
+      const update = podProto(current);
+      const out = await wc.translateBody(podWrite('update', 'a'), update, pb);
+      t.same(out, podProto('105'), 'the rv rewritten, every other byte kept');
+      await t.rejects(wc.translateBody(podWrite('update', 'a'), podProto(older), pb), { code: 409, reason: 'Conflict' });
+      const noRv = podProto('');
+      t.equal(await wc.translateBody(podWrite('update', 'a'), noRv, pb), noRv);
+      const del = envelope('DeleteOptions', pbField(2, pbField(1, 'uid-n-a'), pbField(2, current)));
+      t.same(await wc.translateBody(podWrite('delete', 'a'), del, pb), envelope('DeleteOptions', pbField(2, pbField(1, 'uid-n-a'), pbField(2, '105'))));
+      const eviction = (rv: string) => envelope('Eviction', pbField(1, pbField(1, 'a')), pbField(2, pbField(1, Buffer.from([0x08, 0x1e])), pbField(2, pbField(2, rv))));
+      t.same(await wc.translateBody(podWrite('create', 'a', { subresource: 'eviction' }), eviction(current), pb), eviction('105'));
+      const create = podProto(current);
+      t.equal(await wc.translateBody(podWrite('create'), create, pb), create, 'a create: untouched');
+      const twice = envelope('Pod', pbField(1, pbField(6, current)), pbField(1, pbField(1, 'a')));
+      await t.rejects(wc.translateBody(podWrite('update', 'a'), twice, pb), { code: 400, message: /field 1 given 2 times/ });
     });
 
     t.test('settle: waits for synchro, then answers the object as Panoptes stores it', async (t) => {

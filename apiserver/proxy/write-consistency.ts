@@ -34,7 +34,7 @@ import type { Change, ObjectKey, StoredObject } from '../../storage/types.ts';
 import { upstreamRvAnnotation } from '../../storage/write.ts';
 import type { Catalog } from '../catalog.ts';
 import type { ProxiedWrite, WriteConsistency } from './consistency.ts';
-import { mediaType, readableBody, refuseCollectionPrecondition, rewriteRvs, type BodyShape, type RvPlace } from './rv-fields.ts';
+import { refuseCollectionPrecondition, rewriteRvs, type BodyShape, type RvPlace } from './rv-fields.ts';
 
 export type { ProxiedWrite, WriteConsistency };
 
@@ -186,10 +186,6 @@ class ProxyWriteConsistency implements WriteConsistency {
     }
     const shape = shapeOf(w);
     if (!shape || !w.name) return body;
-    const type = mediaType(contentType);
-    if (!readableBody(type) && type.includes('protobuf')) {
-      throw new StatusError('UnsupportedMediaType', `the body of a ${w.verb} of ${qualified(w)} through Panoptes must be JSON or YAML (its resourceVersion is translated to the member cluster's), not ${type}`);
-    }
     const key = keyFor(w, w.name);
     let current: Promise<StoredObject | undefined> | undefined;
     return rewriteRvs(body, contentType, shape, (rv, place) => this.toMember(w, key, rv, place, () => (current ??= this.opts.store.get(key))));
