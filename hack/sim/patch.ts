@@ -1,9 +1,10 @@
 // The three PATCH formats kube-apiserver accepts from kubectl: JSON merge patch (RFC 7386),
 // JSON patch (RFC 6902) and strategic merge patch (for built-in kinds: lists of known fields
 // merge by key, `$patch`, `$retainKeys`, `$deleteFromPrimitiveList` and `$setElementOrder`
-// directives), and server-side apply in a simple form: the applied configuration merged into
-// the live object (strategically for built-in kinds), created when absent; field ownership
-// and conflicts are not simulated.
+// directives). Server-side apply (application/apply-patch+yaml) is simulated without field
+// ownership: the applied configuration is created, or merged into the live object (strategic
+// merge for built-in kinds, JSON merge for custom resources); fields another manager owns
+// are neither protected nor reported as conflicts.
 import { StatusError } from '../../kube/status.ts';
 import { cloneJson, isObject, type JsonObject } from './types.ts';
 
@@ -211,7 +212,8 @@ export function jsonPatch(target: unknown, ops: unknown): unknown {
 
 /** Applies a patch of the given type to an object (a copy; the target is not changed). */
 export function applyPatch(type: PatchType, target: JsonObject, patch: unknown): JsonObject {
-  const result = type === 'merge' || type === 'apply' ? mergePatch(target, patch) : type === 'strategic' ? strategicMergePatch(target, patch) : jsonPatch(target, patch);
+  if (type === 'apply') throw new Error('server-side apply is Crud.patch\'s (it may create)');
+  const result = type === 'merge' ? mergePatch(target, patch) : type === 'strategic' ? strategicMergePatch(target, patch) : jsonPatch(target, patch);
   if (!isObject(result)) throw badPatch('the patch does not result in an object');
   return result;
 }

@@ -147,20 +147,3 @@ t.test('CRDs: custom resources served once created, gone once deleted', async (t
   t.equal((await get(base)).status, 404);
   t.equal(c.store.count('example.com/gadgets'), 0);
 });
-
-t.test('server-side apply: creates, then merges the applied configuration; fieldManager required', async (t) => {
-  const c = await simCluster(t, { controllers: false });
-  const base = `${c.url}/api/v1/namespaces/default/configmaps`;
-  const apply = { 'Content-Type': 'application/apply-patch+yaml' };
-  const cm = (data: Record<string, string>, extra: Record<string, unknown> = {}) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cfg', ...extra }, data });
-  const noManager = await http('PATCH', `${base}/cfg`, cm({ a: '1' }), apply);
-  t.match(noManager.json, { code: 422, reason: 'Invalid', message: /fieldManager: Required value: is required for apply patch/ });
-  const created = await http('PATCH', `${base}/cfg?fieldManager=test`, cm({ a: '1' }), apply);
-  t.equal(created.status, 201, 'an apply creates what does not exist');
-  t.same(created.json.data, { a: '1' });
-  const merged = await http('PATCH', `${base}/cfg?fieldManager=test&force=true`, cm({ b: '2' }), apply);
-  t.equal(merged.status, 200);
-  t.same(merged.json.data, { a: '1', b: '2' }, 'merged into the live object');
-  const stale = await http('PATCH', `${base}/cfg?fieldManager=test`, cm({ c: '3' }, { resourceVersion: created.json.metadata.resourceVersion }), apply);
-  t.match(stale.json, { code: 409, reason: 'Conflict' }, 'a resourceVersion in the configuration is a precondition');
-});
