@@ -210,8 +210,11 @@ t.test('a write whose sync does not come in time: the member object, and kubectl
   const base = await api.listen('127.0.0.1', 0);
   await waitUntil('lone in the catalog', () => api.deps.catalog.view('lone')?.find('', 'v1', 'configmaps') !== undefined, 30_000);
 
+  // kubectl apply sends JSON (kubectl create <kind> sends protobuf, which the simulated member does not read).
+  const file = join(dir, 'late.yaml');
+  writeFileSync(file, stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'late', namespace: 'shop' }, data: { k: 'v' } }));
   const started = Date.now();
-  const r = await kubectl(writeViewKubeconfig(dir, base, 'lone'), join(dir, 'cache'), ['create', 'configmap', 'late', '--from-literal=k=v', '-o', 'json']);
+  const r = await kubectl(writeViewKubeconfig(dir, base, 'lone'), join(dir, 'cache'), ['apply', '-f', file, '-o', 'json']);
   t.equal(r.code, 0, r.stderr);
   t.ok(Date.now() - started >= 300, 'waited --proxy-write-wait');
   t.match(r.stderr, /Warning: create of configmaps "late" in cluster lone is not synced by Panoptes yet after 0\.3s: this is the member's answer, with the member's resourceVersion/);
