@@ -7,6 +7,7 @@ import type { MemberNetworks } from '../member/networks.ts';
 import type { ReadPool } from '../storage/read-pool.ts';
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
+import { defaultProxyWriteWaitMs } from './proxy/write-consistency.ts';
 import type { Compression } from './compression.ts';
 import type { OpenAPIService } from './openapi/service.ts';
 import type { ProxyDeps } from './proxy/proxy-deps.ts';
@@ -30,6 +31,8 @@ export interface ApiserverLimits {
    * this bounds the memory writes can take together.
    */
   maxMutatingInFlight: number;
+  /** How long a write proxied to a member waits for synchro to store it before it answers the member's object (default 5 s, --proxy-write-wait; apiserver/proxy/write-consistency.ts). */
+  proxyWriteWaitMs: number;
 }
 
 export const defaultLimits: ApiserverLimits = {
@@ -39,6 +42,7 @@ export const defaultLimits: ApiserverLimits = {
   maxUrlBytes: 16 * 1024,
   maxBodyBytes: maxRequestBodyBytes,
   maxMutatingInFlight: 16,
+  proxyWriteWaitMs: defaultProxyWriteWaitMs,
 };
 
 export interface Deps {

@@ -21,6 +21,8 @@ export class ApiserverMetrics {
   readonly externalRules: Gauge<'state'>;
   /** Loads of the external metrics file by result (ok, error). */
   readonly externalRuleLoads: Counter<'result'>;
+  /** How long proxied writes waited for their sync (read-your-writes), by outcome: synced, timeout, error (storage did not answer). */
+  readonly proxyWriteWaits: Histogram<'outcome'>;
 
   constructor(registry = new Registry()) {
     this.registry = registry;
@@ -46,6 +48,13 @@ export class ApiserverMetrics {
     });
     this.externalErrors = new Counter({ name: 'panoptes_external_metric_errors_total', help: 'external.metrics.k8s.io queries that failed, by metric and Status reason', labelNames: ['metric', 'reason'], registers });
     this.externalRules = new Gauge({ name: 'panoptes_external_metric_rules', help: 'Rules of the external metrics file in effect, by state (valid, invalid)', labelNames: ['state'], registers });
+    this.proxyWriteWaits = new Histogram({
+      name: 'panoptes_proxy_write_wait_seconds',
+      help: 'Time a write proxied to a member waited for synchro to store it, by outcome (synced; timeout: answered with the member object and a Warning; error: storage did not answer)',
+      labelNames: ['outcome'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
     this.externalRuleLoads = new Counter({ name: 'panoptes_external_metric_rule_loads_total', help: 'Loads of the external metrics file, by result (ok, error: the last good rules stay)', labelNames: ['result'], registers });
   }
 

@@ -15,7 +15,7 @@
 //   504: `Too large resource version: N, current: C` with the ResourceVersionTooLarge cause
 //   (storage/errors.ts). The check is made in the snapshot that is read, so a later page never
 //   comes from a snapshot older than its first page's, whichever standby serves it.
-import { quoteWarning } from './warnings.ts';
+import { warningValue } from './warnings.ts';
 import { RvTooLargeError } from '../storage/errors.ts';
 import { isDatabaseFailure, ReadPool } from '../storage/read-pool.ts';
 import type { Store } from '../storage/store.ts';
@@ -33,7 +33,7 @@ export interface RvParams {
   continue?: string;
 }
 
-export const primaryDownWarning = quoteWarning(
+export const primaryDownWarning = warningValue(
   'the primary database did not answer: this answer is a standby database\'s state and may miss the most recent changes',
 );
 

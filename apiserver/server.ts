@@ -32,7 +32,8 @@ import type { Change } from '../storage/types.ts';
 import { isOwnWritePath } from './panoptes-group.ts';
 import { isResourcesPath, route, type MetricLabels } from './routes.ts';
 import type { UserInfo } from './auth/authn.ts';
-import { passThroughConsistency, type WriteConsistency } from './proxy/consistency.ts';
+import type { WriteConsistency } from './proxy/consistency.ts';
+import { createWriteConsistency, syncedInCatalog } from './proxy/write-consistency.ts';
 import { MemberPool, noMemberCredentials, type MemberCredentials } from './proxy/members.ts';
 import type { ConnectOptions } from '../member/client.ts';
 import { bodyTooLarge, limitWritesInFlight } from './write-request.ts';
@@ -157,7 +158,15 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     memberNetworks: opts.memberNetworks ?? new MemberNetworks(),
     proxy: {
       members: new MemberPool(opts.proxy?.credentials ?? noMemberCredentials, log.child({ part: 'proxy' }), opts.proxy?.connect),
-      consistency: opts.proxy?.consistency ?? passThroughConsistency,
+      consistency:
+        opts.proxy?.consistency ??
+        createWriteConsistency({
+          store: opts.store,
+          changes: hub,
+          synced: syncedInCatalog(catalog),
+          waitMs: limits.proxyWriteWaitMs,
+          observe: (outcome, seconds) => metrics.proxyWriteWaits.observe({ outcome }, seconds),
+        }),
       ...(opts.secure ? { authorizer: opts.secure.authorizer } : opts.proxy?.unauthenticatedUser ? { unauthenticatedUser: opts.proxy.unauthenticatedUser } : {}),
     },
   };

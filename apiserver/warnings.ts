@@ -5,8 +5,8 @@ import { redact } from '../lib/redact.ts';
 import { clusterObjectsCluster } from '../storage/cluster-objects.ts';
 import type { Catalog } from './catalog.ts';
 
-/** One Warning header value (`299 - "text"`), the text redacted and bounded. */
-export function quoteWarning(text: string): string {
+/** One Warning header value (`299 - "text"`), the text redacted, on one line, at most 240 characters. */
+export function warningValue(text: string): string {
   const clean = redact(text.replace(/[\r\n\t]+/g, ' ')).slice(0, 240);
   return `299 - "${clean.replace(/["\\]/g, (c) => `\\${c}`)}"`;
 }
@@ -25,8 +25,8 @@ export function staleWarnings(catalog: Catalog, clusters: string[]): string[] {
     const phase = typeof status.phase === 'string' ? status.phase : rec ? 'Pending' : 'NotRegistered';
     const msg = typeof status.message === 'string' && status.message ? `: ${status.message}` : '';
     const since = typeof status.lastTransitionTime === 'string' ? ` since ${status.lastTransitionTime}` : '';
-    out.push(quoteWarning(`cluster ${name} is not Ready (${phase}${since}${msg}); its objects are served as last synced and may be stale`));
+    out.push(warningValue(`cluster ${name} is not Ready (${phase}${since}${msg}); its objects are served as last synced and may be stale`));
   }
-  if (notReady.length > 10) out.push(quoteWarning(`${notReady.length - 10} more clusters are not Ready`));
+  if (notReady.length > 10) out.push(warningValue(`${notReady.length - 10} more clusters are not Ready`));
   return out;
 }

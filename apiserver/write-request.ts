@@ -107,7 +107,8 @@ export function readBody(ctx: Context, limit: number): Promise<Buffer> {
   });
 }
 
-const mediaType = (contentType: string | undefined) => (contentType ?? '').split(';')[0].trim().toLowerCase();
+/** The media type of a Content-Type, lowercased, without parameters. */
+export const mediaType = (contentType: string | undefined) => (contentType ?? '').split(';')[0].trim().toLowerCase();
 
 /** The object of a POST or PUT body: JSON or YAML (a 415 for anything else, a 400 when it does not parse). */
 export function decodeObject(body: Buffer, contentType: string | undefined, kind: string): Record<string, unknown> {

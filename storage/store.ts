@@ -19,6 +19,7 @@ import type { ClusterObjectResult, ClusterObjectState, ClusterObjectWrite, Clust
 import { compact } from './compact.ts';
 import { repairCounts, type CountRepair } from './counts.ts';
 import { list } from './list.ts';
+import { isVersionOf } from './object-versions.ts';
 import { readMeta, type Meta } from './meta.ts';
 import * as openapi from './openapi.ts';
 import { objectColumns, rowsOf, toStored, type ObjectRow } from './rows.ts';
@@ -185,6 +186,11 @@ export class Store {
       }
     }
     return row ? toStored(row) : undefined;
+  }
+
+  /** Whether the change at Panoptes rv `rv` is one of the object's versions (storage/object-versions.ts). */
+  isVersionOf(key: ObjectKey, rv: number): Promise<boolean> {
+    return isVersionOf(this.conn.knex, key, rv);
   }
 
   list(query: ListQuery): Promise<ListResult> {

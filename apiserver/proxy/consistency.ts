@@ -11,6 +11,8 @@ export interface ProxiedWrite {
   namespace?: string;
   name?: string;
   verb: string;
+  /** `dryRun` asked for (query, or a DeleteOptions body): the member persists nothing, so there is nothing to wait for. */
+  dryRun?: boolean;
 }
 
 export interface WriteConsistency {

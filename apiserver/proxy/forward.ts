@@ -19,9 +19,11 @@ import type { AuthState } from '../auth/middleware.ts';
 import type { UserInfo } from '../auth/authn.ts';
 import type { ResourceAttributes } from '../auth/attributes.ts';
 import type { Deps } from '../deps.ts';
+import { warningValue } from '../warnings.ts';
 import { readBody } from '../write-request.ts';
 import type { ProxiedWrite } from './consistency.ts';
 import { memberRequest } from './member-request.ts';
+import { dryRunOf } from './write-consistency.ts';
 import { memberUnavailable } from './members.ts';
 
 /** One request to forward: the member, the request as kube's RequestInfo reads it, and the member's path with the query. */
@@ -112,6 +114,7 @@ export async function forward(ctx: Context, deps: Deps, p: ProxyRequest): Promis
   if (write) {
     await deps.proxy.authorizer?.authorizeProxy(user, p.attrs.verb, p.cluster); // before the body is read and translated
     body = await readBody(ctx, deps.limits.maxBodyBytes);
+    if (dryRunOf(new URLSearchParams(ctx.querystring), body)) w.dryRun = true;
     if (body.length) body = await deps.proxy.consistency.translateBody(w, body, ctx.get('Content-Type'));
   }
   const gone = new AbortController();
@@ -160,7 +163,7 @@ export async function forward(ctx: Context, deps: Deps, p: ProxyRequest): Promis
       return;
     }
     const settled = await deps.proxy.consistency.settle(w, object);
-    if (settled.warnings.length) ctx.append('Warning', settled.warnings.map((t) => `299 - ${JSON.stringify(t)}`));
+    if (settled.warnings.length) ctx.append('Warning', settled.warnings.map(warningValue));
     ctx.body = JSON.stringify(settled.object);
     ctx.set('Content-Type', res.headers['content-type'] ?? 'application/json');
     return;

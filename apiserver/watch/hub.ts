@@ -85,6 +85,7 @@ export class WatchHub implements WatcherHost {
   private readonly keys = new Map<Watcher, Array<[string, string, string]>>();
   private readonly all = new Set<Watcher>();
   private readonly waiters = new Set<{ rv: number; done: (ok: boolean) => void }>();
+  private readonly dispatchListeners = new Set<(changes: readonly Change[]) => void>();
   private unsubscribeCommit: (() => void) | undefined;
   private listen: CommitSubscription | undefined;
   private started = false;
@@ -149,6 +150,15 @@ export class WatchHub implements WatcherHost {
     await this.listen?.close();
     for (const w of [...this.all]) w.close('shutdown');
     for (const w of [...this.waiters]) w.done(false);
+  }
+
+  /**
+   * Tells `listener` each batch of changes once it was dispatched to the watchers, in rv order
+   * (e.g. a proxied write waits for its object's change); returns the unsubscribe.
+   */
+  onDispatch(listener: (changes: readonly Change[]) => void): () => void {
+    this.dispatchListeners.add(listener);
+    return () => this.dispatchListeners.delete(listener);
   }
 
   /** Wakes the poller (e.g. after a write this process made through another Store). */
@@ -379,9 +389,9 @@ export class WatchHub implements WatcherHost {
     }
     this.updateWindowMetrics();
     this.releaseWaiters();
-    if (this.opts.onDispatched) {
+    for (const listener of this.opts.onDispatched ? [this.opts.onDispatched, ...this.dispatchListeners] : this.dispatchListeners) {
       try {
-        this.opts.onDispatched(changes);
+        listener(changes);
       } catch (err) {
         this.log.warn('a dispatch listener failed', { err: err as Error });
       }

@@ -3,6 +3,8 @@
 import { createApiserver } from '../../apiserver/server.ts';
 import { secureFlagHelp, secureFlagSpec, secureServingFromFlags, type SecureFlagValues } from '../../apiserver/auth/config.ts';
 import { ApiserverMetrics } from '../../apiserver/metrics.ts';
+import type { ApiserverLimits } from '../../apiserver/deps.ts';
+import { defaultProxyWriteWaitMs } from '../../apiserver/proxy/write-consistency.ts';
 import { logger, type Logger } from '../../lib/log.ts';
 import type { Store } from '../../storage/store.ts';
 import { durationFlag, intFlag, parseFlags, UsageError, waitForSignal, type Command } from '../command.ts';
@@ -23,6 +25,7 @@ export const serveFlagSpec = {
   'insecure-listen': { type: 'string' },
   'max-limit': { type: 'string' },
   'request-timeout': { type: 'string' },
+  'proxy-write-wait': { type: 'string' },
   'external-metrics-file': { type: 'string' },
   'insecure-proxy-user': { type: 'string' },
   ...memberNetworksFlagSpec,
@@ -34,6 +37,8 @@ export const serveFlagHelp = `  --insecure-listen HOST:PORT   plain HTTP, NO TLS
                                 every synced object. Loopback hosts only (127.0.0.1, ::1, localhost). Default 127.0.0.1:8080
   --max-limit N                 list limit values above N are served as pages of N (default 10000)
   --request-timeout DURATION    list and get end with 504 after this long (default 60s)
+  --proxy-write-wait DURATION   a write proxied to a member cluster waits this long for synchro to store it,
+                                then answers the member's object with a Warning (default 5s; 0s: no wait)
   --external-metrics-file FILE  declared metrics of external.metrics.k8s.io (env PANOPTES_EXTERNAL_METRICS_FILE);
                                 reloaded when it changes. Counts of synced resources need no file
   --insecure-proxy-user NAME[:GROUP,...]  with --insecure-listen only: the user (and groups) the proxy to
@@ -46,6 +51,7 @@ type ServeFlagValues = {
   'insecure-listen'?: string;
   'max-limit'?: string;
   'request-timeout'?: string;
+  'proxy-write-wait'?: string;
   'external-metrics-file'?: string;
   'allow-member-networks'?: string;
   'insecure-proxy-user'?: string;
@@ -117,6 +123,15 @@ export function externalMetricsFlag(values: { 'external-metrics-file'?: string }
   return file ? { file } : {};
 }
 
+/** --max-limit, --request-timeout, --proxy-write-wait. */
+export function servingLimits(values: ServeFlagValues): Pick<ApiserverLimits, 'maxLimit' | 'requestTimeoutMs' | 'proxyWriteWaitMs'> {
+  const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
+  if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
+  const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
+  const proxyWriteWaitMs = durationFlag('proxy-write-wait', values['proxy-write-wait'], defaultProxyWriteWaitMs);
+  return { maxLimit, requestTimeoutMs, proxyWriteWaitMs };
+}
+
 const loopback = new Set(['127.0.0.1', '::1', 'localhost']);
 
 /** HOST:PORT on a loopback host. */
@@ -140,11 +155,9 @@ export async function startServing(
   const secureMode = (Object.keys(secureFlagSpec) as (keyof SecureFlagValues)[]).some((k) => values[k] !== undefined);
   if (secureMode) return startSecureServing(store, values, log, metrics, members, reads);
   const { host, port } = parseInsecureListen(values['insecure-listen']);
-  const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
-  if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
-  const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
+  const limits = servingLimits(values);
   const { proxy, stop: stopProxy } = await proxyOptions(store, values, members, log, false);
-  const api = await createApiserver({ store, reads, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memoryFlags(values) });
+  const api = await createApiserver({ store, reads, limits, metrics, log, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memoryFlags(values) });
   let url: string;
   try {
     url = await api.listen(host, port);
@@ -176,16 +189,14 @@ async function startSecureServing(
   reads: ReadPool | undefined,
 ): Promise<{ url: string; close: () => Promise<void> }> {
   if (values['insecure-listen'] !== undefined) throw new UsageError('--insecure-listen (development: no TLS, no authentication) and the secure serving flags exclude each other');
-  const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
-  if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
-  const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
+  const limits = servingLimits(values);
   const memory = memoryFlags(values);
   const secure = await secureServingFromFlags(values, log);
   const { proxy, stop: stopProxy } = await proxyOptions(store, values, members, log, true).catch((err: unknown) => {
     secure.stop();
     throw err;
   });
-  const api = await createApiserver({ store, reads, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memory });
+  const api = await createApiserver({ store, reads, limits, metrics, log, secure, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memory });
   let url: string;
   try {
     url = await api.listen(secure.host, secure.port);
