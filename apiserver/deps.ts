@@ -8,6 +8,7 @@ import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
 import type { Compression } from './compression.ts';
 import type { OpenAPIService } from './openapi/service.ts';
+import type { ProxyDeps } from './proxy/proxy-deps.ts';
 import type { ExternalMetricsDeps } from './external/serve.ts';
 import type { WatchHub } from './watch/index.ts';
 
@@ -52,6 +53,8 @@ export interface Deps {
   externalMetrics: ExternalMetricsDeps;
   /** Networks the operator lets API-registered clusters reach although they are refused by default (--allow-member-networks). */
   memberNetworks: MemberNetworks;
+  /** The proxy to member clusters (writes, subresources, unsynced reads of a one-cluster view). */
+  proxy: ProxyDeps;
 }
 
 export interface Reply {

@@ -5,6 +5,8 @@
 // its own discovery, OpenAPI and /version.
 import type { Context } from 'koa';
 import { StatusError, badRequest, notFound } from '../kube/status.ts';
+import { resourceAttrs, type ResourceAttributes } from './auth/attributes.ts';
+import { forward } from './proxy/forward.ts';
 import type { GroupEntry, ResourceInfo, ViewCatalog } from './catalog.ts';
 import { ownObjectsCluster } from '../storage/own-objects.ts';
 import { ownKind } from './own-kinds.ts';
@@ -33,8 +35,11 @@ export interface MetricLabels {
   resource: string;
 }
 
-/** A routed request: a reply to write, or a watch that streams by itself. */
-export type Routed = { reply: Reply } | { watch: () => Promise<void> };
+/** A routed request: a reply to write, a watch that streams by itself, or a request forwarded to a member (apiserver/proxy/). */
+export type Routed = { reply: Reply } | { watch: () => Promise<void> } | { proxy: () => Promise<void> };
+
+/** Whether a path is below the resource prefix (the two views). */
+export const isResourcesPath = (path: string): boolean => path === resourcesPrefix || path.startsWith(resourcesPrefix + '/');
 
 const json = (doc: unknown, type = 'application/json'): Routed => ({ reply: { type, body: JSON.stringify(doc) } });
 
@@ -47,11 +52,15 @@ function decodeSegments(path: string): string[] {
   const raw = path.replace(/^\//, '').split('/');
   return raw.map((s) => {
     if (s === '') throw pathNotFound();
+    let d: string;
     try {
-      return decodeURIComponent(s);
+      d = decodeURIComponent(s);
     } catch {
       throw badRequest(`malformed path segment ${JSON.stringify(s)}`);
     }
+    // What is forwarded to a member must mean there what it meant here.
+    if (d === '.' || d === '..' || d.includes('/')) throw badRequest(`invalid path segment ${JSON.stringify(s)}`);
+    return d;
   });
 }
 
@@ -183,13 +192,31 @@ async function checkSearchClusters(deps: Deps, clusters: string[] | undefined): 
   }
 }
 
+/**
+ * A request forwarded to the view's member as the user: a write or a subresource (whatever is
+ * synced), or a read of what is not synced. In the all-clusters view, writes and subresources
+ * are a 405 naming the one-cluster URL.
+ */
+function proxyRoute(ctx: Context, deps: Deps, view: View, segs: string[], attrs: ResourceAttributes | undefined): Routed {
+  if (view.cluster === undefined || !attrs) {
+    const one = `${resourcesPrefix}/clusters/<cluster>/${segs.map(encodeURIComponent).join('/')}`;
+    throw new StatusError('MethodNotAllowed', `the server does not allow this method on the requested resource: ${ctx.method} ${attrs?.subresource ? `of the subresource ${attrs.subresource} ` : ''}is served for one cluster at a time, through the proxy to that member: ${one}`, {});
+  }
+  const cluster = view.cluster;
+  label(ctx, { verb: 'proxy', group: attrs.group, resource: attrs.subresource ? `${attrs.resource}/${attrs.subresource}` : attrs.resource });
+  const raw = ctx.path.slice(resourcesPrefix.length).split('/').slice(3).join('/');
+  const memberPath = `/${raw}${ctx.querystring ? `?${ctx.querystring}` : ''}`;
+  return { proxy: () => forward(ctx, deps, { cluster, attrs, memberPath }) };
+}
+
 async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[]): Promise<Routed> {
   const group = segs[0] === 'api' ? '' : segs[1];
   const version = segs[0] === 'api' ? segs[1] : segs[2];
   const rest = segs.slice(segs[0] === 'api' ? 2 : 3);
   const own = group === panoptesGroupName && version === panoptesVersion ? ownPath(rest) : undefined;
   if (own) return ownRoute(ctx, deps, own, view.cluster);
-  if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
+  const attrs = resourceAttrs(ctx.method, new URLSearchParams(ctx.querystring), group, version, rest);
+  if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || attrs?.subresource !== undefined) return proxyRoute(ctx, deps, view, segs, attrs);
 
   let found: ReturnType<typeof resolve>;
   const lookup = () => {
@@ -201,6 +228,7 @@ async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[
     await deps.catalog.refreshOnMiss();
     found = lookup();
   }
+  if (!found && view.cluster !== undefined && attrs) return proxyRoute(ctx, deps, view, segs, attrs); // not synced: the member's
   if (!found) throw pathNotFound();
   const { info, namespace, name, legacyWatch } = found;
 
@@ -220,7 +248,7 @@ async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[
 /** Routes one request: GET or HEAD anywhere, writes of the own kinds (anything else: 405). */
 export async function route(ctx: Context, deps: Deps): Promise<Routed> {
   const path = ctx.path;
-  if (path === resourcesPrefix || path.startsWith(resourcesPrefix + '/')) {
+  if (isResourcesPath(path)) {
     let segs = decodeSegments(path.slice(resourcesPrefix.length));
     let view: View = {};
     let prefix = resourcesPrefix;
@@ -234,6 +262,7 @@ export async function route(ctx: Context, deps: Deps): Promise<Routed> {
       segs = segs.slice(2);
     }
     if ((segs[0] === 'api' && segs.length >= 3) || (segs[0] === 'apis' && segs.length >= 4)) return resourceRoute(ctx, deps, view, segs);
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
     // Discovery shows what the Cluster objects already say: a change of theirs not yet in the catalog is waited for (bounded).
     await deps.catalog.caughtUp();
     const groups = viewGroups(deps.catalog.view(view.cluster), [panoptesGroup]);

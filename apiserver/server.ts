@@ -29,7 +29,11 @@ import { RulesSource } from './external/rules-source.ts';
 import { clusterObjectsCluster, clusterResource } from '../storage/cluster-objects.ts';
 import type { Change } from '../storage/types.ts';
 import { isOwnWritePath } from './panoptes-group.ts';
-import { route, type MetricLabels } from './routes.ts';
+import { isResourcesPath, route, type MetricLabels } from './routes.ts';
+import type { UserInfo } from './auth/authn.ts';
+import { passThroughConsistency, type WriteConsistency } from './proxy/consistency.ts';
+import { MemberPool, noMemberCredentials, type MemberCredentials } from './proxy/members.ts';
+import type { ConnectOptions } from '../member/client.ts';
 import { bodyTooLarge, limitWritesInFlight } from './write-request.ts';
 import { WatchHub, type HubOptions } from './watch/index.ts';
 
@@ -54,6 +58,12 @@ export interface ApiserverOptions {
   externalMetrics?: { file?: string; reloadIntervalMs?: number };
   /** --allow-member-networks: networks API-registered clusters may reach although refused by default (loopback, link-local, unspecified). */
   memberNetworks?: MemberNetworks;
+  /**
+   * The proxy to member clusters: where member credentials come from (none: every proxied
+   * request is a 503 saying so), the resourceVersion consistency of writes (default: pass
+   * through), and in the development mode the user requests impersonate (absent: refused).
+   */
+  proxy?: { credentials?: MemberCredentials; consistency?: WriteConsistency; unauthenticatedUser?: UserInfo; connect?: ConnectOptions };
 }
 
 export interface Apiserver {
@@ -134,6 +144,11 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     openapi,
     externalMetrics: { rules, metrics, authorizer: opts.secure?.authorizer },
     memberNetworks: opts.memberNetworks ?? new MemberNetworks(),
+    proxy: {
+      members: new MemberPool(opts.proxy?.credentials ?? noMemberCredentials, log.child({ part: 'proxy' }), opts.proxy?.connect),
+      consistency: opts.proxy?.consistency ?? passThroughConsistency,
+      ...(opts.secure ? { authorizer: opts.secure.authorizer } : opts.proxy?.unauthenticatedUser ? { unauthenticatedUser: opts.proxy.unauthenticatedUser } : {}),
+    },
   };
   const checks = { healthz: [pingCheck], livez: [pingCheck], readyz: [pingCheck, storageCheck(opts.store), catalogCheck(catalog), ...(opts.readyChecks ?? [])] };
 
@@ -181,7 +196,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
   app.use(async (ctx) => {
     if (Buffer.byteLength(ctx.url) > limits.maxUrlBytes) throw new StatusError('BadRequest', `request URL is too long (${Buffer.byteLength(ctx.url)} bytes; at most ${limits.maxUrlBytes})`);
     if (Number(ctx.get('Content-Length') || 0) > limits.maxBodyBytes) throw bodyTooLarge(ctx, limits.maxBodyBytes);
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && !isOwnWritePath(ctx.path)) throw readOnly(ctx.method);
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && !isOwnWritePath(ctx.path) && !isResourcesPath(ctx.path)) throw readOnly(ctx.method);
     const first = ctx.path.split('/')[1];
     if (first === 'healthz' || first === 'livez' || first === 'readyz') {
       (ctx.state as { metric?: MetricLabels }).metric = { verb: 'health', group: '', resource: '' };
@@ -203,6 +218,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     }
     const routed = await withTimeout(route(ctx, deps), timeoutMs);
     if ('watch' in routed) return routed.watch();
+    if ('proxy' in routed) return routed.proxy();
     await writeReply(ctx, routed.reply);
   });
 
@@ -257,6 +273,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     async close() {
       if (ownCatalog) catalog.stop();
       rules.stop();
+      deps.proxy.members.close();
       opts.secure?.tls.stop();
       await hub.stop(); // ends every watch stream cleanly (clients re-watch elsewhere)
       const server = handle.server;

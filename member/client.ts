@@ -283,8 +283,24 @@ export interface ConnectOptions {
   resolve?: Resolve;
 }
 
-/** Builds a client for a cluster; throws when its settings cannot be loaded (bad kubeconfig, missing files) or its guard refuses the server. */
-export async function connectCluster(c: ClusterConnection, opts: ConnectOptions = {}): Promise<WritableClusterClient> {
+/**
+ * What opening a request to a member takes: its server, the pooled agent (TLS settings and
+ * network guard), the path prefix of the server URL, and the credential headers of the next
+ * request (refreshed tokens). Used by connectCluster and by the apiserver's proxy.
+ */
+export interface MemberEndpoint {
+  server: URL;
+  /** The server URL's path, without a trailing slash ('' for most). */
+  base: string;
+  agent: http.Agent;
+  transport: typeof http | typeof https;
+  headers: () => Promise<Record<string, string>>;
+  warnings: string[];
+  tlsServerName?: string;
+}
+
+/** The endpoint of a cluster; throws when its settings cannot be loaded (bad kubeconfig, missing files) or its guard refuses the server. */
+export async function memberEndpoint(c: ClusterConnection, opts: ConnectOptions = {}): Promise<MemberEndpoint> {
   const s = c.kubeconfig ? await fromKubeconfig(c) : fromInline(c);
   const secure = s.server.protocol === 'https:';
   if (!secure && s.server.protocol !== 'http:') throw new Error(`server ${s.server.href}: only http:// and https:// are supported`);
@@ -292,8 +308,22 @@ export async function connectCluster(c: ClusterConnection, opts: ConnectOptions 
   const agent = secure
     ? new https.Agent({ ...s.tls, ...guarded, keepAlive: true, maxSockets: Infinity, maxFreeSockets: 16 })
     : new http.Agent({ ...guarded, keepAlive: true, maxSockets: Infinity, maxFreeSockets: 16 });
-  const base = s.server.pathname.replace(/\/+$/, '');
-  const transport = secure ? https : http;
+  return {
+    server: s.server,
+    base: s.server.pathname.replace(/\/+$/, ''),
+    agent,
+    transport: secure ? https : http,
+    headers: s.headers,
+    warnings: s.warnings,
+    ...(secure && typeof s.tls.servername === 'string' ? { tlsServerName: s.tls.servername } : {}),
+  };
+}
+
+/** Builds a client for a cluster; throws when its settings cannot be loaded (bad kubeconfig, missing files) or its guard refuses the server. */
+export async function connectCluster(c: ClusterConnection, opts: ConnectOptions = {}): Promise<WritableClusterClient> {
+  const e = await memberEndpoint(c, opts);
+  const s = { server: e.server, headers: e.headers, warnings: e.warnings };
+  const { agent, base, transport } = e;
 
   const request = async (path: string, opts: RequestOptions, method = 'GET', body?: string): Promise<IncomingMessage> => {
     const headers: Record<string, string | number> = { Accept: 'application/json', 'User-Agent': 'panoptes-synchro', ...(await s.headers()) };
@@ -350,7 +380,7 @@ export async function connectCluster(c: ClusterConnection, opts: ConnectOptions 
 
   return {
     server: s.server.href,
-    ...(secure && typeof s.tls.servername === 'string' ? { tlsServerName: s.tls.servername } : {}),
+    ...(e.tlsServerName !== undefined ? { tlsServerName: e.tlsServerName } : {}),
     warnings: s.warnings,
     get<T>(path: string, opts: RequestOptions = {}): Promise<T> {
       return exchange<T>('GET', path, opts);

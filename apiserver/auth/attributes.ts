@@ -25,7 +25,14 @@ export interface ResourceAttributes {
 }
 
 export type RequestAttributes =
-  | { kind: 'resource'; attrs: ResourceAttributes; /** Resource reads through a view: the cluster ('' = all clusters). */ view?: { cluster: string } }
+  | {
+      kind: 'resource';
+      attrs: ResourceAttributes;
+      /** Resource reads through a view: the cluster ('' = all clusters). */
+      view?: { cluster: string };
+      /** Forwarded to this member as the user (a write or a subresource in a one-cluster view): authorized on clusters/proxy (apiserver/proxy/). */
+      proxy?: { cluster: string };
+    }
   | { kind: 'nonResource'; path: string; verb: string };
 
 const methodVerbs: Record<string, string> = { GET: 'get', HEAD: 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
@@ -49,7 +56,7 @@ function isTrue(v: string | null): boolean {
 }
 
 /** kube's RequestInfoFactory on `parts` = the path after {api/v1 | apis/G/V}. */
-function resourceAttrs(method: string, query: URLSearchParams, group: string, version: string, partsIn: string[]): ResourceAttributes | undefined {
+export function resourceAttrs(method: string, query: URLSearchParams, group: string, version: string, partsIn: string[]): ResourceAttributes | undefined {
   let parts = partsIn;
   let verb = methodVerbs[method] ?? method.toLowerCase();
   if (parts[0] === 'watch' && (method === 'GET' || method === 'HEAD')) {
@@ -71,6 +78,16 @@ function resourceAttrs(method: string, query: URLSearchParams, group: string, ve
   if ((a.verb === 'list' || a.verb === 'get') && isTrue(query.get('watch'))) a.verb = 'watch';
   return a;
 }
+
+const readVerbs = new Set(['get', 'list', 'watch']);
+
+/**
+ * A one-cluster request the proxy forwards whatever is synced: a write, or a subresource
+ * (pods/log, deployments/scale...). A read of a resource that is not synced is forwarded too,
+ * but only the catalog knows which those are: it is authorized as a read of the view here,
+ * and on clusters/proxy by the proxy.
+ */
+export const proxiedByPath = (a: ResourceAttributes): boolean => !readVerbs.has(a.verb) || a.subresource !== undefined;
 
 /** The kube path's group/version and the rest: [api, v1, ...] or [apis, G, V, ...]. */
 function splitKubePath(segs: string[]): { group: string; version: string; rest: string[] } | undefined {
@@ -98,6 +115,7 @@ export function requestAttributes(method: string, path: string, querystring: str
     if (!attrs) return nonResource();
     // Panoptes' own objects in a view (Clusters, MultiClusterServices) need no per-cluster data check beyond themselves.
     if (k.group === panoptesGroupName && k.version === panoptesVersion && ownInfos.some((i) => i.resource === attrs.resource)) return { kind: 'resource', attrs };
+    if (cluster && proxiedByPath(attrs)) return { kind: 'resource', attrs, proxy: { cluster } };
     return { kind: 'resource', attrs, view: { cluster } };
   }
   const attrs = resourceAttrs(method, q, own.group, own.version, own.rest);

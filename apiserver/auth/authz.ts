@@ -58,6 +58,11 @@ export function clusterAttributes(verb: string, cluster: string): ResourceAttrib
   return a;
 }
 
+/** The review of a request the proxy forwards to `cluster` (see Authorizer.authorizeProxy). */
+export function proxyAttributes(verb: string, cluster: string): ResourceAttributes {
+  return { verb, group: panoptesGroupName, version: panoptesVersion, resource: 'clusters', subresource: 'proxy', name: cluster };
+}
+
 /** kube-apiserver's forbidden Status message and details (responsewriters.forbiddenMessage + errors.NewForbidden). */
 export function forbidden(user: UserInfo, req: { resource?: ResourceAttributes; path?: string; verb: string }, reason: string): StatusError {
   const why = reason ? `: ${reason}` : '';
@@ -94,8 +99,24 @@ export class Authorizer {
       if (!d.allowed) throw forbidden(user, { path: req.path, verb: req.verb }, d.reason);
       return;
     }
+    if (req.proxy) return this.authorizeProxy(user, req.attrs.verb, req.proxy.cluster);
     const checks: ResourceAttributes[] = [req.attrs];
     if (req.view) checks.push(clusterAttributes(req.attrs.verb, req.view.cluster));
+    return this.allowAll(user, checks);
+  }
+
+  /**
+   * A request forwarded to a member as the user (apiserver/proxy/): the member's RBAC decides
+   * the request itself; Panoptes decides whether the user may use the proxy to that member
+   * at all, with the request's verb on clusters/proxy named after the member (as Karmada's
+   * cluster proxy: clusters/proxy of cluster.karmada.io). Resolves when allowed, else 403.
+   */
+  async authorizeProxy(user: UserInfo, verb: string, cluster: string): Promise<void> {
+    if (user.groups.some((g) => this.cfg.alwaysAllowGroups.includes(g))) return;
+    return this.allowAll(user, [proxyAttributes(verb, cluster)]);
+  }
+
+  private async allowAll(user: UserInfo, checks: ResourceAttributes[]): Promise<void> {
     const decisions = await Promise.all(checks.map((a) => this.review(user, { resourceAttributes: a })));
     decisions.forEach((d, i) => {
       if (!d.allowed) throw forbidden(user, { resource: checks[i], verb: checks[i].verb }, d.reason);

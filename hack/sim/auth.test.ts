@@ -2,7 +2,7 @@
 // for every write, with kube-apiserver's message; rules narrow verbs, groups, resources
 // (subresources too) and namespaces; nothing changes for a cluster that grants nothing.
 import t from 'tap';
-import { readOnlyUser } from './auth.ts';
+import { impersonatorRules, readOnlyUser } from './auth.ts';
 import { get, http, simCluster } from './testutil.ts';
 
 const merge = { 'Content-Type': 'application/merge-patch+json' };
@@ -85,4 +85,32 @@ t.test('grants over /_sim/auth', async (t) => {
   t.equal(denied.json.message, 'configmaps is forbidden: User "viewer" cannot create resource "configmaps" in API group "" in the namespace "default"');
   t.same((await http('POST', `${c.url}/_sim/auth/revoke?token=ro`)).json, { revoked: true });
   t.equal((await http('POST', `${c.url}/api/v1/namespaces/default/configmaps`, { metadata: { name: 'c' } }, { Authorization: 'Bearer ro' })).status, 201);
+});
+
+t.test('impersonation as kube: the caller needs impersonate on users, groups, uids and userextras; then the impersonated user\'s rules apply', async (t) => {
+  const c = await simCluster(t, { workload: true });
+  c.auth.grant('imp', { name: 'panoptes', rules: impersonatorRules });
+  c.auth.grant('ro', readOnlyUser('reader'));
+  c.auth.grant('alice-token', { name: 'alice', rules: [{ verbs: ['*'], namespaces: ['shop'] }] });
+  const svc = `${c.url}/api/v1/namespaces/shop/services`;
+  const asAlice = { Authorization: 'Bearer imp', 'Impersonate-User': 'alice', 'Impersonate-Uid': 'u-1', 'Impersonate-Extra-Example.org%2Fteam': 'blue' };
+
+  const ok = await http('POST', svc, { metadata: { name: 'by-alice' }, spec: { ports: [{ port: 80 }] } }, asAlice);
+  t.equal(ok.status, 201, ok.text);
+  t.same(c.auth.impersonations.at(-1), { caller: 'panoptes', user: 'alice', uid: 'u-1', groups: [], extra: { 'example.org/team': ['blue'] } });
+  const other = await get(`${c.url}/api/v1/namespaces/kube-system/configmaps`, asAlice);
+  t.equal(other.status, 403, "alice's rules, not the caller's");
+  t.equal(other.json.message, 'configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group "" in the namespace "kube-system"');
+  const nobody = await get(svc, { Authorization: 'Bearer imp', 'Impersonate-User': 'nobody' });
+  t.equal(nobody.status, 403, 'a user granted nothing may do nothing');
+  const masters = await get(`${c.url}/api/v1/namespaces/kube-system/configmaps`, { Authorization: 'Bearer imp', 'Impersonate-User': 'root', 'Impersonate-Group': 'system:masters' });
+  t.equal(masters.status, 200, 'system:masters may do anything');
+
+  const refused = await get(svc, { Authorization: 'Bearer ro', 'Impersonate-User': 'alice' });
+  t.equal(refused.status, 403);
+  t.equal(refused.json.message, 'users "alice" is forbidden: User "reader" cannot impersonate resource "users" in API group "" at the cluster scope');
+  const noGroup = await get(svc, { Authorization: 'Bearer alice-token', 'Impersonate-User': 'alice', 'Impersonate-Group': 'system:masters' });
+  t.equal(noGroup.status, 403);
+  t.match(noGroup.json.message, 'User "alice" cannot impersonate resource "users"');
+  t.notOk(c.auth.impersonations.some((i) => i.caller === 'reader' || i.caller === 'alice'), 'refused impersonations are not recorded as made');
 });

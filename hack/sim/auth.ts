@@ -5,6 +5,16 @@
 // resource "services" in API group "" in the namespace "shop"`. Non-resource paths
 // (discovery, OpenAPI, /version, health) stay open to every authenticated client, as
 // kube's system:discovery and system:public-info-viewer roles make them.
+//
+// Impersonation as kube-apiserver does it (k8s.io/apiserver/pkg/endpoints/filters/impersonation.go):
+// Impersonate-User, Impersonate-Uid, Impersonate-Group (repeated) and Impersonate-Extra-<key>
+// (key percent-decoded) need the caller to be allowed `impersonate` on users (name = the
+// user), groups (name = each group), uids and userextras/<key> (group
+// authentication.k8s.io, name = each value); a refusal is kube's 403, e.g. `users "alice" is
+// forbidden: User "panoptes" cannot impersonate resource "users" in API group "" at the cluster
+// scope`. The request then runs as the impersonated user: the rules granted to that user name
+// (`grant`), all rules for a member of system:masters, none for any other name once users are
+// granted (an open simulated cluster stays open). Every impersonated request is recorded.
 // Ref: k8s.io/apiserver/pkg/endpoints/request/requestinfo.go (verbs),
 // k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go (forbiddenMessage),
 // k8s.io/apimachinery/pkg/api/errors (NewForbidden).
@@ -29,6 +39,22 @@ export interface SimUser {
   rules?: SimRule[];
 }
 
+/** An impersonated request as the simulated cluster saw it. */
+export interface Impersonation {
+  /** The authenticated caller ('' when the cluster is open and the token unknown). */
+  caller: string;
+  user: string;
+  uid?: string;
+  groups: string[];
+  extra: Record<string, string[]>;
+}
+
+/** May impersonate anyone (Panoptes' role in manifests/member-cluster/). */
+export const impersonatorRules: SimRule[] = [
+  { verbs: ['impersonate'], apiGroups: [''], resources: ['users', 'groups', 'serviceaccounts'] },
+  { verbs: ['impersonate'], apiGroups: ['authentication.k8s.io'], resources: ['uids', 'userextras/*'] },
+];
+
 /** A resource request's attributes, as kube's RequestInfo gives them to the authorizer. */
 export interface RequestAttributes {
   verb: string;
@@ -50,7 +76,14 @@ const matches = (list: string[] | undefined, value: string) => !list || list.inc
 function allows(rule: SimRule, a: RequestAttributes): boolean {
   const resource = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
   if (!matches(rule.verbs, a.verb) || !matches(rule.apiGroups, a.group)) return false;
-  if (rule.resources && !rule.resources.includes('*') && !rule.resources.includes(resource) && !(a.subresource && rule.resources.includes(`*/${a.subresource}`))) return false;
+  if (
+    rule.resources &&
+    !rule.resources.includes('*') &&
+    !rule.resources.includes(resource) &&
+    !(a.subresource && (rule.resources.includes(`*/${a.subresource}`) || rule.resources.includes(`${a.resource}/*`)))
+  ) {
+    return false;
+  }
   if (rule.namespaces) return a.namespace !== undefined && matches(rule.namespaces, a.namespace);
   return true;
 }
@@ -63,6 +96,30 @@ export function forbidden(user: string, a: RequestAttributes): StatusError {
   const qualified = a.group ? `${a.resource}.${a.group}` : a.resource;
   const subject = a.name ? `${qualified} ${JSON.stringify(a.name)}` : qualified;
   return new StatusError('Forbidden', `${subject} is forbidden: ${reason}`, { ...(a.name ? { name: a.name } : {}), group: a.group, kind: a.resource });
+}
+
+/** The impersonation a request asks for (kube's headers), or undefined. */
+function impersonationOf(req: IncomingMessage): Omit<Impersonation, 'caller'> | undefined {
+  const h = req.headersDistinct;
+  const user = h['impersonate-user']?.[0];
+  const groups = h['impersonate-group'] ?? [];
+  const uid = h['impersonate-uid']?.[0];
+  const extra: Record<string, string[]> = {};
+  for (const [name, values] of Object.entries(h)) {
+    if (!name.startsWith('impersonate-extra-') || !values) continue;
+    let key = name.slice('impersonate-extra-'.length);
+    try {
+      key = decodeURIComponent(key);
+    } catch {
+      throw new StatusError('BadRequest', `malformed impersonation extra key ${JSON.stringify(key)}`);
+    }
+    extra[key] = [...values];
+  }
+  if (user === undefined) {
+    if (groups.length || uid !== undefined || Object.keys(extra).length) throw new StatusError('InternalError', 'Internal error occurred: requested impersonation without impersonating a user');
+    return undefined;
+  }
+  return { user, groups: [...groups], extra, ...(uid !== undefined ? { uid } : {}) };
 }
 
 /** At most this many denied requests are remembered. */
@@ -83,15 +140,39 @@ export class SimAuth {
     this.users.set(token, user);
   }
 
-  /** Throws 401 Unauthorized unless the request carries an accepted token (or none are required); returns who it is, if known. */
+  /** The last impersonated requests, oldest first (at most 1000). */
+  readonly impersonations: Impersonation[] = [];
+
+  /**
+   * Throws 401 Unauthorized unless the request carries an accepted token (or none are
+   * required); returns who it is, if known: the impersonated user when the request asks for
+   * impersonation and the caller may (403 otherwise).
+   */
   check(req: IncomingMessage): SimUser | undefined {
     const header = req.headers.authorization ?? '';
     const token = header.startsWith('Bearer ') ? header.slice(7) : '';
     if (token && this.seen[this.seen.length - 1] !== token) this.seen.push(token);
-    const user = this.users.get(token);
-    if (user) return user;
-    if (this.tokens.length && !this.tokens.includes(token)) throw new StatusError('Unauthorized', 'Unauthorized');
-    return undefined;
+    let user = this.users.get(token);
+    if (!user && this.tokens.length && !this.tokens.includes(token)) throw new StatusError('Unauthorized', 'Unauthorized');
+    const asked = impersonationOf(req);
+    if (asked) user = this.impersonate(user, asked);
+    return user;
+  }
+
+  private impersonate(caller: SimUser | undefined, asked: Omit<Impersonation, 'caller'>): SimUser | undefined {
+    const checks: RequestAttributes[] = [
+      { verb: 'impersonate', group: '', resource: 'users', name: asked.user },
+      ...asked.groups.map((g) => ({ verb: 'impersonate', group: '', resource: 'groups', name: g })),
+      ...(asked.uid !== undefined ? [{ verb: 'impersonate', group: 'authentication.k8s.io', resource: 'uids', name: asked.uid }] : []),
+      ...Object.entries(asked.extra).flatMap(([k, vs]) => vs.map((v) => ({ verb: 'impersonate', group: 'authentication.k8s.io', resource: 'userextras', subresource: k, name: v }))),
+    ];
+    for (const a of checks) this.authorize(caller, a);
+    this.impersonations.push({ caller: caller?.name ?? '', ...asked });
+    if (this.impersonations.length > deniedKept) this.impersonations.shift();
+    if (asked.groups.includes('system:masters')) return { name: asked.user };
+    const granted = [...this.users.values()].find((u) => u.name === asked.user);
+    if (granted) return granted;
+    return this.users.size || this.tokens.length ? { name: asked.user, rules: [] } : undefined;
   }
 
   /** Throws 403 Forbidden when the user's rules do not allow the request. */

@@ -1,0 +1,192 @@
+// Forwarding one request to a member cluster as the requesting user (the one place proxied
+// requests go through): who the user is (authenticated, or the development mode's named
+// user; never Panoptes itself), Panoptes' own authorization on clusters/proxy, the member's
+// endpoint from the pool (503 + Retry-After when it is away), the headers (impersonation,
+// nothing of the client's credentials), then:
+//   - reads (GET, HEAD): the member's answer streamed to the client as it comes, never
+//     buffered; a client that goes away aborts the member request;
+//   - writes: the body (bounded as every write's) through the resourceVersion translation,
+//     the answer of a success through read-your-writes (consistency.ts).
+// A member's 403 for the impersonation itself becomes a 403 naming the missing permission.
+//
+// Timeouts as kube-apiserver's: long-running requests (logs, watches; kube's
+// --long-running-request-regexp covers log, watch, exec, attach, portforward, proxy) have
+// none; every other request ends with 504 after the request timeout (60 s by default).
+import type { IncomingMessage } from 'node:http';
+import type { Context } from 'koa';
+import { StatusError } from '../../kube/status.ts';
+import { describeError } from '../../member/client.ts';
+import type { AuthState } from '../auth/middleware.ts';
+import type { UserInfo } from '../auth/authn.ts';
+import type { ResourceAttributes } from '../auth/attributes.ts';
+import type { Deps } from '../deps.ts';
+import { readBody } from '../write-request.ts';
+import type { ProxiedWrite } from './consistency.ts';
+import { proxiedHeaders } from './impersonation.ts';
+import { memberUnavailable } from './members.ts';
+
+/** One request to forward: the member, the request as kube's RequestInfo reads it, and the member's path with the query. */
+export interface ProxyRequest {
+  cluster: string;
+  attrs: ResourceAttributes;
+  /** `/api/v1/...` or `/apis/G/V/...`, encoded as received, with `?query` when there is one. */
+  memberPath: string;
+}
+
+/** The largest answer to a write that is read whole (a deletecollection's list may be big). */
+const maxWriteAnswerBytes = 64 * 1024 * 1024;
+/** The largest error answer read whole (a Status is a few hundred bytes). */
+const maxErrorAnswerBytes = 1024 * 1024;
+
+/** Response headers not passed back: hop-by-hop, and what the answer's own framing sets. */
+const droppedResponseHeaders = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-authenticate', 'proxy-connection', 'te', 'trailer', 'content-length', 'set-cookie']);
+
+/** kube's long-running requests (k8s.io/apiserver DefaultLongRunningRequestRE and LongRunningRequestCheck): no request timeout. */
+export function isLongRunning(a: ResourceAttributes): boolean {
+  return a.verb === 'watch' || (a.subresource !== undefined && ['log', 'exec', 'attach', 'portforward', 'proxy'].includes(a.subresource));
+}
+
+/** The user a proxied request goes as: the authenticated one, or in development mode the one the operator named; else 403. */
+export function proxyUser(ctx: Context, deps: Deps): UserInfo {
+  const user = (ctx.state as AuthState).user ?? deps.proxy.unauthenticatedUser;
+  if (!user) {
+    throw new StatusError(
+      'Forbidden',
+      'forbidden: the proxy to member clusters forwards requests as the requesting user, and this server authenticates nobody (development mode); start it with --insecure-proxy-user to name the user members see, or serve with authentication',
+      {},
+    );
+  }
+  return user;
+}
+
+/** The Status of a member's 403 refusing the impersonation: names the permission Panoptes' identity lacks there. */
+function impersonationRefused(cluster: string, user: UserInfo, memberMessage: string): StatusError {
+  return new StatusError(
+    'Forbidden',
+    `cluster ${JSON.stringify(cluster)} refuses to let Panoptes act as user ${JSON.stringify(user.name)}: Panoptes' identity there needs the verb impersonate on users, groups, uids and userextras (the role in manifests/member-cluster/); the member said: ${memberMessage}`,
+    { name: cluster, group: 'panoptes.io', kind: 'clusters' },
+  );
+}
+
+function readAll(res: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) res.destroy(new Error(`the member's answer is larger than ${limit} bytes`));
+      else chunks.push(c);
+    });
+    res.on('end', () => resolve(Buffer.concat(chunks)));
+    res.on('error', reject);
+    res.on('close', () => reject(new Error('the member connection closed early')));
+  });
+}
+
+const isJson = (contentType: string | undefined) => /^application\/json\b/i.test(contentType ?? '');
+const isReview = (a: ResourceAttributes) => a.group === 'authorization.k8s.io' || a.group === 'authentication.k8s.io';
+
+/** A v1 Status's message when `body` is one (else undefined). */
+function statusMessage(body: Buffer): string | undefined {
+  try {
+    const s = JSON.parse(body.toString('utf8')) as { kind?: unknown; message?: unknown };
+    return s.kind === 'Status' && typeof s.message === 'string' ? s.message : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Forwards the request to its member and writes the answer. */
+export async function forward(ctx: Context, deps: Deps, p: ProxyRequest): Promise<void> {
+  const user = proxyUser(ctx, deps);
+  await deps.proxy.authorizer?.authorizeProxy(user, p.attrs.verb, p.cluster);
+  const endpoint = await deps.proxy.members.endpoint(p.cluster, deps.catalog.cluster(p.cluster));
+  const method = ctx.method;
+  const write = method !== 'GET' && method !== 'HEAD';
+  const w: ProxiedWrite = { cluster: p.cluster, group: p.attrs.group, version: p.attrs.version, resource: p.attrs.resource, verb: p.attrs.verb };
+  for (const k of ['subresource', 'namespace', 'name'] as const) if (p.attrs[k] !== undefined) w[k] = p.attrs[k];
+
+  let body: Buffer | undefined;
+  if (write) {
+    body = await readBody(ctx, deps.limits.maxBodyBytes);
+    if (body.length) body = await deps.proxy.consistency.translateBody(w, body, ctx.get('Content-Type'));
+  }
+  const headers = proxiedHeaders(ctx.req.headers, user, await endpoint.headers());
+  // A write's answer is read here (read-your-writes): asked for uncompressed.
+  if (write) delete headers['accept-encoding'];
+  if (body !== undefined) headers['content-length'] = String(body.length);
+
+  const member = endpoint.transport.request({
+    protocol: endpoint.server.protocol,
+    hostname: endpoint.server.hostname,
+    port: endpoint.server.port,
+    path: endpoint.base + p.memberPath,
+    method,
+    headers,
+    agent: endpoint.agent,
+  });
+  let finished = false;
+  const abort = () => {
+    if (!finished) member.destroy(new Error('the client went away'));
+  };
+  ctx.res.once('close', abort);
+  const timeoutMs = isLongRunning(p.attrs) ? 0 : deps.limits.requestTimeoutMs;
+  const timer = timeoutMs ? setTimeout(() => member.destroy(new StatusError('Timeout', 'Timeout: request did not complete within requested timeout - context deadline exceeded', {})), timeoutMs) : undefined;
+
+  let res: IncomingMessage;
+  try {
+    res = await new Promise<IncomingMessage>((resolve, reject) => {
+      member.once('response', resolve);
+      member.once('error', reject);
+      member.end(body);
+    });
+  } catch (err) {
+    clearTimeout(timer);
+    finished = true;
+    if (err instanceof StatusError) throw err;
+    deps.log.debug('member request failed', { cluster: p.cluster, error: describeError(err) });
+    throw memberUnavailable(p.cluster, `the member did not answer (${describeError(err)})`);
+  }
+  res.once('end', () => {
+    finished = true;
+    clearTimeout(timer);
+  });
+  res.once('close', () => clearTimeout(timer));
+
+  const status = res.statusCode ?? 502;
+  const copyHeaders = () => {
+    for (const [k, v] of Object.entries(res.headers)) if (v !== undefined && !droppedResponseHeaders.has(k)) ctx.set(k, v);
+  };
+
+  if (status >= 200 && status < 300 && !write) {
+    // Streamed: Koa pipes it and destroys it (and so the member request) when the client goes away.
+    ctx.status = status;
+    copyHeaders();
+    ctx.body = res;
+    return;
+  }
+  const answer = await readAll(res, status >= 300 ? maxErrorAnswerBytes : maxWriteAnswerBytes).catch((err: Error) => {
+    throw memberUnavailable(p.cluster, `the member's answer broke off (${err.message})`);
+  });
+  if (status === 403) {
+    const m = statusMessage(answer);
+    if (m && /cannot impersonate resource/.test(m)) throw impersonationRefused(p.cluster, user, m);
+  }
+  ctx.status = status;
+  copyHeaders();
+  if (status >= 200 && status < 300 && isJson(res.headers['content-type']) && !isReview(p.attrs)) {
+    let object: unknown;
+    try {
+      object = JSON.parse(answer.toString('utf8'));
+    } catch {
+      ctx.body = answer;
+      return;
+    }
+    const settled = await deps.proxy.consistency.settle(w, object);
+    if (settled.warnings.length) ctx.append('Warning', settled.warnings.map((t) => `299 - ${JSON.stringify(t)}`));
+    ctx.body = JSON.stringify(settled.object);
+    ctx.set('Content-Type', res.headers['content-type'] ?? 'application/json');
+    return;
+  }
+  ctx.body = answer;
+}
