@@ -48,7 +48,12 @@ export function isLongRunning(a: ResourceAttributes): boolean {
 
 /** The user a proxied request goes as: the authenticated one, or in development mode the one the operator named; else 403. */
 export function proxyUser(ctx: Context, deps: Deps): UserInfo {
-  const user = (ctx.state as AuthState).user ?? deps.proxy.unauthenticatedUser;
+  return proxyUserOf((ctx.state as AuthState).user, deps);
+}
+
+/** proxyUser for a request authenticated outside Koa (connection upgrades: upgrade.ts). */
+export function proxyUserOf(authenticated: UserInfo | undefined, deps: Deps): UserInfo {
+  const user = authenticated ?? deps.proxy.unauthenticatedUser;
   if (!user) {
     throw new StatusError(
       'Forbidden',

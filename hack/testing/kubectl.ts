@@ -2,6 +2,7 @@
 // long-running one (logs -f, port-forward) whose output accumulates, against a --server URL
 // or a kubeconfig, with a private cache dir.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createConnection } from 'node:net';
 
 export interface KubectlTarget {
   /** --server URL (plain HTTP, no credentials), or ... */
@@ -59,3 +60,16 @@ export async function runKubectl(target: KubectlTarget, args: string[], opts: { 
   clearTimeout(timer);
   return { code, stdout: k.stdout(), stderr: k.stderr(), out: k.raw() };
 }
+
+/** Sends `data` through 127.0.0.1:port (a kubectl port-forward), half-closes, and resolves with all that comes back (bounded). */
+export function echoThrough(port: number, data: string, timeoutMs = 5000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = createConnection({ host: '127.0.0.1', port }, () => s.end(data));
+    let got = '';
+    const timer = setTimeout(() => (s.destroy(), reject(new Error(`no end within ${timeoutMs} ms; got ${JSON.stringify(got)}`))), timeoutMs);
+    s.on('data', (d: Buffer) => (got += d.toString()));
+    s.on('end', () => (clearTimeout(timer), resolve(got)));
+    s.on('error', (err) => (clearTimeout(timer), reject(err)));
+  });
+}
+

@@ -3,25 +3,12 @@
 // both ways and port-forward. (kubectl on PATH may pick its version from the server's: the
 // simulated v1.28 gets SPDY for exec and port-forward, so SPDY is what this proves; the
 // WebSocket transports are proved through Panoptes, which answers v1.32.)
-import { createConnection } from 'node:net';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { runKubectl, startKubectl } from '../../testing/kubectl.ts';
+import { echoThrough, runKubectl, startKubectl } from '../../testing/kubectl.ts';
 import { freePort } from '../../postgres.ts';
 import { simCluster, tempDir, until } from '../testutil.ts';
-
-/** Sends `data` through 127.0.0.1:port, half-closes, and resolves with all that comes back (bounded). */
-export function echoThrough(port: number, data: string, timeoutMs = 5000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const s = createConnection({ host: '127.0.0.1', port }, () => s.end(data));
-    let got = '';
-    const timer = setTimeout(() => (s.destroy(), reject(new Error(`no end within ${timeoutMs} ms; got ${JSON.stringify(got)}`))), timeoutMs);
-    s.on('data', (d: Buffer) => (got += d.toString()));
-    s.on('end', () => (clearTimeout(timer), resolve(got)));
-    s.on('error', (err) => (clearTimeout(timer), reject(err)));
-  });
-}
 
 t.test('kubectl logs, exec, attach, cp and port-forward against a simulated cluster', async (t) => {
   const c = await simCluster(t, { workload: true });

@@ -7,6 +7,7 @@ import type { EventEmitter } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { StatusError } from '../../../kube/status.ts';
+import { refuseUpgrade } from '../../../kube/upgrade-refusal.ts';
 import type { SimContext } from '../server.ts';
 import { channelStreams, remoteCommandProtocols } from './channels.ts';
 import { Containers, runAttach, runCommand } from './exec.ts';
@@ -49,16 +50,6 @@ export class SimStreams {
     });
     return session;
   }
-}
-
-const reasons: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 500: 'Internal Server Error', 503: 'Service Unavailable' };
-
-/** Answers an upgrade request with a Status instead of 101, and closes the connection. */
-export function refuseUpgrade(socket: Duplex, err: unknown): void {
-  const e = err instanceof StatusError ? err : new StatusError('InternalError', `Internal error occurred: ${(err as Error)?.message ?? String(err)}`);
-  const body = JSON.stringify(e.toStatus());
-  const retry = e.code === 503 || e.code === 429 ? 'Retry-After: 1\r\n' : '';
-  socket.end(`HTTP/1.1 ${e.code} ${reasons[e.code] ?? 'Error'}\r\nContent-Type: application/json\r\nCache-Control: no-cache, private\r\n${retry}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
 const bool = (url: URL, name: string) => ['true', '1'].includes(url.searchParams.get(name) ?? '');

@@ -1,0 +1,207 @@
+// Connection upgrades through the proxy: pods/exec, pods/attach and pods/portforward of a
+// one-cluster view, over WebSocket (kubectl's first choice since 1.30/1.31) or SPDY/3.1
+// (its fallback, and older kubectls). Handled on the HTTP server's `upgrade` event, outside
+// Koa: the request is authenticated as every request is (apiserver/auth/), authorized on
+// clusters/proxy for that cluster (Authorizer.authorizeProxy, verb `create`: kube-apiserver
+// authorizes a WebSocket GET of exec/attach/portforward as create too, feature gate
+// AuthorizePodWebsocketUpgradeCreatePermission, on by default since 1.31), then forwarded to
+// the member with the user's impersonation headers (impersonation.ts: the client's
+// credentials, Impersonate-* and hop-by-hop headers stripped; Connection and Upgrade put back
+// with the protocol headers Sec-WebSocket-* and X-Stream-Protocol-Version, which are kept).
+// The member's 101 is relayed as it came and bytes then go both ways unparsed; either side
+// ending ends both. A refused upgrade relays the member's answer (its Status); a member that
+// is away or does not answer is a 503 with Retry-After at once.
+//
+// Timeouts, as kube's: an upgraded stream has no request timeout (exec, attach and
+// portforward are long-running requests, k8s.io/apiserver DefaultLongRunningRequestRE); it
+// ends after 4 hours without a byte either way, the kubelet's default
+// --streaming-connection-idle-timeout; an overall limit is off unless configured.
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { StatusError } from '../../kube/status.ts';
+import { refuseUpgrade } from '../../kube/upgrade-refusal.ts';
+import { describeError } from '../../member/client.ts';
+import type { Authenticator } from '../auth/authn.ts';
+import { resourcesPrefix } from '../auth/attributes.ts';
+import type { Deps } from '../deps.ts';
+import { proxyUserOf } from './forward.ts';
+import { proxiedHeaders } from './impersonation.ts';
+import { memberUnavailable } from './members.ts';
+
+export interface StreamLimits {
+  /** A stream with no byte either way for this long is closed (default 4 h, the kubelet's streaming idle timeout). */
+  idleTimeoutMs: number;
+  /** A stream is closed after this long whatever it does (0: never, as kube). */
+  maxDurationMs: number;
+}
+
+export const defaultStreamLimits: StreamLimits = { idleTimeoutMs: 4 * 60 * 60 * 1000, maxDurationMs: 0 };
+
+/** The subresources served by upgrade. */
+const upgradeSubresources = new Set(['exec', 'attach', 'portforward']);
+
+interface Target {
+  cluster: string;
+  namespace: string;
+  pod: string;
+  subresource: string;
+  /** The member's path with the query, as received. */
+  memberPath: string;
+}
+
+function decode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    throw new StatusError('BadRequest', `malformed path segment ${JSON.stringify(s)}`);
+  }
+}
+
+/** The pod stream an upgrade request is for; 405 naming the one-cluster URL in the all-clusters view; 404 for anything else. */
+export function upgradeTarget(url: string): Target {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  const query = q < 0 ? '' : url.slice(q);
+  if (!path.startsWith(`${resourcesPrefix}/`)) throw new StatusError('NotFound', 'the server could not find the requested resource');
+  const raw = path.slice(resourcesPrefix.length + 1).split('/');
+  const one = raw[0] === 'clusters';
+  const kube = one ? raw.slice(2) : raw;
+  const m = kube.length === 7 && kube[0] === 'api' && kube[1] === 'v1' && kube[2] === 'namespaces' && kube[4] === 'pods' && upgradeSubresources.has(kube[6]);
+  if (!m) throw new StatusError('NotFound', 'the server could not find the requested resource');
+  if (!one) {
+    throw new StatusError('MethodNotAllowed', `the server does not allow this method on the requested resource: pods/${kube[6]} is served for one cluster at a time, through the proxy to that member: ${resourcesPrefix}/clusters/<cluster>/${kube.join('/')}`, {});
+  }
+  if (!raw[1]) throw new StatusError('NotFound', 'the server could not find the requested resource');
+  return { cluster: decode(raw[1]), namespace: decode(kube[3]), pod: decode(kube[5]), subresource: kube[6], memberPath: `/${kube.join('/')}${query}` };
+}
+
+/** The head of the member's answer, as received (status line and raw headers). */
+function responseHead(res: IncomingMessage): string {
+  const lines = [`HTTP/1.1 ${res.statusCode ?? 502} ${res.statusMessage ?? ''}`.trimEnd()];
+  for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) lines.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);
+  return `${lines.join('\r\n')}\r\n\r\n`;
+}
+
+/** The streams through the proxy: upgrade requests handled, and the open tunnels (closed with the server). */
+export class UpgradeProxy {
+  private readonly tunnels = new Set<{ client: Duplex; member?: Duplex }>();
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly authenticator: Authenticator | undefined,
+    private readonly limits: StreamLimits = defaultStreamLimits,
+  ) {}
+
+  /** Streams open now. */
+  get open(): number {
+    return this.tunnels.size;
+  }
+
+  /** The HTTP server's `upgrade` listener. */
+  async handle(req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
+    const tunnel: { client: Duplex; member?: Duplex } = { client };
+    this.tunnels.add(tunnel);
+    client.on('error', () => client.destroy());
+    client.once('close', () => {
+      this.tunnels.delete(tunnel);
+      tunnel.member?.destroy();
+    });
+    try {
+      await this.forward(req, client, head, tunnel);
+    } catch (err) {
+      if (!(err instanceof StatusError)) this.deps.log.warn('upgrade failed', { error: describeError(err) });
+      refuseUpgrade(client, err);
+    }
+  }
+
+  private async forward(req: IncomingMessage, client: Duplex, head: Buffer, tunnel: { member?: Duplex }): Promise<void> {
+    const url = req.url ?? '/';
+    if (Buffer.byteLength(url) > this.deps.limits.maxUrlBytes) throw new StatusError('BadRequest', `request URL is too long (${Buffer.byteLength(url)} bytes; at most ${this.deps.limits.maxUrlBytes})`);
+    const authenticated = this.authenticator ? await this.authenticator.authenticate(req) : undefined;
+    const t = upgradeTarget(url);
+    const user = proxyUserOf(authenticated, this.deps);
+    await this.deps.proxy.authorizer?.authorizeProxy(user, 'create', t.cluster);
+    if (!this.deps.catalog.hasCluster(t.cluster)) await this.deps.catalog.refreshOnMiss();
+    if (!this.deps.catalog.hasCluster(t.cluster)) throw new StatusError('NotFound', `clusters.panoptes.io "${t.cluster}" not found`, { name: t.cluster, group: 'panoptes.io', kind: 'clusters' });
+    const endpoint = await this.deps.proxy.members.endpoint(t.cluster, this.deps.catalog.cluster(t.cluster));
+    if (client.destroyed) return;
+
+    const headers = proxiedHeaders(req.headers, user, await endpoint.headers());
+    headers.connection = 'Upgrade';
+    headers.upgrade = String(req.headers.upgrade ?? '');
+    const member = endpoint.transport.request({
+      protocol: endpoint.server.protocol,
+      hostname: endpoint.server.hostname,
+      port: endpoint.server.port,
+      path: endpoint.base + t.memberPath,
+      method: req.method,
+      headers,
+      agent: endpoint.agent,
+    });
+    client.once('close', () => member.destroy());
+    await new Promise<void>((resolve, reject) => {
+      member.once('upgrade', (res: IncomingMessage, socket: Duplex, memberHead: Buffer) => {
+        tunnel.member = socket;
+        if (client.destroyed) {
+          socket.destroy();
+          return resolve();
+        }
+        client.write(responseHead(res));
+        if (memberHead.length) client.write(memberHead);
+        if (head.length) socket.write(head);
+        this.pipe(client, socket);
+        resolve();
+      });
+      member.once('response', (res: IncomingMessage) => {
+        // Refused by the member: its answer (a Status) goes back as it came, then the connection ends.
+        client.write(responseHead(res));
+        res.on('data', (d: Buffer) => client.write(d));
+        res.on('end', () => client.end());
+        res.on('error', () => client.destroy());
+        resolve();
+      });
+      member.once('error', (err) => reject(memberUnavailable(t.cluster, `the member did not answer (${describeError(err)})`)));
+      member.end();
+    });
+  }
+
+  /** Bytes both ways, unparsed; either side's end or error ends both; idle and overall limits. */
+  private pipe(client: Duplex, member: Duplex): void {
+    const end = () => {
+      client.destroy();
+      member.destroy();
+    };
+    client.pipe(member);
+    member.pipe(client);
+    for (const s of [client, member]) {
+      s.once('end', () => (s === client ? member : client).end());
+      s.once('close', end);
+      s.on('error', end);
+    }
+    if (this.limits.idleTimeoutMs > 0) {
+      let last = Date.now();
+      const touch = () => (last = Date.now());
+      client.on('data', touch);
+      member.on('data', touch);
+      const check = setInterval(() => {
+        if (Date.now() - last >= this.limits.idleTimeoutMs) end();
+      }, Math.min(this.limits.idleTimeoutMs, 60_000));
+      check.unref();
+      client.once('close', () => clearInterval(check));
+    }
+    if (this.limits.maxDurationMs > 0) {
+      const timer = setTimeout(end, this.limits.maxDurationMs);
+      timer.unref();
+      client.once('close', () => clearTimeout(timer));
+    }
+  }
+
+  /** Ends every stream (server shutdown). */
+  closeAll(): void {
+    for (const t of this.tunnels) {
+      t.client.destroy();
+      t.member?.destroy();
+    }
+    this.tunnels.clear();
+  }
+}
