@@ -21,6 +21,8 @@ export interface Proc {
   signal: AbortSignal;
 }
 
+const statusMarker = '\u0000?\u0000';
+
 /** Thrown by `exit N` to end the shell that runs it. */
 class Exit {
   constructor(readonly code: number) {}
@@ -134,7 +136,8 @@ export class Shell {
   private async script(text: string, p: Proc): Promise<number> {
     let tokens: Token[];
     try {
-      tokens = tokenize(text, (n) => (n === '?' ? String(this.status) : this.c.env[n] ?? ''));
+      // $? is the status when its command runs, not when the script is read: a marker until then.
+      tokens = tokenize(text, (n) => (n === '?' ? statusMarker : this.c.env[n] ?? ''));
     } catch (e) {
       p.err(`sh: ${(e as Error).message}\n`);
       return 2;
@@ -180,7 +183,7 @@ export class Shell {
           else err = sink;
         }
         const sub: Proc = { stdin: input, err, signal: p.signal, out };
-        this.status = await this.command(words, sub);
+        this.status = await this.command(words.map((w) => w.split(statusMarker).join(String(this.status))), sub);
         const data = Buffer.concat(captured);
         for (const f of files) {
           try {

@@ -20,7 +20,8 @@ t.test('kubectl logs, exec, attach, cp and port-forward against a simulated clus
   const P = pod.metadata.name!;
   const ns = ['-n', 'kube-system'];
 
-  // logs
+  // logs (a line every 100 ms since the container started: at least 5 by now)
+  await new Promise((r) => setTimeout(r, 500));
   const tail = await k([...ns, 'logs', P, '--tail', '3', '--timestamps']);
   t.equal(tail.code, 0, tail.stderr);
   const lines = tail.stdout.trim().split('\n');

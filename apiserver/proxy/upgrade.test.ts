@@ -1,0 +1,74 @@
+// The upgrade path of the proxy on its own: which URLs it serves, what of the client's
+// request reaches the member (never the client's credentials or Impersonate-*), and the
+// idle and overall limits of a stream.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { until } from '../../hack/sim/testutil.ts';
+import { startProxyFleet } from '../../hack/testing/proxy-fleet.ts';
+import { openExec } from '../../hack/testing/ws-exec.ts';
+import { setLogLevel } from '../../lib/log.ts';
+import { StatusError } from '../../kube/status.ts';
+import { upgradeTarget } from './upgrade.ts';
+
+if (!process.env.PANOPTES_LOG_LEVEL) setLogLevel('error');
+
+const P = '/apis/panoptes.io/v1alpha1/resources';
+
+t.test('upgradeTarget: one-cluster pod streams only', async (t) => {
+  t.same(upgradeTarget(`${P}/clusters/east/api/v1/namespaces/ns/pods/web-1/exec?command=sh&stdin=true`), {
+    cluster: 'east', namespace: 'ns', pod: 'web-1', subresource: 'exec', memberPath: '/api/v1/namespaces/ns/pods/web-1/exec?command=sh&stdin=true',
+  });
+  t.equal(upgradeTarget(`${P}/clusters/a%2Fb/api/v1/namespaces/ns/pods/p/portforward`).cluster, 'a/b');
+  const code = (u: string) => {
+    try {
+      upgradeTarget(u);
+      return 0;
+    } catch (e) {
+      return (e as StatusError).code;
+    }
+  };
+  t.equal(code(`${P}/api/v1/namespaces/ns/pods/p/attach`), 405, 'all-clusters view');
+  t.equal(code(`${P}/clusters/east/api/v1/namespaces/ns/pods/p/log`), 404, 'log is no upgrade');
+  t.equal(code(`${P}/clusters/east/api/v1/namespaces/ns/services/p/exec`), 404);
+  t.equal(code('/api/v1/namespaces/ns/pods/p/exec'), 404, 'outside the views');
+});
+
+t.test('through the proxy: credentials stay, limits hold', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'panoptes-upgrade-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const fleet = await startProxyFleet({ mode: 'plain', names: ['east'], dir, streams: { idleTimeoutMs: 400, maxDurationMs: 2500 } });
+  t.teardown(() => fleet.close());
+  const east = fleet.sims[0];
+  const pod = east.store.list('/pods', { namespace: 'kube-system' }).items.find((p) => p.metadata.name!.startsWith('coredns-'))!.metadata.name!;
+  const cat = `${await fleet.clusterServer('east')}/api/v1/namespaces/kube-system/pods/${pod}/exec?command=cat&stdin=true&stdout=true`;
+
+  await t.test("the client's credentials and impersonation do not reach the member", async (t) => {
+    const s = await openExec(cat, { Authorization: 'Bearer alice-token', 'Impersonate-User': 'system:admin', 'Impersonate-Group': 'system:masters' });
+    s.write('hi\n');
+    t.equal(await s.read(), 'hi\n');
+    t.same(east.auth.impersonations.at(-1), { caller: 'panoptes', user: 'alice', groups: ['devs'], extra: {} }, 'the development user, not system:admin');
+    t.notOk(east.auth.seen.includes('alice-token'), "the client's token was not forwarded");
+    t.match(await s.finish(), { status: { status: 'Success' } });
+  });
+
+  await t.test('an idle stream is closed, a busy one is not (until the overall limit)', async (t) => {
+    const idle = await openExec(cat);
+    const busy = await openExec(cat);
+    let idleClosed = 0;
+    let busyClosed = 0;
+    const started = Date.now();
+    idle.socket.once('close', () => (idleClosed = Date.now() - started));
+    busy.socket.once('close', () => (busyClosed = Date.now() - started));
+    const timer = setInterval(() => busy.write('.\n'), 100);
+    t.teardown(() => clearInterval(timer));
+    t.ok(await until(() => idleClosed > 0, 3000), 'the idle stream was closed');
+    t.ok(idleClosed >= 350, `after its idle time (${idleClosed} ms)`);
+    t.equal(busyClosed, 0, 'the busy one stays');
+    t.ok(await until(() => busyClosed > 0, 5000), 'the busy one ends at the overall limit');
+    t.ok(busyClosed >= 2400, `at ${busyClosed} ms`);
+    clearInterval(timer);
+    t.ok(await until(() => east.streams.open.size === 0, 3000), 'both member sessions closed');
+  });
+});
