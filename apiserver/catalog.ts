@@ -28,7 +28,7 @@ export interface ResourceInfo {
   /** Verbs when not the usual get, list, watch. */
   verbs?: string[];
   /** Subresources served (`clusters/status`), with their verbs. */
-  subresources?: Array<{ name: string; verbs: string[] }>;
+  subresources?: Array<{ name: string; verbs: string[]; /** The answer's kind when not the resource's (Scale of autoscaling/v1, Eviction of policy/v1). */ kind?: string; group?: string; version?: string }>;
   /** PATCH content types accepted, for the OpenAPI operations (writable resources only). */
   patchTypes?: string[];
 }

@@ -63,7 +63,7 @@ function resourceEntry(r: ResourceInfo): Record<string, unknown> {
 
 /** A subresource as kube-apiserver lists it: `clusters/status`, its kind, no singular name. */
 function subresourceEntries(r: ResourceInfo): Array<Record<string, unknown>> {
-  return (r.subresources ?? []).map((s) => ({ name: `${r.resource}/${s.name}`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: s.verbs }));
+  return (r.subresources ?? []).map((s) => ({ name: `${r.resource}/${s.name}`, singularName: '', namespaced: r.namespaced, ...(s.group !== undefined ? { group: s.group, version: s.version } : {}), kind: s.kind ?? r.kind, verbs: s.verbs }));
 }
 
 /** GET /api/v1 or /apis/G/V. The core group answers (possibly empty) even when nothing is synced. */
@@ -83,7 +83,7 @@ function discoveryResource(r: ResourceInfo): Record<string, unknown> {
   };
   if (r.shortNames?.length) out.shortNames = r.shortNames;
   if (r.categories?.length) out.categories = r.categories;
-  if (r.subresources?.length) out.subresources = r.subresources.map((s) => ({ subresource: s.name, responseKind: { group: '', version: '', kind: r.kind }, verbs: s.verbs }));
+  if (r.subresources?.length) out.subresources = r.subresources.map((s) => ({ subresource: s.name, responseKind: { group: s.group ?? '', version: s.version ?? '', kind: s.kind ?? r.kind }, verbs: s.verbs }));
   return out;
 }
 

@@ -6,6 +6,7 @@
 import type { Context } from 'koa';
 import { StatusError, badRequest, notFound } from '../kube/status.ts';
 import { resourceAttrs, type ResourceAttributes } from './auth/attributes.ts';
+import { proxiedGroups } from './proxy/discovery.ts';
 import { forward } from './proxy/forward.ts';
 import type { GroupEntry, ResourceInfo, ViewCatalog } from './catalog.ts';
 import { ownObjectsCluster } from '../storage/own-objects.ts';
@@ -255,6 +256,9 @@ export async function route(ctx: Context, deps: Deps): Promise<Routed> {
     if (segs[0] === 'clusters') {
       const cluster = segs[1];
       if (cluster === undefined) throw pathNotFound();
+      // Panoptes' own kinds are read-only in a one-cluster view, whatever the cluster (the proxy does not take them).
+      const own = segs.slice(2);
+      if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && own[0] === 'apis' && own[1] === panoptesGroupName && own[2] === panoptesVersion && ownPath(own.slice(3))) throw readOnly(ctx.method);
       if (!deps.catalog.hasCluster(cluster)) await deps.catalog.refreshOnMiss();
       if (!deps.catalog.hasCluster(cluster)) throw notFound(`clusters.${panoptesGroupName} "${cluster}" not found`, { name: cluster, group: panoptesGroupName, kind: 'clusters' });
       view = { cluster };
@@ -265,7 +269,9 @@ export async function route(ctx: Context, deps: Deps): Promise<Routed> {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
     // Discovery shows what the Cluster objects already say: a change of theirs not yet in the catalog is waited for (bounded).
     await deps.catalog.caughtUp();
-    const groups = viewGroups(deps.catalog.view(view.cluster), [panoptesGroup]);
+    const synced = viewGroups(deps.catalog.view(view.cluster), [panoptesGroup]);
+    // A one-cluster view also lists what its proxy serves (writes, subresources, metrics, access reviews).
+    const groups = view.cluster === undefined || segs[0] === 'openapi' ? synced : proxiedGroups(synced);
     const d = discovery(ctx, deps, groups, segs, prefix);
     if (d) return d;
     throw pathNotFound();

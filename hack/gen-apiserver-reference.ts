@@ -16,15 +16,25 @@ if (!dir) {
 }
 const out = new URL('../apiserver/reference/', import.meta.url);
 
-interface Res { name: string; singularName?: string; namespaced: boolean; kind: string; verbs?: string[]; shortNames?: string[]; categories?: string[] }
+interface Res { name: string; singularName?: string; namespaced: boolean; kind: string; group?: string; version?: string; verbs?: string[]; shortNames?: string[]; categories?: string[] }
 const builtin: Record<string, Array<Omit<Res, 'verbs'>>> = {};
+// What the proxy serves of each built-in resource in a one-cluster view (apiserver/proxy/discovery.ts): kube's verbs and subresources.
+const verbs: Record<string, Record<string, { verbs: string[]; subresources: Array<{ name: string; verbs: string[]; kind: string; group?: string; version?: string }> }>> = {};
 for (const f of readdirSync(join(dir, 'discovery')).sort()) {
   const doc = JSON.parse(readFileSync(join(dir, 'discovery', f), 'utf8')) as { groupVersion: string; resources: Res[] };
   builtin[doc.groupVersion] = doc.resources
     .filter((r) => !r.name.includes('/') && (r.verbs ?? []).includes('list'))
     .map((r) => ({ name: r.name, singularName: r.singularName, namespaced: r.namespaced, kind: r.kind, ...(r.shortNames ? { shortNames: r.shortNames } : {}), ...(r.categories ? { categories: r.categories } : {}) }));
+  const gv: (typeof verbs)[string] = {};
+  for (const r of doc.resources) {
+    const [resource, sub] = r.name.split('/');
+    if (!sub) gv[resource] = { verbs: r.verbs ?? [], subresources: gv[resource]?.subresources ?? [] };
+    else (gv[resource] ??= { verbs: [], subresources: [] }).subresources.push({ name: sub, verbs: r.verbs ?? [], kind: r.kind, ...(r.group !== undefined ? { group: r.group, version: r.version } : {}) });
+  }
+  verbs[doc.groupVersion] = gv;
 }
 writeFileSync(new URL('builtin-resources.json', out), JSON.stringify(builtin, null, 1) + '\n');
+writeFileSync(new URL('builtin-verbs.json', out), JSON.stringify(verbs, null, 1) + '\n');
 
 const tables = JSON.parse(readFileSync(join(dir, 'table-columns.json'), 'utf8')) as Record<string, { kind?: string; columnDefinitions?: unknown[] }>;
 const columns: Record<string, unknown[]> = {};

@@ -48,7 +48,7 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   const made = await kubectl(c, join(tmp, 'cache-setup'), ['create', '-f', crds]);
   t.equal(made.code, 0, made.stderr);
   const rendered: Record<string, Obj[]> = {};
-  for (const variant of ['.', 'all-in-one', 'member-cluster', 'member-cluster/dispatcher', 'cert-manager', 'examples/pending-jobs', 'examples/cluster-registration']) {
+  for (const variant of ['.', 'all-in-one', 'member-cluster', 'member-cluster/dispatcher', 'member-cluster/proxy', 'cert-manager', 'examples/pending-jobs', 'examples/cluster-registration']) {
     const r = await kustomize(tmp, variant);
     t.equal(r.code, 0, `kubectl kustomize manifests/${variant}: ${r.stderr}`);
     const objs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj);
@@ -138,6 +138,8 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   t.equal(exSecret?.metadata.annotations?.['panoptes.io/server'], exCluster?.spec?.server, 'and annotated for its server');
   t.equal(exSecret?.metadata.namespace, 'panoptes');
 
+  t.same(find(rendered['.'], 'ClusterRole', 'panoptes:proxy')?.rules, [{ apiGroups: ['panoptes.io'], resources: ['clusters/proxy'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'] }], "the proxy's own review, every verb, every cluster");
+  t.notOk(find(rendered['.'], 'ClusterRole', 'panoptes:proxy')?.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-view'], 'not aggregated');
   const reader = find(rendered['member-cluster'], 'ClusterRole', 'panoptes:reader');
   t.ok(reader?.rules?.every((r) => r.verbs.every((v) => ['get', 'list', 'watch'].includes(v))), 'member reader is read-only');
   // The dispatcher's writes, applied on purpose in consumer clusters, bound to the ServiceAccount synchro uses.
@@ -161,7 +163,7 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
 t.test('the member-cluster roles, as a simulated cluster enforces them', async (t) => {
   const tmp = tempDir(t);
   const objs: Obj[] = [];
-  for (const dirName of ['member-cluster', 'member-cluster/dispatcher']) {
+  for (const dirName of ['member-cluster', 'member-cluster/dispatcher', 'member-cluster/proxy']) {
     const r = await kustomize(tmp, dirName);
     t.equal(r.code, 0, r.stderr);
     objs.push(...parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj));
@@ -200,4 +202,13 @@ t.test('the member-cluster roles, as a simulated cluster enforces them', async (
   t.equal((await get(`${base}/api/v1/namespaces/shop/secrets`, as('consumer'))).status, 403, 'no Secrets');
   t.equal((await http('POST', `${base}/apis/multicluster.x-k8s.io/v1alpha1/namespaces/shop/serviceexports`, { apiVersion: 'multicluster.x-k8s.io/v1alpha1', kind: 'ServiceExport', metadata: { name: 'web' } }, as('consumer'))).status, 403, 'ServiceExports are read, never written');
   t.equal((await http('DELETE', `${base}/apis/discovery.k8s.io/v1/namespaces/shop/endpointslices`, undefined, as('consumer'))).status, 403, 'no deletecollection');
+
+  // The proxy's identity: it may act as a user (whose own rules then decide), and nothing of its own beyond reading.
+  c.auth.grant('proxy', { name: 'system:serviceaccount:panoptes-system:panoptes-reader', rules: [...rules('panoptes:reader'), ...rules('panoptes:impersonator')] });
+  c.auth.grant('alice-token', { name: 'alice', rules: [{ verbs: ['create'], apiGroups: [''], resources: ['configmaps'] }] });
+  const asAlice = { ...as('proxy'), 'Impersonate-User': 'alice', 'Impersonate-Uid': 'u-alice', 'Impersonate-Group': 'devs', 'Impersonate-Extra-Scopes': 'all' };
+  t.equal((await http('POST', `${base}/api/v1/namespaces/shop/configmaps`, { metadata: { name: 'by-alice' } }, asAlice)).status, 201, 'impersonating alice: her rights');
+  t.equal((await http('POST', `${base}/api/v1/namespaces/shop/services`, svc, asAlice)).status, 403, 'and only hers');
+  t.equal((await http('POST', `${base}/api/v1/namespaces/shop/configmaps`, { metadata: { name: 'by-proxy' } }, as('proxy'))).status, 403, 'no writes as itself');
+  t.equal((await http('POST', `${base}/api/v1/namespaces/shop/configmaps`, { metadata: { name: 'x' } }, { ...as('reader'), 'Impersonate-User': 'alice' })).status, 403, 'the reader alone may not impersonate');
 });

@@ -48,7 +48,9 @@ ${memberNetworksFlagHelp}
     let synchro: Awaited<ReturnType<typeof startSynchro>> | undefined;
     let server: Awaited<ReturnType<typeof startServing>> | undefined;
     try {
-      server = await startServing(store, values, logger('apiserver'), new ApiserverMetrics(registry));
+      // The proxy reads the member credentials synchro reads.
+      const members = { ...(source.clustersFile ? { clustersFile: source.clustersFile } : {}), ...(source.kubeconfig ? { kubeconfig: source.kubeconfig, contexts: source.contexts } : {}) };
+      server = await startServing(store, values, logger('apiserver'), new ApiserverMetrics(registry), members);
       synchro = await startSynchro({
         store,
         ...source,

@@ -10,12 +10,15 @@ import { memoryFlagHelp, memoryFlags, memoryFlagSpec, type MemoryFlagValues } fr
 import { memberNetworksFlag, memberNetworksFlagHelp, memberNetworksFlagSpec } from './member-networks-flag.ts';
 import { commonFlags, openStorage } from './serve.ts';
 import { summaries } from './summaries.ts';
+import { parseProxyUser, proxyCredentials, type ProxyCredentialsOptions } from './proxy-credentials.ts';
+import type { ApiserverOptions } from '../../apiserver/server.ts';
 
 export const serveFlagSpec = {
   'insecure-listen': { type: 'string' },
   'max-limit': { type: 'string' },
   'request-timeout': { type: 'string' },
   'external-metrics-file': { type: 'string' },
+  'insecure-proxy-user': { type: 'string' },
   ...memberNetworksFlagSpec,
   ...memoryFlagSpec,
   ...secureFlagSpec,
@@ -27,11 +30,50 @@ export const serveFlagHelp = `  --insecure-listen HOST:PORT   plain HTTP, NO TLS
   --request-timeout DURATION    list and get end with 504 after this long (default 60s)
   --external-metrics-file FILE  declared metrics of external.metrics.k8s.io (env PANOPTES_EXTERNAL_METRICS_FILE);
                                 reloaded when it changes. Counts of synced resources need no file
+  --insecure-proxy-user NAME[:GROUP,...]  with --insecure-listen only: the user (and groups) the proxy to
+                                member clusters impersonates for every request, since nobody is authenticated;
+                                without it the proxy refuses every request (403). Members' RBAC applies to that user
 ${memoryFlagHelp}
 ${secureFlagHelp}`;
 
-type ServeFlagValues = { 'insecure-listen'?: string; 'max-limit'?: string; 'request-timeout'?: string; 'external-metrics-file'?: string; 'allow-member-networks'?: string } & MemoryFlagValues &
+type ServeFlagValues = {
+  'insecure-listen'?: string;
+  'max-limit'?: string;
+  'request-timeout'?: string;
+  'external-metrics-file'?: string;
+  'allow-member-networks'?: string;
+  'insecure-proxy-user'?: string;
+} & MemoryFlagValues &
   SecureFlagValues;
+
+/** Where the proxy's member credentials come from (cli/commands/proxy-credentials.ts): the clusters file or kubeconfig synchro reads. */
+export type MemberSources = Pick<ProxyCredentialsOptions, 'clustersFile' | 'kubeconfig' | 'contexts'>;
+
+/** The apiserver's own flags for member credentials (all-in-one has synchro's). */
+export const memberSourceFlagSpec = { clusters: { type: 'string' }, kubeconfig: { type: 'string' }, contexts: { type: 'string' } } as const;
+
+export const memberSourceFlagHelp = `  --clusters FILE               clusters.yaml, as synchro's (env PANOPTES_CLUSTERS): the credentials the proxy to
+                                member clusters uses (their identity needs impersonate there:
+                                manifests/member-cluster/proxy/). Clusters registered through the API use their
+                                inline credentials from storage without it
+  --kubeconfig FILE             instead of --clusters: one member cluster per kubeconfig context
+  --contexts a,b|all            with --kubeconfig: which contexts (default all)`;
+
+/** --clusters / --kubeconfig / --contexts of the apiserver. */
+export function memberSourceFlags(values: { clusters?: string; kubeconfig?: string; contexts?: string }): MemberSources {
+  const clustersFile = values.clusters ?? (values.kubeconfig ? undefined : process.env.PANOPTES_CLUSTERS);
+  if (clustersFile && values.kubeconfig) throw new UsageError('give --clusters or --kubeconfig, not both');
+  if (values.contexts !== undefined && !values.kubeconfig) throw new UsageError('--contexts goes with --kubeconfig');
+  const contexts = values.contexts === undefined || values.contexts === 'all' ? 'all' : values.contexts.split(',').map((s) => s.trim()).filter(Boolean);
+  return { ...(clustersFile ? { clustersFile } : {}), ...(values.kubeconfig ? { kubeconfig: values.kubeconfig, contexts } : {}) };
+}
+
+/** The apiserver's proxy options: member credentials, and in the development mode the user named to impersonate. */
+function proxyOptions(store: Store, values: ServeFlagValues, members: MemberSources, log: Logger, secure: boolean): ApiserverOptions['proxy'] {
+  const user = parseProxyUser(values['insecure-proxy-user']);
+  if (user && secure) throw new UsageError('--insecure-proxy-user goes with --insecure-listen only: with authentication, the proxy impersonates the authenticated user');
+  return { credentials: proxyCredentials({ store, ...members, networks: memberNetworksFlag(values), log: log.child({ part: 'proxy' }) }), ...(user ? { unauthenticatedUser: user } : {}) };
+}
 
 /** --external-metrics-file, or PANOPTES_EXTERNAL_METRICS_FILE. */
 export function externalMetricsFlag(values: { 'external-metrics-file'?: string }): { file?: string } {
@@ -57,14 +99,16 @@ export async function startServing(
   values: ServeFlagValues,
   log: Logger,
   metrics?: ApiserverMetrics,
+  members: MemberSources = {},
 ): Promise<{ url: string; close: () => Promise<void> }> {
   const secureMode = (Object.keys(secureFlagSpec) as (keyof SecureFlagValues)[]).some((k) => values[k] !== undefined);
-  if (secureMode) return startSecureServing(store, values, log, metrics);
+  if (secureMode) return startSecureServing(store, values, log, metrics, members);
   const { host, port } = parseInsecureListen(values['insecure-listen']);
   const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
   if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
-  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memoryFlags(values) });
+  const proxy = proxyOptions(store, values, members, log, false);
+  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memoryFlags(values) });
   let url: string;
   try {
     url = await api.listen(host, port);
@@ -74,6 +118,7 @@ export async function startServing(
     throw err;
   }
   log.warn('INSECURE: serving plain HTTP without authentication or authorization (development mode, loopback only)', { url });
+  if (proxy?.unauthenticatedUser) log.warn('INSECURE: every request proxied to a member cluster goes as the user named by --insecure-proxy-user, whoever sends it', { user: proxy.unauthenticatedUser.name, groups: proxy.unauthenticatedUser.groups });
   log.info('apiserver listening', { url, allClusters: `${url}/apis/panoptes.io/v1alpha1/resources`, oneCluster: `${url}/apis/panoptes.io/v1alpha1/resources/clusters/<cluster>` });
   return { url, close: () => api.close() };
 }
@@ -83,15 +128,17 @@ async function startSecureServing(
   store: Store,
   values: ServeFlagValues,
   log: Logger,
-  metrics?: ApiserverMetrics,
+  metrics: ApiserverMetrics | undefined,
+  members: MemberSources,
 ): Promise<{ url: string; close: () => Promise<void> }> {
   if (values['insecure-listen'] !== undefined) throw new UsageError('--insecure-listen (development: no TLS, no authentication) and the secure serving flags exclude each other');
   const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
   if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
   const memory = memoryFlags(values);
+  const proxy = proxyOptions(store, values, members, log, true);
   const secure = await secureServingFromFlags(values, log);
-  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memory });
+  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memory });
   let url: string;
   try {
     url = await api.listen(secure.host, secure.port);
@@ -132,20 +179,22 @@ Flags:
   --storage URL                 where state and the change log live (env PANOPTES_STORAGE)
                                 sqlite:PATH (default sqlite:./data/panoptes.db) or postgres://user@host:5432/db
 ${serveFlagHelp}
+${memberSourceFlagHelp}
 ${memberNetworksFlagHelp}
   --log-level LEVEL             debug, info (default), warn or error`,
   async run(argv) {
-    const { values: parsed } = parseFlags(argv, { storage: { type: 'string' }, 'log-level': { type: 'string' }, ...serveFlagSpec });
+    const { values: parsed } = parseFlags(argv, { storage: { type: 'string' }, 'log-level': { type: 'string' }, ...serveFlagSpec, ...memberSourceFlagSpec });
     // Secure serving unless plain HTTP is asked for explicitly.
     const values = parsed['insecure-listen'] === undefined && parsed['secure-port'] === undefined ? { ...parsed, 'secure-port': '8443' } : parsed;
     const { storage } = commonFlags(values);
     parseInsecureListen(values['insecure-listen']);
     memberNetworksFlag(values);
+    const members = memberSourceFlags(values);
     const log = logger('apiserver');
     const store = await openStorage(storage, 'apiserver');
     let server: Awaited<ReturnType<typeof startServing>>;
     try {
-      server = await startServing(store, values, log);
+      server = await startServing(store, values, log, undefined, members);
     } catch (err) {
       await store.close();
       throw err;

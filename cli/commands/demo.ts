@@ -106,6 +106,11 @@ export function demoInstructions(kubeconfig: string, clusters: { name: string; u
       `  ${k} --context panoptes api-resources`,
       `  curl -s ${panoptes}/apis/panoptes.io/v1alpha1/clusters`,
       '',
+      `Through Panoptes to one member, as the demo's user (the proxy: writes, subresources, top, auth can-i):`,
+      `  ${k} --context panoptes-${first} top pods -n shop`,
+      `  ${k} --context panoptes-${first} scale deploy frontend -n shop --replicas=4`,
+      `  ${k} --context panoptes-${first} auth can-i delete pods -n shop`,
+      '',
       'External metrics, as a HorizontalPodAutoscaler reads them (pending pods fleet-wide; frontend ready replicas per cluster but east):',
       ...demoMetricPaths.map((path) => `  ${k} --context panoptes get --raw '${path}'`),
       `  ${k} --context panoptes get --raw /apis/external.metrics.k8s.io/v1beta1      # every metric`,
@@ -196,11 +201,13 @@ clusters listen (--allow-member-networks ${demoMemberNetworks}).`,
       const store = await openStorage(storage, 'demo');
       const registry = new Registry();
       // The simulated clusters listen on this machine: Clusters registered through the demo's API may reach them.
+      // Nobody is authenticated: the proxy (kubectl logs, exec, scale, top) goes to the members as the demo's user.
       const server = await startServing(
         store,
-        { 'insecure-listen': values.listen ?? '127.0.0.1:8080', 'external-metrics-file': metricsFile, 'allow-member-networks': demoMemberNetworks },
+        { 'insecure-listen': values.listen ?? '127.0.0.1:8080', 'external-metrics-file': metricsFile, 'allow-member-networks': demoMemberNetworks, 'insecure-proxy-user': 'demo' },
         logger('apiserver'),
         new ApiserverMetrics(registry),
+        { clustersFile },
       );
       const synchro = await startSynchro({
         store,

@@ -73,7 +73,8 @@ export const readOnlyUser = (name: string): SimUser => ({ name, rules: [{ verbs:
 
 const matches = (list: string[] | undefined, value: string) => !list || list.includes('*') || list.includes(value);
 
-function allows(rule: SimRule, a: RequestAttributes): boolean {
+/** Whether one rule allows a request (as RBAC's RuleAllows, simplified). */
+export function ruleAllows(rule: SimRule, a: RequestAttributes): boolean {
   const resource = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
   if (!matches(rule.verbs, a.verb) || !matches(rule.apiGroups, a.group)) return false;
   if (
@@ -177,7 +178,7 @@ export class SimAuth {
 
   /** Throws 403 Forbidden when the user's rules do not allow the request. */
   authorize(user: SimUser | undefined, a: RequestAttributes): void {
-    if (!user?.rules || user.rules.some((r) => allows(r, a))) return;
+    if (!user?.rules || user.rules.some((r) => ruleAllows(r, a))) return;
     this.denied.push({ ...a, user: user.name });
     if (this.denied.length > deniedKept) this.denied.shift();
     throw forbidden(user.name, a);

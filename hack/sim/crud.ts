@@ -313,10 +313,30 @@ export class Crud {
     if (type === 'strategic' && info.crd) {
       throw new StatusError('UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml');
     }
-    const old = this.get(info, namespace, name);
     const apiVersion = info.group ? `${info.group}/${version}` : version;
+    if (type === 'apply') return this.serverSideApply(info, version, namespace, name, patch, opts);
+    const old = this.get(info, namespace, name);
     const patched = applyPatch(type, { ...old, apiVersion }, patch);
     return this.update(info, version, namespace, name, patched, opts);
+  }
+
+  /**
+   * Server-side apply, simplified (hack/sim/patch.ts): kube's checks of the request (a field
+   * manager, the body's name), then a create or a merge of the applied configuration.
+   */
+  private serverSideApply(info: ResourceInfo, version: string, namespace: string | undefined, name: string, patch: unknown, opts: WriteOptions & { subresource?: 'status' }): KObject {
+    if (!opts.fieldManager) throw new StatusError('Invalid', 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch');
+    if (!isObject(patch)) throw new StatusError('BadRequest', 'the body of the request could not be decoded: an apply patch is an object');
+    const md = isObject(patch.metadata) ? patch.metadata : {};
+    if (md.name !== undefined && md.name !== name) throw new StatusError('BadRequest', `the name of the object (${String(md.name)}) does not match the name on the URL (${name})`);
+    const apiVersion = info.group ? `${info.group}/${version}` : version;
+    const current = this.store.get(info.id, namespace, name);
+    if (!current) {
+      if (opts.subresource) throw this.notFound(info, name);
+      return this.create(info, version, namespace, { ...patch, metadata: { ...md, name } }, opts);
+    }
+    // A resourceVersion in the applied configuration is checked as an update's; without one, the live object's.
+    return this.update(info, version, namespace, name, applyPatch(info.crd ? 'merge' : 'strategic', { ...current, apiVersion }, patch), opts);
   }
 
   /**

@@ -2,8 +2,19 @@
 // captured kube-apiserver v1.28 discovery): /api, /api/v1, /apis, /apis/G, /apis/G/V and the
 // aggregated form (APIGroupDiscoveryList, v2 and v2beta1), plus /version.
 import { readFileSync } from 'node:fs';
+import { extraGroups } from './extra-apis.ts';
 import type { Registry, ResourceInfo } from './resources.ts';
 import type { JsonObject } from './types.ts';
+
+/** What discovery shows of a resource. */
+type Served = Pick<ResourceInfo, 'resource' | 'singularName' | 'namespaced' | 'kind' | 'verbs' | 'shortNames' | 'categories' | 'status'> & { scale?: unknown };
+type ServedGroup = { name: string; versions: { version: string; resources: Served[] }[] };
+
+/** The registry's groups and the extra APIs (extra-apis.ts). */
+function servedGroups(registry: Registry): ServedGroup[] {
+  const extra = extraGroups.map((g) => ({ name: g.name, versions: [{ version: g.version, resources: g.resources.map((r) => ({ ...r, status: false })) }] }));
+  return [...registry.groupList(), ...extra.filter((e) => !registry.groupList().some((g) => g.name === e.name))];
+}
 
 const statusVerbs = ['get', 'patch', 'update'];
 
@@ -21,16 +32,16 @@ function apiGroup(g: { name: string; versions: { version: string }[] }): JsonObj
 }
 
 export function apiGroupList(registry: Registry): JsonObject {
-  return { kind: 'APIGroupList', apiVersion: 'v1', groups: registry.groupList().filter((g) => g.name !== '').map(apiGroup) };
+  return { kind: 'APIGroupList', apiVersion: 'v1', groups: servedGroups(registry).filter((g) => g.name !== '').map(apiGroup) };
 }
 
 /** GET /apis/G: the APIGroup, or undefined when not served. */
 export function apiGroupDoc(registry: Registry, name: string): JsonObject | undefined {
-  const g = registry.groupList().find((x) => x.name === name && name !== '');
+  const g = servedGroups(registry).find((x) => x.name === name && name !== '');
   return g && { kind: 'APIGroup', apiVersion: 'v1', ...apiGroup(g) };
 }
 
-function resourceEntries(r: ResourceInfo): JsonObject[] {
+function resourceEntries(r: Served): JsonObject[] {
   const main: JsonObject = { name: r.resource, singularName: r.singularName, namespaced: r.namespaced, kind: r.kind, verbs: r.verbs };
   if (r.shortNames?.length) main.shortNames = r.shortNames;
   if (r.categories?.length) main.categories = r.categories;
@@ -42,14 +53,14 @@ function resourceEntries(r: ResourceInfo): JsonObject[] {
 
 /** GET /api/v1 or /apis/G/V: the APIResourceList, or undefined when not served. */
 export function apiResourceList(registry: Registry, group: string, version: string): JsonObject | undefined {
-  const g = registry.groupList().find((x) => x.name === group);
+  const g = servedGroups(registry).find((x) => x.name === group);
   const v = g?.versions.find((x) => x.version === version);
   if (!v) return undefined;
   const resources = v.resources.flatMap(resourceEntries).sort((a, b) => String(a.name).localeCompare(String(b.name)));
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupVersion(group, version), resources };
 }
 
-function discoveryResource(r: ResourceInfo): JsonObject {
+function discoveryResource(r: Served): JsonObject {
   const out: JsonObject = {
     resource: r.resource,
     responseKind: { group: '', version: '', kind: r.kind },
@@ -68,7 +79,7 @@ function discoveryResource(r: ResourceInfo): JsonObject {
 
 /** Aggregated discovery for /api (core only) or /apis (every group), as `apidiscovery.k8s.io/<version>`. */
 export function aggregatedDiscovery(registry: Registry, root: 'api' | 'apis', version: 'v2' | 'v2beta1'): JsonObject {
-  const groups = registry.groupList().filter((g) => (root === 'api' ? g.name === '' : g.name !== ''));
+  const groups = servedGroups(registry).filter((g) => (root === 'api' ? g.name === '' : g.name !== ''));
   const items = groups.map((g) => ({
     metadata: root === 'api' ? { creationTimestamp: null } : { name: g.name, creationTimestamp: null },
     versions: g.versions.map((v) => ({

@@ -3,6 +3,7 @@
 import { stringifyJson } from '../../kube/json-text.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
+import { decodeProtobuf, protobufType } from './protobuf.ts';
 import { StatusError } from '../../kube/status.ts';
 
 const MAX_BODY = 3 * 1024 * 1024;
@@ -16,9 +17,10 @@ export async function readBody(req: IncomingMessage): Promise<unknown> {
     if (size > MAX_BODY) throw new StatusError('RequestEntityTooLarge', 'Request entity too large: limit is 3145728');
     chunks.push(chunk as Buffer);
   }
+  const ct = req.headers['content-type'] ?? '';
+  if (ct.split(';')[0].trim() === protobufType) return decodeProtobuf(Buffer.concat(chunks));
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.trim() === '') return undefined;
-  const ct = req.headers['content-type'] ?? '';
   try {
     return ct.includes('yaml') ? parseYaml(text) : JSON.parse(text);
   } catch (err) {

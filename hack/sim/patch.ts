@@ -1,17 +1,21 @@
 // The three PATCH formats kube-apiserver accepts from kubectl: JSON merge patch (RFC 7386),
 // JSON patch (RFC 6902) and strategic merge patch (for built-in kinds: lists of known fields
 // merge by key, `$patch`, `$retainKeys`, `$deleteFromPrimitiveList` and `$setElementOrder`
-// directives). Server-side apply is not simulated (415).
+// directives). Server-side apply (application/apply-patch+yaml) is simulated without field
+// ownership: the applied configuration is created, or merged into the live object (strategic
+// merge for built-in kinds, JSON merge for custom resources); fields another manager owns
+// are neither protected nor reported as conflicts.
 import { StatusError } from '../../kube/status.ts';
 import { cloneJson, isObject, type JsonObject } from './types.ts';
 
-export type PatchType = 'merge' | 'strategic' | 'json';
+export type PatchType = 'merge' | 'strategic' | 'json' | 'apply';
 
 export function patchTypeOf(contentType: string | undefined): PatchType | undefined {
   const ct = (contentType ?? '').split(';')[0].trim().toLowerCase();
   if (ct === 'application/merge-patch+json') return 'merge';
   if (ct === 'application/strategic-merge-patch+json') return 'strategic';
   if (ct === 'application/json-patch+json') return 'json';
+  if (ct === 'application/apply-patch+yaml') return 'apply';
   return undefined;
 }
 
@@ -208,6 +212,7 @@ export function jsonPatch(target: unknown, ops: unknown): unknown {
 
 /** Applies a patch of the given type to an object (a copy; the target is not changed). */
 export function applyPatch(type: PatchType, target: JsonObject, patch: unknown): JsonObject {
+  if (type === 'apply') throw new Error('server-side apply is Crud.patch\'s (it may create)');
   const result = type === 'merge' ? mergePatch(target, patch) : type === 'strategic' ? strategicMergePatch(target, patch) : jsonPatch(target, patch);
   if (!isObject(result)) throw badPatch('the patch does not result in an object');
   return result;

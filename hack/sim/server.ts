@@ -12,6 +12,7 @@ import type { SimAuth, SimUser } from './auth.ts';
 import type { Churn } from './churn.ts';
 import type { Controllers } from './controllers.ts';
 import { handleControl } from './control.ts';
+import { serveExtraApi } from './extra-apis.ts';
 import type { Crud, DeleteOptions, WriteOptions } from './crud.ts';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.ts';
 import type { Faults } from './faults.ts';
@@ -95,7 +96,14 @@ async function route(ctx: SimContext, req: IncomingMessage, res: ServerResponse,
     const group = core ? '' : segs[1];
     const version = core ? segs[1] : segs[2];
     const rest = segs.slice(core ? 2 : 3);
-    if (!ctx.registry.hasGroupVersion(group, version)) throw notFoundPath();
+    if (!ctx.registry.hasGroupVersion(group, version)) {
+      if (rest.length > 0 && (await serveExtraApi(ctx.store, ctx.auth, user, req, res, url, group, version, rest))) return;
+      if (rest.length === 0) {
+        const doc = apiResourceList(ctx.registry, group, version);
+        if (doc) return sendJson(res, 200, doc);
+      }
+      throw notFoundPath();
+    }
     if (rest.length === 0) {
       const doc = apiResourceList(ctx.registry, group, version);
       if (!doc) throw notFoundPath();
@@ -224,7 +232,7 @@ async function resource(ctx: SimContext, req: IncomingMessage, res: ServerRespon
     case 'PATCH': {
       const type = patchTypeOf(req.headers['content-type']);
       if (!type) {
-        throw new StatusError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json${info.crd ? '' : ', application/strategic-merge-patch+json'}`);
+        throw new StatusError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml${info.crd ? '' : ', application/strategic-merge-patch+json'}`);
       }
       const body = await readBody(req);
       return send(200, scale ? ctx.crud.patchScale(info, version, t.namespace, name, type, body, opts) : served(ctx.crud.patch(info, version, t.namespace, name, type, body, { ...opts, subresource })));

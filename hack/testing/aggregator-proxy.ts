@@ -88,7 +88,8 @@ export async function startAggregatorProxy(o: AggregatorProxyOptions): Promise<A
       if (inflate) stream.pipe(createGunzip()).pipe(res);
       else stream.pipe(res);
     });
-    req.on('close', () => {
+    // The client went away (the response's close: a request's own close comes once its body is read, before any answer).
+    res.on('close', () => {
       if (!res.writableFinished) stream.close(constants.NGHTTP2_CANCEL);
     });
   };
