@@ -108,6 +108,15 @@ for (const mode of ['plain', 'aggregated'] as const) {
       await f.exited;
     });
 
+    await t.test('by deployment, as the quick start shows them', async (t) => {
+      const logs = await k(['-n', 'shop', 'logs', 'deploy/frontend', '--tail', '1']);
+      t.equal(logs.code, 0, logs.stderr);
+      t.match(logs.stdout, /^frontend \d+: GET \/healthz 200 frontend-/);
+      const host = await k(['-n', 'shop', 'exec', 'deploy/frontend', '--', 'hostname']);
+      t.equal(host.code, 0, host.stderr);
+      t.match(host.stdout, /^frontend-/);
+    });
+
     await t.test('a client that goes away closes the member stream', async (t) => {
       const before = east.streams.open.size;
       const sh = startKubectl(target, [...ns, 'exec', '-i', P, '--', 'sh'], { stdin: 'pipe' });
