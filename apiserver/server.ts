@@ -229,7 +229,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
   });
 
   const sockets = new Set<Socket>();
-  const streams = new UpgradeProxy(deps, opts.secure?.authenticator, { ...defaultStreamLimits, ...opts.streams });
+  const streams = new UpgradeProxy(deps, opts.secure?.authenticator, { ...defaultStreamLimits, ...opts.streams }, metrics.registry);
   const handle: Apiserver = {
     app,
     deps,

@@ -22,7 +22,7 @@ import { Store } from '../storage/store.ts';
 import { startSynchro } from '../synchro/synchro.ts';
 import { impersonatorRules } from './sim/auth.ts';
 import { startSimClusters } from './sim/cluster.ts';
-import { startKubectl } from './testing/kubectl.ts';
+import { forwardedPort, startKubectl } from './testing/kubectl.ts';
 import { execOnce, openExec } from './testing/ws-exec.ts';
 
 const { values } = parseArgs({ options: { samples: { type: 'string' }, logs: { type: 'string' }, forwards: { type: 'string' }, seconds: { type: 'string' } } });
@@ -156,10 +156,7 @@ const pfs: Array<ReturnType<typeof startKubectl>> = [];
 const ports: number[] = [];
 // `:8080`: kubectl picks a free local port and names it.
 for (let i = 0; i < forwards; i++) pfs.push(startKubectl({ server: viaPanoptes, cacheDir }, ['-n', 'kube-system', 'port-forward', `pod/${pod}`, ':8080']));
-for (const pf of pfs) {
-  if (!(await pf.waitFor((s) => /Forwarding from 127\.0\.0\.1:\d+/.test(s), 60_000))) throw new Error(`port-forward did not start: ${pf.stderr()}`);
-  ports.push(Number(/Forwarding from 127\.0\.0\.1:(\d+)/.exec(pf.stdout())![1]));
-}
+for (const pf of pfs) ports.push(await forwardedPort(pf, 60_000));
 let echoed = 0;
 const chunk = Buffer.alloc(1024, 7);
 const conns: Socket[] = [];

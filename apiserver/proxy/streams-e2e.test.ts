@@ -11,9 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { until } from '../../hack/sim/testutil.ts';
-import { echoThrough, runKubectl, startKubectl } from '../../hack/testing/kubectl.ts';
+import { echoThrough, forwardedPort, runKubectl, startKubectl } from '../../hack/testing/kubectl.ts';
 import { resourcesPath, startProxyFleet } from '../../hack/testing/proxy-fleet.ts';
-import { freePort } from '../../hack/postgres.ts';
 import { setLogLevel } from '../../lib/log.ts';
 
 if (!process.env.PANOPTES_LOG_LEVEL) setLogLevel('error');
@@ -83,15 +82,28 @@ for (const mode of ['plain', 'aggregated'] as const) {
       t.equal(down.code, 0, down.stderr);
       t.equal(readFileSync(join(dir, 'down', 'a.txt'), 'utf8'), 'alpha\n');
       t.same(readFileSync(join(dir, 'down', 'big.bin')), Buffer.alloc(300_000, 9), '300 KB there and back');
-      const port = await freePort();
-      const pf = startKubectl(target, [...ns, 'port-forward', `pod/${P}`, `${port}:8080`]);
+      const pf = startKubectl(target, [...ns, 'port-forward', `pod/${P}`, ':8080']);
       t.teardown(() => pf.kill('SIGKILL'));
-      t.ok(await pf.waitFor((s) => s.includes('Forwarding from 127.0.0.1')), pf.stderr());
+      const port = await forwardedPort(pf);
       t.equal(await echoThrough(port, 'through panoptes'), 'through panoptes');
       t.equal(await echoThrough(port, 'y'.repeat(200_000)), 'y'.repeat(200_000));
       pf.kill();
       await pf.exited;
       t.ok(east.streams.started.some((s) => s.kind === 'portforward' && s.transport === 'spdy-in-websocket'), 'port-forward tunnelled SPDY in WebSocket');
+    });
+
+    await t.test('SPDY/3.1 too (kubectl with WebSockets off, as older kubectls speak)', async (t) => {
+      const env = { KUBECTL_REMOTE_COMMAND_WEBSOCKETS: 'false', KUBECTL_PORT_FORWARD_WEBSOCKETS: 'false' };
+      const five = await runKubectl(target, [...ns, 'exec', '-i', P, '--', 'sh', '-c', 'cat; exit 5'], { stdin: 'over spdy\n', env });
+      t.same([five.code, five.stdout], [5, 'over spdy\n'], five.stderr);
+      t.equal(east.streams.started.at(-1)!.transport, 'spdy');
+      const pf = startKubectl(target, [...ns, 'port-forward', `pod/${P}`, ':8080'], { env });
+      t.teardown(() => pf.kill('SIGKILL'));
+      const port = await forwardedPort(pf);
+      t.equal(await echoThrough(port, 'spdy forward'), 'spdy forward');
+      pf.kill();
+      await pf.exited;
+      t.equal(east.streams.started.at(-1)!.transport, 'spdy');
     });
 
     await t.test('logs, -f, --previous, --tail', async (t) => {

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { until } from '../../hack/sim/testutil.ts';
+import { get, until } from '../../hack/sim/testutil.ts';
 import { startProxyFleet } from '../../hack/testing/proxy-fleet.ts';
 import { openExec } from '../../hack/testing/ws-exec.ts';
 import { setLogLevel } from '../../lib/log.ts';
@@ -51,6 +51,10 @@ t.test('through the proxy: credentials stay, limits hold', async (t) => {
     t.same(east.auth.impersonations.at(-1), { caller: 'panoptes', user: 'alice', groups: ['devs'], extra: {} }, 'the development user, not system:admin');
     t.notOk(east.auth.seen.includes('alice-token'), "the client's token was not forwarded");
     t.match(await s.finish(), { status: { status: 'Success' } });
+    const metrics = await get(`${await fleet.base()}/metrics`);
+    t.match(metrics.text, /^panoptes_proxy_streams_total\{subresource="exec",code="101"\} 1$/m, 'counted');
+    t.ok(await until(() => fleet.api.streams.open === 0, 3000));
+    t.match((await get(`${await fleet.base()}/metrics`)).text, /^panoptes_proxy_streams_open 0$/m);
   });
 
   await t.test('an idle stream is closed, a busy one is not (until the overall limit)', async (t) => {

@@ -18,6 +18,7 @@
 // --streaming-connection-idle-timeout; an overall limit is off unless configured.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { StatusError } from '../../kube/status.ts';
 import { refuseUpgrade } from '../../kube/upgrade-refusal.ts';
 import { describeError } from '../../member/client.ts';
@@ -85,12 +86,21 @@ function responseHead(res: IncomingMessage): string {
 /** The streams through the proxy: upgrade requests handled, and the open tunnels (closed with the server). */
 export class UpgradeProxy {
   private readonly tunnels = new Set<{ client: Duplex; member?: Duplex }>();
+  /** Upgrade requests by subresource and the HTTP code answered (101: streamed). */
+  private readonly started: Counter<'subresource' | 'code'>;
+  private readonly openGauge: Gauge;
 
   constructor(
     private readonly deps: Deps,
     private readonly authenticator: Authenticator | undefined,
     private readonly limits: StreamLimits = defaultStreamLimits,
-  ) {}
+    registry?: Registry,
+  ) {
+    // One set per registry (a second server on a shared registry counts in its own, unregistered).
+    const registers = registry && !registry.getSingleMetric('panoptes_proxy_streams_total') ? [registry] : [];
+    this.started = new Counter({ name: 'panoptes_proxy_streams_total', help: 'exec, attach and portforward upgrade requests through the proxy, by subresource and the HTTP code answered (101: streamed)', labelNames: ['subresource', 'code'], registers });
+    this.openGauge = new Gauge({ name: 'panoptes_proxy_streams_open', help: 'exec, attach and portforward streams open through the proxy', registers, collect: () => this.openGauge.set(this.tunnels.size) });
+  }
 
   /** Streams open now. */
   get open(): number {
@@ -106,15 +116,19 @@ export class UpgradeProxy {
       this.tunnels.delete(tunnel);
       tunnel.member?.destroy();
     });
+    const sub = /\/pods\/[^/]+\/(exec|attach|portforward)(?:[/?]|$)/.exec(req.url ?? '')?.[1] ?? 'other';
     try {
-      await this.forward(req, client, head, tunnel);
+      const code = await this.forward(req, client, head, tunnel);
+      this.started.inc({ subresource: sub, code: String(code) });
     } catch (err) {
       if (!(err instanceof StatusError)) this.deps.log.warn('upgrade failed', { error: describeError(err) });
+      this.started.inc({ subresource: sub, code: String(err instanceof StatusError ? err.code : 500) });
       refuseUpgrade(client, err);
     }
   }
 
-  private async forward(req: IncomingMessage, client: Duplex, head: Buffer, tunnel: { member?: Duplex }): Promise<void> {
+  /** Resolves with the HTTP code the client got (101 when streaming). */
+  private async forward(req: IncomingMessage, client: Duplex, head: Buffer, tunnel: { member?: Duplex }): Promise<number> {
     const url = req.url ?? '/';
     if (Buffer.byteLength(url) > this.deps.limits.maxUrlBytes) throw new StatusError('BadRequest', `request URL is too long (${Buffer.byteLength(url)} bytes; at most ${this.deps.limits.maxUrlBytes})`);
     const authenticated = this.authenticator ? await this.authenticator.authenticate(req) : undefined;
@@ -124,7 +138,8 @@ export class UpgradeProxy {
     if (!this.deps.catalog.hasCluster(t.cluster)) await this.deps.catalog.refreshOnMiss();
     if (!this.deps.catalog.hasCluster(t.cluster)) throw new StatusError('NotFound', `clusters.panoptes.io "${t.cluster}" not found`, { name: t.cluster, group: 'panoptes.io', kind: 'clusters' });
     const endpoint = await this.deps.proxy.members.endpoint(t.cluster, this.deps.catalog.cluster(t.cluster));
-    if (client.destroyed) return;
+    if (client.destroyed) return 499;
+    this.deps.log.debug('stream through the proxy', { user: user.name, cluster: t.cluster, namespace: t.namespace, pod: t.pod, subresource: t.subresource });
 
     const headers = proxiedHeaders(req.headers, user, await endpoint.headers());
     headers.connection = 'Upgrade';
@@ -139,18 +154,18 @@ export class UpgradeProxy {
       agent: endpoint.agent,
     });
     client.once('close', () => member.destroy());
-    await new Promise<void>((resolve, reject) => {
+    return new Promise<number>((resolve, reject) => {
       member.once('upgrade', (res: IncomingMessage, socket: Duplex, memberHead: Buffer) => {
         tunnel.member = socket;
         if (client.destroyed) {
           socket.destroy();
-          return resolve();
+          return resolve(499);
         }
         client.write(responseHead(res));
         if (memberHead.length) client.write(memberHead);
         if (head.length) socket.write(head);
         this.pipe(client, socket);
-        resolve();
+        resolve(res.statusCode ?? 101);
       });
       member.once('response', (res: IncomingMessage) => {
         // Refused by the member: its answer (a Status) goes back as it came, then the connection ends.
@@ -158,7 +173,7 @@ export class UpgradeProxy {
         res.on('data', (d: Buffer) => client.write(d));
         res.on('end', () => client.end());
         res.on('error', () => client.destroy());
-        resolve();
+        resolve(res.statusCode ?? 502);
       });
       member.once('error', (err) => reject(memberUnavailable(t.cluster, `the member did not answer (${describeError(err)})`)));
       member.end();

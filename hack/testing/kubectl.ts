@@ -73,3 +73,10 @@ export function echoThrough(port: number, data: string, timeoutMs = 5000): Promi
   });
 }
 
+
+/** The local port a `kubectl port-forward ... :<remote>` chose, once it says so (bounded); throws if it never does. */
+export async function forwardedPort(pf: ReturnType<typeof startKubectl>, timeoutMs = 15_000): Promise<number> {
+  const said = /Forwarding from 127\.0\.0\.1:(\d+)/;
+  if (!(await pf.waitFor((s) => said.test(s), timeoutMs))) throw new Error(`port-forward did not start: ${pf.stderr()}`);
+  return Number(said.exec(pf.stdout())![1]);
+}

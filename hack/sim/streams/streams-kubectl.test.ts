@@ -6,8 +6,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { echoThrough, runKubectl, startKubectl } from '../../testing/kubectl.ts';
-import { freePort } from '../../postgres.ts';
+import { echoThrough, forwardedPort, runKubectl, startKubectl } from '../../testing/kubectl.ts';
 import { simCluster, tempDir, until } from '../testutil.ts';
 
 t.test('kubectl logs, exec, attach, cp and port-forward against a simulated cluster', async (t) => {
@@ -70,9 +69,9 @@ t.test('kubectl logs, exec, attach, cp and port-forward against a simulated clus
   t.same(readFileSync(join(dir, 'down', 'b.bin')), Buffer.alloc(70_000, 7), 'a 70 KB file comes back whole');
 
   // port-forward to the pod's declared port, echoed
-  const port = await freePort();
-  const pf = startKubectl(target, [...ns, 'port-forward', `pod/${P}`, `${port}:8080`]);
-  t.ok(await pf.waitFor((s) => s.includes('Forwarding from 127.0.0.1')), pf.stderr());
+  const pf = startKubectl(target, [...ns, 'port-forward', `pod/${P}`, ':8080']);
+  t.teardown(() => pf.kill('SIGKILL'));
+  const port = await forwardedPort(pf);
   t.equal(await echoThrough(port, 'ping through'), 'ping through');
   t.equal(await echoThrough(port, 'x'.repeat(100_000)), 'x'.repeat(100_000), '100 KB both ways');
   pf.kill();
