@@ -2,6 +2,9 @@
 // request reaches the member (never the client's credentials or Impersonate-*), and the
 // idle and overall limits of a stream.
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -10,6 +13,8 @@ import { startProxyFleet } from '../../hack/testing/proxy-fleet.ts';
 import { openExec } from '../../hack/testing/ws-exec.ts';
 import { setLogLevel } from '../../lib/log.ts';
 import { StatusError } from '../../kube/status.ts';
+import { openTestStore, seedCluster } from '../../storage/testing.ts';
+import { createApiserver } from '../server.ts';
 import { upgradeTarget } from './upgrade.ts';
 
 if (!process.env.PANOPTES_LOG_LEVEL) setLogLevel('error');
@@ -75,4 +80,35 @@ t.test('through the proxy: credentials stay, limits hold', async (t) => {
     clearInterval(timer);
     t.ok(await until(() => east.streams.open.size === 0, 3000), 'both member sessions closed');
   });
+});
+
+t.test("a member's refusal comes back whole, whatever its framing", async (t) => {
+  // A member answering the upgrade with a chunked 403 (no Content-Length).
+  const member = createServer((_req, res) => res.writeHead(500).end());
+  member.on('upgrade', (_req, socket: Duplex) => {
+    const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'pods "p" is forbidden: chunked', reason: 'Forbidden', code: 403 });
+    socket.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+  });
+  await new Promise<void>((r) => member.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => member.close(() => r())));
+  const { store, close } = await openTestStore('sqlite');
+  t.teardown(close);
+  await seedCluster(store, 'm', { phase: 'Ready', ready: true, apiResources: [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singularName: 'pod' }] });
+  const server = `http://127.0.0.1:${(member.address() as AddressInfo).port}`;
+  const api = await createApiserver({ store, proxy: { credentials: { lookup: async () => ({ connection: { server }, fingerprint: server }) }, unauthenticatedUser: { name: 'u', groups: [], extra: {} } } });
+  const base = await api.listen('127.0.0.1', 0);
+  t.teardown(() => api.close());
+  const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = request(`${base}${P}/clusters/m/api/v1/namespaces/ns/pods/p/exec?command=true&stdout=true`, { method: 'POST', headers: { Connection: 'Upgrade', Upgrade: 'SPDY/3.1' } });
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('upgrade', () => reject(new Error('upgraded')));
+    req.on('error', reject);
+    req.end();
+  });
+  t.equal(answer.status, 403);
+  t.equal(JSON.parse(answer.body).message, 'pods "p" is forbidden: chunked');
 });

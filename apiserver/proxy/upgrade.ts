@@ -76,10 +76,21 @@ export function upgradeTarget(url: string): Target {
   return { cluster: decode(raw[1]), namespace: decode(kube[3]), pod: decode(kube[5]), subresource: kube[6], memberPath: `/${kube.join('/')}${query}` };
 }
 
-/** The head of the member's answer, as received (status line and raw headers). */
-function responseHead(res: IncomingMessage): string {
+/** The largest refusal read from a member (a Status is a few hundred bytes). */
+const maxRefusalBytes = 1024 * 1024;
+/** Framing headers of a refusal, set anew when it is relayed. */
+const framing = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive']);
+
+/**
+ * The head of the member's answer: a 101 as received (status line and raw headers); a
+ * refusal (`bodyLength` given) with its framing replaced: Content-Length, Connection: close.
+ */
+function responseHead(res: IncomingMessage, bodyLength?: number): string {
   const lines = [`HTTP/1.1 ${res.statusCode ?? 502} ${res.statusMessage ?? ''}`.trimEnd()];
-  for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) lines.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);
+  for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
+    if (bodyLength === undefined || !framing.has(res.rawHeaders[i].toLowerCase())) lines.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);
+  }
+  if (bodyLength !== undefined) lines.push(`Content-Length: ${bodyLength}`, 'Connection: close');
   return `${lines.join('\r\n')}\r\n\r\n`;
 }
 
@@ -168,12 +179,21 @@ export class UpgradeProxy {
         resolve(res.statusCode ?? 101);
       });
       member.once('response', (res: IncomingMessage) => {
-        // Refused by the member: its answer (a Status) goes back as it came, then the connection ends.
-        client.write(responseHead(res));
-        res.on('data', (d: Buffer) => client.write(d));
-        res.on('end', () => client.end());
-        res.on('error', () => client.destroy());
-        resolve(res.statusCode ?? 502);
+        // Refused by the member: its answer (a Status, read whole up to 1 MiB) goes back with
+        // its code and headers, framed anew (Content-Length), then the connection ends.
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (d: Buffer) => {
+          size += d.length;
+          if (size > maxRefusalBytes) res.destroy(new Error('too large'));
+          else chunks.push(d);
+        });
+        res.on('end', () => {
+          const body = Buffer.concat(chunks);
+          client.end(Buffer.concat([Buffer.from(responseHead(res, body.length)), body]));
+          resolve(res.statusCode ?? 502);
+        });
+        res.on('error', () => reject(memberUnavailable(t.cluster, `the member's answer broke off`)));
       });
       member.once('error', (err) => reject(memberUnavailable(t.cluster, `the member did not answer (${describeError(err)})`)));
       member.end();
