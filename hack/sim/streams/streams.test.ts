@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import t from 'tap';
+import { execOnce } from '../../testing/ws-exec.ts';
 import { get, simCluster } from '../testutil.ts';
 import { PodFs } from './fs.ts';
 import { Input } from './input.ts';
@@ -134,6 +135,7 @@ t.test('pods/log: parameters and kube refusals', async (t) => {
   t.equal(tail.text.trim().split('\n').length, 2);
   t.match(tail.text, /^\d{4}-\d\d-\d\dT[\d:.]+Z coredns \d+: /);
   t.equal((await get(`${base}?limitBytes=10`)).text.length, 10, 'limitBytes cuts the stream');
+
   const bad = await get(`${base}?tailLines=-1`);
   t.equal(bad.status, 422, bad.text);
   t.equal((await get(`${base}?tailLines=x`)).status, 400);
@@ -156,8 +158,18 @@ t.test('pods/log: parameters and kube refusals', async (t) => {
   t.equal(which.json.message, 'a container name must be specified for pod two, choose one of: [app side]');
   t.equal((await get(`${two}?container=app&previous=true`)).text, 'app 0: GET /healthz 200 two\n', 'the instance before the restart');
   t.match((await get(`${two}?container=app&tailLines=1`)).text, /^app \d+: GET \/healthz 200 two \(instance 1\)\n$/, 'the running one');
+  // side started 2 s ago: 40 lines, one every 50 ms; the last second's are about 20.
+  const all = (await get(`${two}?container=side`)).text.trim().split('\n').length;
+  const since = (await get(`${two}?container=side&sinceSeconds=1`)).text.trim().split('\n').length;
+  t.ok(all >= 38 && since >= 18 && since <= 23, `sinceSeconds=1: the last second's lines (${since} of ${all})`);
   t.equal((await get(`${two}?container=side&previous=true`)).json.message, 'previous terminated container "side" in pod "two" not found');
   t.equal((await get(`${c.url}/api/v1/namespaces/default/pods/nope/log`)).status, 404);
+  // exec over WebSocket: a tty turns \n into \r\n; stderr is its own channel without one.
+  const exec = `${c.url}/api/v1/namespaces/kube-system/pods/${pod.metadata.name}/exec`;
+  t.match(await execOnce(`${exec}?command=sh&command=-c&command=echo%20hi&stdout=true&tty=true`), { stdout: 'hi\r\n', status: { status: 'Success' } });
+  t.match(await execOnce(`${exec}?command=sh&command=-c&command=echo%20e%20%3E%262%3B%20exit%202&stdout=true&stderr=true`), {
+    stdout: '', stderr: 'e\n', status: { reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: '2' }] } },
+  });
   const noUpgrade = await get(`${c.url}/api/v1/namespaces/default/pods/two/exec?command=true`);
   t.same([noUpgrade.status, noUpgrade.json.message], [400, 'Upgrade request required']);
 });
