@@ -98,17 +98,27 @@ t.test("a member's refusal comes back whole, whatever its framing", async (t) =>
   const api = await createApiserver({ store, proxy: { credentials: { lookup: async () => ({ connection: { server }, fingerprint: server }) }, unauthenticatedUser: { name: 'u', groups: [], extra: {} } } });
   const base = await api.listen('127.0.0.1', 0);
   t.teardown(() => api.close());
-  const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = request(`${base}${P}/clusters/m/api/v1/namespaces/ns/pods/p/exec?command=true&stdout=true`, { method: 'POST', headers: { Connection: 'Upgrade', Upgrade: 'SPDY/3.1' } });
-    req.on('response', (res) => {
-      let body = '';
-      res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+  const refused = (b: string) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(`${b}${P}/clusters/m/api/v1/namespaces/ns/pods/p/exec?command=true&stdout=true`, { method: 'POST', headers: { Connection: 'Upgrade', Upgrade: 'SPDY/3.1' } });
+      req.on('response', (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('upgrade', () => reject(new Error('upgraded')));
+      req.on('error', reject);
+      req.end();
     });
-    req.on('upgrade', () => reject(new Error('upgraded')));
-    req.on('error', reject);
-    req.end();
-  });
+  const answer = await refused(base);
   t.equal(answer.status, 403);
   t.equal(JSON.parse(answer.body).message, 'pods "p" is forbidden: chunked');
+
+  // The development mode without --insecure-proxy-user proxies nothing, streams included.
+  const nobody = await createApiserver({ store, proxy: { credentials: { lookup: async () => ({ connection: { server }, fingerprint: server }) } } });
+  const nobodyBase = await nobody.listen('127.0.0.1', 0);
+  t.teardown(() => nobody.close());
+  const none = await refused(nobodyBase);
+  t.equal(none.status, 403);
+  t.match(JSON.parse(none.body).message, /authenticates nobody/);
 });
