@@ -6,7 +6,8 @@
 import type { Context } from 'koa';
 import { StatusError, badRequest, notFound } from '../kube/status.ts';
 import { resourceAttrs, type ResourceAttributes } from './auth/attributes.ts';
-import { proxiedGroups } from './proxy/discovery.ts';
+import { fleetGroups, proxiedGroups } from './proxy/discovery.ts';
+import { fleetMetrics, isFleetMetrics } from './proxy/fleet-metrics.ts';
 import { forward } from './proxy/forward.ts';
 import type { GroupEntry, ResourceInfo, ViewCatalog } from './catalog.ts';
 import { ownObjectsCluster } from '../storage/own-objects.ts';
@@ -230,6 +231,12 @@ async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[
     found = lookup();
   }
   if (!found && view.cluster !== undefined && attrs) return proxyRoute(ctx, deps, view, segs, attrs); // not synced: the member's
+  if (!found && view.cluster === undefined && attrs && isFleetMetrics(attrs)) {
+    // Not synced: every Ready member's, through the proxy (kubectl top pods -A).
+    label(ctx, { verb: 'proxy', group: attrs.group, resource: attrs.resource });
+    const memberPath = `/${ctx.path.slice(resourcesPrefix.length).split('/').slice(1).join('/')}${ctx.querystring ? `?${ctx.querystring}` : ''}`;
+    return { reply: await fleetMetrics(ctx, deps, attrs, memberPath) };
+  }
   if (!found) throw pathNotFound();
   const { info, namespace, name, legacyWatch } = found;
 
@@ -271,7 +278,7 @@ export async function route(ctx: Context, deps: Deps): Promise<Routed> {
     await deps.catalog.caughtUp();
     const synced = viewGroups(deps.catalog.view(view.cluster), [panoptesGroup]);
     // A one-cluster view also lists what its proxy serves (writes, subresources, metrics, access reviews).
-    const groups = view.cluster === undefined || segs[0] === 'openapi' ? synced : proxiedGroups(synced);
+    const groups = segs[0] === 'openapi' ? synced : view.cluster === undefined ? fleetGroups(synced) : proxiedGroups(synced);
     const d = discovery(ctx, deps, groups, segs, prefix);
     if (d) return d;
     throw pathNotFound();

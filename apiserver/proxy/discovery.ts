@@ -4,8 +4,8 @@
 // Scale, pods/log, pods/exec, pods/eviction as policy/v1 Eviction...; a custom resource: every
 // verb, no subresource known), and what is proxied without being synced: authorization.k8s.io
 // SelfSubjectAccessReview and SelfSubjectRulesReview (kubectl auth can-i) and metrics.k8s.io
-// PodMetrics and NodeMetrics (kubectl top). The all-clusters view is not widened: it serves
-// get, list and watch only.
+// PodMetrics and NodeMetrics (kubectl top). The all-clusters view serves get, list and watch
+// of what is synced, and metrics.k8s.io from every member (fleet-metrics.ts: kubectl top pods -A).
 import { readFileSync } from 'node:fs';
 import type { GroupEntry, ResourceInfo } from '../catalog.ts';
 import { panoptesGroupName } from '../panoptes-group.ts';
@@ -34,6 +34,31 @@ export const proxiedOnlyGroups: GroupEntry[] = [
   },
 ];
 
+/** Adds the extra groups a view serves without syncing them (a group already served gains the missing resources). */
+function withGroups(groups: GroupEntry[], extras: GroupEntry[]): GroupEntry[] {
+  const out = [...groups];
+  for (const extra of extras) {
+    const i = out.findIndex((x) => x.name === extra.name);
+    if (i < 0) {
+      out.push(extra);
+      continue;
+    }
+    const g = { ...out[i], versions: [...out[i].versions] };
+    out[i] = g;
+    for (const ev of extra.versions) {
+      const j = g.versions.findIndex((x) => x.version === ev.version);
+      if (j < 0) g.versions.push(ev);
+      else g.versions[j] = { ...g.versions[j], resources: [...g.versions[j].resources, ...ev.resources.filter((r) => !g.versions[j].resources.some((x) => x.resource === r.resource))] };
+    }
+  }
+  return out;
+}
+
+/** The groups of the all-clusters view: what is synced, and metrics.k8s.io gathered from the members. */
+export function fleetGroups(groups: GroupEntry[]): GroupEntry[] {
+  return withGroups(groups, proxiedOnlyGroups.filter((g) => g.name === 'metrics.k8s.io'));
+}
+
 function widened(r: ResourceInfo): ResourceInfo {
   const known = builtin[gv(r.group, r.version)]?.[r.resource];
   if (known) return { ...r, verbs: known.verbs, subresources: known.subresources };
@@ -42,18 +67,6 @@ function widened(r: ResourceInfo): ResourceInfo {
 
 /** The groups of a one-cluster view as the proxy serves them (Panoptes' own group as it is: read-only in a view). */
 export function proxiedGroups(groups: GroupEntry[]): GroupEntry[] {
-  const out = groups.map((g) => (g.name === panoptesGroupName ? g : { ...g, versions: g.versions.map((v) => ({ ...v, resources: v.resources.map(widened) })) }));
-  for (const extra of proxiedOnlyGroups) {
-    const g = out.find((x) => x.name === extra.name);
-    if (!g) {
-      out.push(extra);
-      continue;
-    }
-    for (const ev of extra.versions) {
-      const v = g.versions.find((x) => x.version === ev.version);
-      if (!v) g.versions.push(ev);
-      else v.resources = [...v.resources, ...ev.resources.filter((r) => !v.resources.some((x) => x.resource === r.resource))];
-    }
-  }
-  return out;
+  const widenedGroups = groups.map((g) => (g.name === panoptesGroupName ? g : { ...g, versions: g.versions.map((v) => ({ ...v, resources: v.resources.map(widened) })) }));
+  return withGroups(widenedGroups, proxiedOnlyGroups);
 }

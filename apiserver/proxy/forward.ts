@@ -15,14 +15,13 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context } from 'koa';
 import { StatusError } from '../../kube/status.ts';
-import { describeError } from '../../member/client.ts';
 import type { AuthState } from '../auth/middleware.ts';
 import type { UserInfo } from '../auth/authn.ts';
 import type { ResourceAttributes } from '../auth/attributes.ts';
 import type { Deps } from '../deps.ts';
 import { readBody } from '../write-request.ts';
 import type { ProxiedWrite } from './consistency.ts';
-import { proxiedHeaders } from './impersonation.ts';
+import { memberRequest } from './member-request.ts';
 import { memberUnavailable } from './members.ts';
 
 /** One request to forward: the member, the request as kube's RequestInfo reads it, and the member's path with the query. */
@@ -104,8 +103,6 @@ function statusMessage(body: Buffer): string | undefined {
 /** Forwards the request to its member and writes the answer. */
 export async function forward(ctx: Context, deps: Deps, p: ProxyRequest): Promise<void> {
   const user = proxyUser(ctx, deps);
-  await deps.proxy.authorizer?.authorizeProxy(user, p.attrs.verb, p.cluster);
-  const endpoint = await deps.proxy.members.endpoint(p.cluster, deps.catalog.cluster(p.cluster));
   const method = ctx.method;
   const write = method !== 'GET' && method !== 'HEAD';
   const w: ProxiedWrite = { cluster: p.cluster, group: p.attrs.group, version: p.attrs.version, resource: p.attrs.resource, verb: p.attrs.verb };
@@ -113,50 +110,25 @@ export async function forward(ctx: Context, deps: Deps, p: ProxyRequest): Promis
 
   let body: Buffer | undefined;
   if (write) {
+    await deps.proxy.authorizer?.authorizeProxy(user, p.attrs.verb, p.cluster); // before the body is read and translated
     body = await readBody(ctx, deps.limits.maxBodyBytes);
     if (body.length) body = await deps.proxy.consistency.translateBody(w, body, ctx.get('Content-Type'));
   }
-  const headers = proxiedHeaders(ctx.req.headers, user, await endpoint.headers());
-  // A write's answer is read here (read-your-writes): asked for uncompressed.
-  if (write) delete headers['accept-encoding'];
-  if (body !== undefined) headers['content-length'] = String(body.length);
-
-  const member = endpoint.transport.request({
-    protocol: endpoint.server.protocol,
-    hostname: endpoint.server.hostname,
-    port: endpoint.server.port,
-    path: endpoint.base + p.memberPath,
+  const gone = new AbortController();
+  ctx.res.once('close', () => gone.abort());
+  const res = await memberRequest(deps, {
+    cluster: p.cluster,
+    user,
+    verb: p.attrs.verb,
     method,
-    headers,
-    agent: endpoint.agent,
+    path: p.memberPath,
+    headers: ctx.req.headers,
+    body,
+    timeoutMs: isLongRunning(p.attrs) ? 0 : deps.limits.requestTimeoutMs,
+    signal: gone.signal,
+    // A write's answer is read here (read-your-writes): asked for uncompressed.
+    drop: write ? ['accept-encoding'] : [],
   });
-  let finished = false;
-  const abort = () => {
-    if (!finished) member.destroy(new Error('the client went away'));
-  };
-  ctx.res.once('close', abort);
-  const timeoutMs = isLongRunning(p.attrs) ? 0 : deps.limits.requestTimeoutMs;
-  const timer = timeoutMs ? setTimeout(() => member.destroy(new StatusError('Timeout', 'Timeout: request did not complete within requested timeout - context deadline exceeded', {})), timeoutMs) : undefined;
-
-  let res: IncomingMessage;
-  try {
-    res = await new Promise<IncomingMessage>((resolve, reject) => {
-      member.once('response', resolve);
-      member.once('error', reject);
-      member.end(body);
-    });
-  } catch (err) {
-    clearTimeout(timer);
-    finished = true;
-    if (err instanceof StatusError) throw err;
-    deps.log.debug('member request failed', { cluster: p.cluster, error: describeError(err) });
-    throw memberUnavailable(p.cluster, `the member did not answer (${describeError(err)})`);
-  }
-  res.once('end', () => {
-    finished = true;
-    clearTimeout(timer);
-  });
-  res.once('close', () => clearTimeout(timer));
 
   const status = res.statusCode ?? 502;
   const copyHeaders = () => {

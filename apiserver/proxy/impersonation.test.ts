@@ -48,3 +48,12 @@ t.test("the user's impersonation wins over the client's and the connection's own
   const h = proxiedHeaders({ 'impersonate-user': 'system:admin', accept: '*/*' }, { name: 'alice', groups: ['devs'], extra: {} }, { Authorization: 'Bearer panoptes', 'Impersonate-User': 'kubeconfig-as' });
   t.same(h, { accept: '*/*', Authorization: 'Bearer panoptes', 'Impersonate-User': 'alice', 'Impersonate-Group': ['devs'] });
 });
+
+t.test('values go as their UTF-8 bytes (as Go sends them); control characters are a 400, never a 500', async (t) => {
+  const h = impersonationHeaders({ name: 'josé 日本', groups: ['équipe'], extra: { team: ['ü'] } });
+  t.equal(Buffer.from(h['Impersonate-User'] as string, 'latin1').toString('utf8'), 'josé 日本');
+  t.equal(Buffer.from((h['Impersonate-Group'] as string[])[0], 'latin1').toString('utf8'), 'équipe');
+  t.equal(Buffer.from((h['Impersonate-Extra-team'] as string[])[0], 'latin1').toString('utf8'), 'ü');
+  t.throws(() => impersonationHeaders({ name: 'eve\r\nImpersonate-Group: system:masters', groups: [], extra: {} }), { reason: 'BadRequest', message: /control characters/ });
+  t.throws(() => impersonationHeaders({ name: 'eve', groups: ['a\nb'], extra: {} }), { reason: 'BadRequest', message: /control characters/ });
+});

@@ -16,6 +16,7 @@
 // header per group, and Impersonate-Extra-<key> per value, the key percent-encoded where it
 // is not a legal header-name byte (and `%` itself), values as they are.
 import type { IncomingHttpHeaders } from 'node:http';
+import { StatusError } from '../../kube/status.ts';
 import type { UserInfo } from '../auth/authn.ts';
 
 /** Header names never forwarded (lower case); `impersonate-*` and `x-remote-*` are matched by prefix. */
@@ -49,13 +50,23 @@ export function headerKeyEscape(key: string): string {
   return out;
 }
 
+/**
+ * A header value as Go's net/http writes a string: its UTF-8 bytes (node:http writes a
+ * string's characters as latin1 bytes, and refuses characters above U+00FF). Control
+ * characters cannot be sent in a header at all: a 400 naming what, never a 500.
+ */
+function headerValue(v: string, what: string): string {
+  if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(v)) throw new StatusError('BadRequest', `the ${what} has control characters and cannot be passed on to the member cluster`);
+  return Buffer.from(v, 'utf8').toString('latin1');
+}
+
 /** The impersonation headers naming `user` (for node:http: a repeated header is an array). */
 export function impersonationHeaders(user: UserInfo): Record<string, string | string[]> {
-  const h: Record<string, string | string[]> = { 'Impersonate-User': user.name };
-  if (user.uid) h['Impersonate-Uid'] = user.uid;
-  if (user.groups.length) h['Impersonate-Group'] = [...user.groups];
+  const h: Record<string, string | string[]> = { 'Impersonate-User': headerValue(user.name, "user's name") };
+  if (user.uid) h['Impersonate-Uid'] = headerValue(user.uid, "user's uid");
+  if (user.groups.length) h['Impersonate-Group'] = user.groups.map((g) => headerValue(g, "user's group"));
   for (const [key, values] of Object.entries(user.extra)) {
-    if (values.length) h[`Impersonate-Extra-${headerKeyEscape(key)}`] = [...values];
+    if (values.length) h[`Impersonate-Extra-${headerKeyEscape(key)}`] = values.map((v) => headerValue(v, `user's extra ${JSON.stringify(key)}`));
   }
   return h;
 }
