@@ -3,7 +3,7 @@
 // the headers (the client's forwardable ones, the connection's credentials, the user's
 // impersonation), a timeout unless long-running, and an abort when the caller goes away.
 // Resolves with the member's answer (any status); a member that does not answer is a 503.
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { StatusError } from '../../kube/status.ts';
 import { describeError } from '../../member/client.ts';
 import type { UserInfo } from '../auth/authn.ts';
@@ -32,13 +32,17 @@ export interface MemberRequest {
 
 const timeoutError = () => new StatusError('Timeout', 'Timeout: request did not complete within requested timeout - context deadline exceeded', {});
 
-export async function memberRequest(deps: Deps, r: MemberRequest): Promise<IncomingMessage> {
+/**
+ * The request to the member, made but not sent: reviewed, its endpoint and headers set. A
+ * connection upgrade (upgrade.ts) sets Connection and Upgrade on it and waits for 'upgrade'.
+ */
+export async function openMemberRequest(deps: Deps, r: Omit<MemberRequest, 'timeoutMs' | 'signal' | 'body'> & { bodyLength?: number }): Promise<ClientRequest> {
   await deps.proxy.authorizer?.authorizeProxy(r.user, r.verb, r.cluster);
   const endpoint = await deps.proxy.members.endpoint(r.cluster, deps.catalog.cluster(r.cluster));
   const headers = proxiedHeaders(r.headers, r.user, await endpoint.headers());
   for (const h of r.drop ?? []) delete headers[h];
-  if (r.body !== undefined) headers['content-length'] = String(r.body.length);
-  const member = endpoint.transport.request({
+  if (r.bodyLength !== undefined) headers['content-length'] = String(r.bodyLength);
+  return endpoint.transport.request({
     protocol: endpoint.server.protocol,
     hostname: endpoint.server.hostname,
     port: endpoint.server.port,
@@ -47,6 +51,10 @@ export async function memberRequest(deps: Deps, r: MemberRequest): Promise<Incom
     headers,
     agent: endpoint.agent,
   });
+}
+
+export async function memberRequest(deps: Deps, r: MemberRequest): Promise<IncomingMessage> {
+  const member = await openMemberRequest(deps, { ...r, bodyLength: r.body?.length });
   let finished = false;
   const abort = () => {
     if (!finished) member.destroy(new Error('the client went away'));

@@ -45,7 +45,8 @@ function tempDir(t: Test): string {
 for (const mode of ['plain', 'aggregated'] as const) {
   t.test(`kubectl through Panoptes (${mode})`, async (t) => {
     const dir = tempDir(t);
-    const fleet = await startProxyFleet({ mode, names: ['east', 'west'], dir });
+    // mallory may not use the proxy at all (Panoptes' own review on clusters/proxy).
+    const fleet = await startProxyFleet({ mode, names: ['east', 'west'], dir, policy: (s) => (s.user === 'mallory' && s.resourceAttributes?.subresource === 'proxy' ? 'no proxy for mallory' : true) });
     t.teardown(() => fleet.close());
     const east = fleet.sims[0];
     const target = { server: await fleet.clusterServer('east'), cacheDir: join(dir, 'cache') };
@@ -147,6 +148,12 @@ for (const mode of ['plain', 'aggregated'] as const) {
         const refused = await runKubectl(asBob, [...ns, 'exec', P, '--', 'true']);
         t.not(refused.code, 0);
         t.match(refused.stderr, /forbidden: User "bob" cannot create resource "pods\/exec"/, 'the member refused bob');
+        const mallory = await fleet.base('mallory');
+        const denied = await upgradeRequest(`${mallory}${resourcesPath}/clusters/east/api/v1/namespaces/kube-system/pods/${P}/exec?command=true&stdout=true`);
+        t.equal(denied.status, 403, denied.body);
+        t.match(JSON.parse(denied.body).message, 'clusters.panoptes.io "east" is forbidden: User "mallory" cannot create resource "clusters/proxy"');
+        const probe = await upgradeRequest(`${mallory}${resourcesPath}/clusters/nowhere/api/v1/namespaces/kube-system/pods/${P}/exec?command=true&stdout=true`);
+        t.equal(probe.status, 403, 'an unknown cluster is not revealed to who may not use the proxy');
       }
       const base = await fleet.base();
       const all = await upgradeRequest(`${base}${resourcesPath}/api/v1/namespaces/kube-system/pods/${P}/exec?command=true&stdout=true`);

@@ -26,7 +26,7 @@ import type { Authenticator } from '../auth/authn.ts';
 import { resourcesPrefix } from '../auth/attributes.ts';
 import type { Deps } from '../deps.ts';
 import { proxyUserOf } from './forward.ts';
-import { proxiedHeaders } from './impersonation.ts';
+import { openMemberRequest } from './member-request.ts';
 import { memberUnavailable } from './members.ts';
 
 export interface StreamLimits {
@@ -145,25 +145,20 @@ export class UpgradeProxy {
     const authenticated = this.authenticator ? await this.authenticator.authenticate(req) : undefined;
     const t = upgradeTarget(url);
     const user = proxyUserOf(authenticated, this.deps);
+    // Authorized before anything about the cluster is said (404), as the HTTP path does; the
+    // review in openMemberRequest is then the authorizer's cached answer.
     await this.deps.proxy.authorizer?.authorizeProxy(user, 'create', t.cluster);
     if (!this.deps.catalog.hasCluster(t.cluster)) await this.deps.catalog.refreshOnMiss();
     if (!this.deps.catalog.hasCluster(t.cluster)) throw new StatusError('NotFound', `clusters.panoptes.io "${t.cluster}" not found`, { name: t.cluster, group: 'panoptes.io', kind: 'clusters' });
-    const endpoint = await this.deps.proxy.members.endpoint(t.cluster, this.deps.catalog.cluster(t.cluster));
-    if (client.destroyed) return 499;
+    // Reviewed on clusters/proxy (verb create, see above), the endpoint (503 when away), the headers: as every proxied request.
+    const member = await openMemberRequest(this.deps, { cluster: t.cluster, user, verb: 'create', method: req.method ?? 'GET', path: t.memberPath, headers: req.headers });
+    if (client.destroyed) {
+      member.destroy();
+      return 499;
+    }
     this.deps.log.debug('stream through the proxy', { user: user.name, cluster: t.cluster, namespace: t.namespace, pod: t.pod, subresource: t.subresource });
-
-    const headers = proxiedHeaders(req.headers, user, await endpoint.headers());
-    headers.connection = 'Upgrade';
-    headers.upgrade = String(req.headers.upgrade ?? '');
-    const member = endpoint.transport.request({
-      protocol: endpoint.server.protocol,
-      hostname: endpoint.server.hostname,
-      port: endpoint.server.port,
-      path: endpoint.base + t.memberPath,
-      method: req.method,
-      headers,
-      agent: endpoint.agent,
-    });
+    member.setHeader('Connection', 'Upgrade');
+    member.setHeader('Upgrade', String(req.headers.upgrade ?? ''));
     client.once('close', () => member.destroy());
     return new Promise<number>((resolve, reject) => {
       member.once('upgrade', (res: IncomingMessage, socket: Duplex, memberHead: Buffer) => {
