@@ -50,7 +50,7 @@ export function proxyUser(ctx: Context, deps: Deps): UserInfo {
   return proxyUserOf((ctx.state as AuthState).user, deps);
 }
 
-/** proxyUser for a request authenticated outside Koa (connection upgrades: upgrade.ts). */
+/** proxyUser for a request outside Koa (a connection upgrade): `authenticated` is who the server authenticated, if anyone. */
 export function proxyUserOf(authenticated: UserInfo | undefined, deps: Deps): UserInfo {
   const user = authenticated ?? deps.proxy.unauthenticatedUser;
   if (!user) {

@@ -1,11 +1,13 @@
-// One request to a member as a user, the step every proxied request shares: Panoptes' review
-// on clusters/proxy, the member's endpoint from the pool (503 + Retry-After when it is away),
+// One request to a member as a user, the step every proxied request shares (memberTarget:
+// also what a connection upgrade needs to open its own): the cluster (404 when unknown),
+// Panoptes' review on clusters/proxy, the member's endpoint from the pool (503 + Retry-After when it is away),
 // the headers (the client's forwardable ones, the connection's credentials, the user's
 // impersonation), a timeout unless long-running, and an abort when the caller goes away.
 // Resolves with the member's answer (any status); a member that does not answer is a 503.
-import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { StatusError } from '../../kube/status.ts';
-import { describeError } from '../../member/client.ts';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { StatusError, notFound } from '../../kube/status.ts';
+import { describeError, type MemberEndpoint } from '../../member/client.ts';
+import { panoptesGroupName } from '../panoptes-group.ts';
 import type { UserInfo } from '../auth/authn.ts';
 import type { Deps } from '../deps.ts';
 import { proxiedHeaders } from './impersonation.ts';
@@ -32,17 +34,39 @@ export interface MemberRequest {
 
 const timeoutError = () => new StatusError('Timeout', 'Timeout: request did not complete within requested timeout - context deadline exceeded', {});
 
+/** What opening a request to a member as a user takes (also for connection upgrades: exec, attach, port-forward). */
+export interface MemberTarget {
+  endpoint: MemberEndpoint;
+  /** The member URL of a Kubernetes path (`/api/...`, `/apis/...`, with its query). */
+  url(path: string): URL;
+  /** The headers to send: the client's forwardable ones, the connection's credentials, the user's impersonation. */
+  headers(incoming: IncomingHttpHeaders): Promise<Record<string, string | string[]>>;
+}
+
 /**
- * The request to the member, made but not sent: reviewed, its endpoint and headers set. A
- * connection upgrade (upgrade.ts) sets Connection and Upgrade on it and waits for 'upgrade'.
+ * The member `cluster` as `user` may reach it with `verb`: 404 for an unknown cluster, 403 when
+ * Panoptes' review on clusters/proxy refuses, 503 with Retry-After when it is away or has no
+ * usable credentials here.
  */
-export async function openMemberRequest(deps: Deps, r: Omit<MemberRequest, 'timeoutMs' | 'signal' | 'body'> & { bodyLength?: number }): Promise<ClientRequest> {
-  await deps.proxy.authorizer?.authorizeProxy(r.user, r.verb, r.cluster);
-  const endpoint = await deps.proxy.members.endpoint(r.cluster, deps.catalog.cluster(r.cluster));
-  const headers = proxiedHeaders(r.headers, r.user, await endpoint.headers());
+export async function memberTarget(deps: Deps, cluster: string, user: UserInfo, verb: string): Promise<MemberTarget> {
+  if (!deps.catalog.hasCluster(cluster)) await deps.catalog.refreshOnMiss();
+  if (!deps.catalog.hasCluster(cluster)) throw notFound(`clusters.${panoptesGroupName} "${cluster}" not found`, { name: cluster, group: panoptesGroupName, kind: 'clusters' });
+  await deps.proxy.authorizer?.authorizeProxy(user, verb, cluster);
+  const endpoint = await deps.proxy.members.endpoint(cluster, deps.catalog.cluster(cluster));
+  return {
+    endpoint,
+    url: (path) => new URL(endpoint.base + path, endpoint.server.origin),
+    headers: async (incoming) => proxiedHeaders(incoming, user, await endpoint.headers()),
+  };
+}
+
+export async function memberRequest(deps: Deps, r: MemberRequest): Promise<IncomingMessage> {
+  const target = await memberTarget(deps, r.cluster, r.user, r.verb);
+  const endpoint = target.endpoint;
+  const headers = await target.headers(r.headers);
   for (const h of r.drop ?? []) delete headers[h];
-  if (r.bodyLength !== undefined) headers['content-length'] = String(r.bodyLength);
-  return endpoint.transport.request({
+  if (r.body !== undefined) headers['content-length'] = String(r.body.length);
+  const member = endpoint.transport.request({
     protocol: endpoint.server.protocol,
     hostname: endpoint.server.hostname,
     port: endpoint.server.port,
@@ -51,10 +75,6 @@ export async function openMemberRequest(deps: Deps, r: Omit<MemberRequest, 'time
     headers,
     agent: endpoint.agent,
   });
-}
-
-export async function memberRequest(deps: Deps, r: MemberRequest): Promise<IncomingMessage> {
-  const member = await openMemberRequest(deps, { ...r, bodyLength: r.body?.length });
   let finished = false;
   const abort = () => {
     if (!finished) member.destroy(new Error('the client went away'));

@@ -15,6 +15,7 @@ import { logger, setLogLevel } from '../../lib/log.ts';
 import { openTestStore, seedCluster } from '../../storage/testing.ts';
 import { secureServingFromFlags } from '../auth/config.ts';
 import { createApiserver } from '../server.ts';
+import { memberTarget } from './member-request.ts';
 import type { MemberCredentials } from './members.ts';
 
 if (!process.env.PANOPTES_LOG_LEVEL) setLogLevel('error');
@@ -197,6 +198,17 @@ t.test('proxied requests go to the member as the user (TLS, front proxy)', async
     const s = await as('alice', 'GET', `${P}/apis/apps/v1/namespaces/shop/deployments/web/scale`);
     t.equal(s.status, 405, s.body);
     t.match(s.json.message, `of the subresource scale is served for one cluster at a time, through the proxy to that member: ${P}/clusters/<cluster>/apis/apps/v1/namespaces/shop/deployments/web/scale`);
+  });
+
+  await t.test('memberTarget: what a connection upgrade opens its member request with', async (t) => {
+    const alice = { name: 'alice', uid: 'u-a', groups: ['devs'], extra: {} };
+    const target = await memberTarget(api.deps, 'east', alice, 'create');
+    t.equal(target.url('/api/v1/namespaces/shop/pods/web/exec?command=sh').href, `${east.url}/api/v1/namespaces/shop/pods/web/exec?command=sh`);
+    const h = await target.headers({ connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-protocol': 'v5.channel.k8s.io', authorization: 'Bearer client', 'impersonate-user': 'root' });
+    t.same(h, { 'sec-websocket-protocol': 'v5.channel.k8s.io', Authorization: 'Bearer panoptes-east', 'Impersonate-User': 'alice', 'Impersonate-Uid': 'u-a', 'Impersonate-Group': ['devs'] }, 'the upgrade headers are the upgrade path\'s to set again');
+    await t.rejects(memberTarget(api.deps, 'nowhere', alice, 'create'), { reason: 'NotFound', message: /clusters.panoptes.io "nowhere" not found/ });
+    await t.rejects(memberTarget(api.deps, 'east', { name: 'mallory', groups: [], extra: {} }, 'create'), { reason: 'Forbidden', message: /clusters\/proxy/ });
+    await t.rejects(memberTarget(api.deps, 'away', alice, 'create'), { reason: 'ServiceUnavailable', message: /not Ready/, details: { retryAfterSeconds: 5 } });
   });
 
   await t.test('reads of synced resources still come from storage', async (t) => {

@@ -26,7 +26,7 @@ import type { Authenticator } from '../auth/authn.ts';
 import { resourcesPrefix } from '../auth/attributes.ts';
 import type { Deps } from '../deps.ts';
 import { proxyUserOf } from './forward.ts';
-import { openMemberRequest } from './member-request.ts';
+import { memberTarget } from './member-request.ts';
 import { memberUnavailable } from './members.ts';
 
 export interface StreamLimits {
@@ -145,20 +145,27 @@ export class UpgradeProxy {
     const authenticated = this.authenticator ? await this.authenticator.authenticate(req) : undefined;
     const t = upgradeTarget(url);
     const user = proxyUserOf(authenticated, this.deps);
-    // Authorized before anything about the cluster is said (404), as the HTTP path does; the
-    // review in openMemberRequest is then the authorizer's cached answer.
+    // Authorized before anything about the cluster is said (404), as the HTTP path is by the
+    // auth middleware; memberTarget's own review is then the authorizer's cached answer.
     await this.deps.proxy.authorizer?.authorizeProxy(user, 'create', t.cluster);
-    if (!this.deps.catalog.hasCluster(t.cluster)) await this.deps.catalog.refreshOnMiss();
-    if (!this.deps.catalog.hasCluster(t.cluster)) throw new StatusError('NotFound', `clusters.panoptes.io "${t.cluster}" not found`, { name: t.cluster, group: 'panoptes.io', kind: 'clusters' });
-    // Reviewed on clusters/proxy (verb create, see above), the endpoint (503 when away), the headers: as every proxied request.
-    const member = await openMemberRequest(this.deps, { cluster: t.cluster, user, verb: 'create', method: req.method ?? 'GET', path: t.memberPath, headers: req.headers });
-    if (client.destroyed) {
-      member.destroy();
-      return 499;
-    }
+    // The cluster (404), the review on clusters/proxy (verb create, see above), the endpoint
+    // (503 when away), the headers: as every proxied request (member-request.ts).
+    const target = await memberTarget(this.deps, t.cluster, user, 'create');
+    const headers = await target.headers(req.headers);
+    headers.connection = 'Upgrade';
+    headers.upgrade = String(req.headers.upgrade ?? '');
+    if (client.destroyed) return 499;
     this.deps.log.debug('stream through the proxy', { user: user.name, cluster: t.cluster, namespace: t.namespace, pod: t.pod, subresource: t.subresource });
-    member.setHeader('Connection', 'Upgrade');
-    member.setHeader('Upgrade', String(req.headers.upgrade ?? ''));
+    const memberUrl = target.url(t.memberPath);
+    const member = target.endpoint.transport.request({
+      protocol: memberUrl.protocol,
+      hostname: memberUrl.hostname,
+      port: memberUrl.port,
+      path: `${memberUrl.pathname}${memberUrl.search}`,
+      method: req.method,
+      headers,
+      agent: target.endpoint.agent,
+    });
     client.once('close', () => member.destroy());
     return new Promise<number>((resolve, reject) => {
       member.once('upgrade', (res: IncomingMessage, socket: Duplex, memberHead: Buffer) => {

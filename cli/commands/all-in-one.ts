@@ -49,7 +49,11 @@ ${memberNetworksFlagHelp}
     let server: Awaited<ReturnType<typeof startServing>> | undefined;
     try {
       // The proxy reads the member credentials synchro reads.
-      const members = { ...(source.clustersFile ? { clustersFile: source.clustersFile } : {}), ...(source.kubeconfig ? { kubeconfig: source.kubeconfig, contexts: source.contexts } : {}) };
+      const members = {
+        ...(source.clustersFile ? { clustersFile: source.clustersFile } : {}),
+        ...(source.kubeconfig ? { kubeconfig: source.kubeconfig, contexts: source.contexts } : {}),
+        ...(source.hostCluster ? { hostCluster: source.hostCluster, credentialsNamespace: source.credentialsNamespace } : {}),
+      };
       server = await startServing(store, values, logger('apiserver'), new ApiserverMetrics(registry), members);
       synchro = await startSynchro({
         store,

@@ -12,6 +12,10 @@ import { commonFlags, openStorage } from './serve.ts';
 import { summaries } from './summaries.ts';
 import { parseProxyUser, proxyCredentials, type ProxyCredentialsOptions } from './proxy-credentials.ts';
 import type { ApiserverOptions } from '../../apiserver/server.ts';
+import { existsSync } from 'node:fs';
+import { connectCluster, type ClusterConnection } from '../../member/client.ts';
+import { HostSecrets } from '../../synchro/host-secrets.ts';
+import { credentialsNamespace, hostClusterConnection } from './synchro-flags.ts';
 
 export const serveFlagSpec = {
   'insecure-listen': { type: 'string' },
@@ -47,32 +51,61 @@ type ServeFlagValues = {
   SecureFlagValues;
 
 /** Where the proxy's member credentials come from (cli/commands/proxy-credentials.ts): the clusters file or kubeconfig synchro reads. */
-export type MemberSources = Pick<ProxyCredentialsOptions, 'clustersFile' | 'kubeconfig' | 'contexts'>;
+export type MemberSources = Pick<ProxyCredentialsOptions, 'clustersFile' | 'kubeconfig' | 'contexts'> & {
+  /** The host cluster, to read the credentials Secrets API-registered Clusters name. */
+  hostCluster?: ClusterConnection;
+  credentialsNamespace?: string;
+};
 
 /** The apiserver's own flags for member credentials (all-in-one has synchro's). */
-export const memberSourceFlagSpec = { clusters: { type: 'string' }, kubeconfig: { type: 'string' }, contexts: { type: 'string' } } as const;
+export const memberSourceFlagSpec = {
+  clusters: { type: 'string' },
+  kubeconfig: { type: 'string' },
+  contexts: { type: 'string' },
+  'host-kubeconfig': { type: 'string' },
+  'credentials-namespace': { type: 'string' },
+} as const;
 
 export const memberSourceFlagHelp = `  --clusters FILE               clusters.yaml, as synchro's (env PANOPTES_CLUSTERS): the credentials the proxy to
                                 member clusters uses (their identity needs impersonate there:
                                 manifests/member-cluster/proxy/). Clusters registered through the API use their
                                 inline credentials from storage without it
   --kubeconfig FILE             instead of --clusters: one member cluster per kubeconfig context
-  --contexts a,b|all            with --kubeconfig: which contexts (default all)`;
+  --contexts a,b|all            with --kubeconfig: which contexts (default all)
+  --host-kubeconfig FILE        read the Secrets API-registered Clusters name as their credentials, as synchro,
+                                from this host cluster (env PANOPTES_HOST_KUBECONFIG). Off by default: give it,
+                                or --credentials-namespace in a pod (in-cluster), and the Role that lets it read them
+  --credentials-namespace NS    the namespace of those Secrets (default: the pod's namespace, else panoptes)`;
 
 /** --clusters / --kubeconfig / --contexts of the apiserver. */
-export function memberSourceFlags(values: { clusters?: string; kubeconfig?: string; contexts?: string }): MemberSources {
+export function memberSourceFlags(values: { clusters?: string; kubeconfig?: string; contexts?: string; 'host-kubeconfig'?: string; 'credentials-namespace'?: string }): MemberSources {
   const clustersFile = values.clusters ?? (values.kubeconfig ? undefined : process.env.PANOPTES_CLUSTERS);
   if (clustersFile && values.kubeconfig) throw new UsageError('give --clusters or --kubeconfig, not both');
   if (values.contexts !== undefined && !values.kubeconfig) throw new UsageError('--contexts goes with --kubeconfig');
   const contexts = values.contexts === undefined || values.contexts === 'all' ? 'all' : values.contexts.split(',').map((s) => s.trim()).filter(Boolean);
-  return { ...(clustersFile ? { clustersFile } : {}), ...(values.kubeconfig ? { kubeconfig: values.kubeconfig, contexts } : {}) };
+  // Opt-in: the apiserver reads the host's credentials Secrets only when asked to (its manifests give it no Secret access).
+  const hostKubeconfig = values['host-kubeconfig'] ?? process.env.PANOPTES_HOST_KUBECONFIG;
+  if (hostKubeconfig && !existsSync(hostKubeconfig)) throw new UsageError(`--host-kubeconfig ${hostKubeconfig}: no such file`);
+  const readSecrets = hostKubeconfig !== undefined || values['credentials-namespace'] !== undefined;
+  const hostCluster = readSecrets ? hostClusterConnection(hostKubeconfig) : undefined;
+  if (readSecrets && !hostCluster) throw new UsageError('--credentials-namespace needs the host cluster: --host-kubeconfig, or run in the host cluster');
+  return {
+    ...(clustersFile ? { clustersFile } : {}),
+    ...(values.kubeconfig ? { kubeconfig: values.kubeconfig, contexts } : {}),
+    ...(hostCluster ? { hostCluster, credentialsNamespace: credentialsNamespace(values['credentials-namespace']) } : {}),
+  };
 }
 
-/** The apiserver's proxy options: member credentials, and in the development mode the user named to impersonate. */
-function proxyOptions(store: Store, values: ServeFlagValues, members: MemberSources, log: Logger, secure: boolean): ApiserverOptions['proxy'] {
+/** The apiserver's proxy options (member credentials, and in the development mode the user named to impersonate), and how to stop what they read. */
+async function proxyOptions(store: Store, values: ServeFlagValues, members: MemberSources, log: Logger, secure: boolean): Promise<{ proxy: NonNullable<ApiserverOptions['proxy']>; stop: () => Promise<void> }> {
   const user = parseProxyUser(values['insecure-proxy-user']);
   if (user && secure) throw new UsageError('--insecure-proxy-user goes with --insecure-listen only: with authentication, the proxy impersonates the authenticated user');
-  return { credentials: proxyCredentials({ store, ...members, networks: memberNetworksFlag(values), log: log.child({ part: 'proxy' }) }), ...(user ? { unauthenticatedUser: user } : {}) };
+  const { hostCluster, credentialsNamespace: namespace, ...files } = members;
+  const secrets = hostCluster
+    ? new HostSecrets({ client: await connectCluster(hostCluster), namespace: namespace ?? 'panoptes', log: log.child({ part: 'host-secrets' }), onChange: () => undefined })
+    : undefined;
+  const credentials = proxyCredentials({ store, ...files, networks: memberNetworksFlag(values), log: log.child({ part: 'proxy' }), ...(secrets ? { secrets } : {}) });
+  return { proxy: { credentials, ...(user ? { unauthenticatedUser: user } : {}) }, stop: async () => secrets?.stop() };
 }
 
 /** --external-metrics-file, or PANOPTES_EXTERNAL_METRICS_FILE. */
@@ -107,20 +140,27 @@ export async function startServing(
   const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
   if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
-  const proxy = proxyOptions(store, values, members, log, false);
+  const { proxy, stop: stopProxy } = await proxyOptions(store, values, members, log, false);
   const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memoryFlags(values) });
   let url: string;
   try {
     url = await api.listen(host, port);
   } catch (err) {
     await api.close();
+    await stopProxy();
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new UsageError(`--insecure-listen ${host}:${port}: the port is in use`);
     throw err;
   }
   log.warn('INSECURE: serving plain HTTP without authentication or authorization (development mode, loopback only)', { url });
-  if (proxy?.unauthenticatedUser) log.warn('INSECURE: every request proxied to a member cluster goes as the user named by --insecure-proxy-user, whoever sends it', { user: proxy.unauthenticatedUser.name, groups: proxy.unauthenticatedUser.groups });
+  if (proxy.unauthenticatedUser) log.warn('INSECURE: every request proxied to a member cluster goes as the user named by --insecure-proxy-user, whoever sends it', { user: proxy.unauthenticatedUser.name, groups: proxy.unauthenticatedUser.groups });
   log.info('apiserver listening', { url, allClusters: `${url}/apis/panoptes.io/v1alpha1/resources`, oneCluster: `${url}/apis/panoptes.io/v1alpha1/resources/clusters/<cluster>` });
-  return { url, close: () => api.close() };
+  return {
+    url,
+    close: async () => {
+      await api.close();
+      await stopProxy();
+    },
+  };
 }
 
 /** HTTPS with authentication (front proxy, client certificates, TokenReview) and SubjectAccessReview authorization. */
@@ -136,8 +176,11 @@ async function startSecureServing(
   if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
   const memory = memoryFlags(values);
-  const proxy = proxyOptions(store, values, members, log, true);
   const secure = await secureServingFromFlags(values, log);
+  const { proxy, stop: stopProxy } = await proxyOptions(store, values, members, log, true).catch((err: unknown) => {
+    secure.stop();
+    throw err;
+  });
   const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memory });
   let url: string;
   try {
@@ -145,6 +188,7 @@ async function startSecureServing(
   } catch (err) {
     await api.close();
     secure.stop();
+    await stopProxy();
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new UsageError(`--secure-port ${secure.port}: the port is in use`);
     throw err;
   }
@@ -154,6 +198,7 @@ async function startSecureServing(
     close: async () => {
       await api.close();
       secure.stop();
+      await stopProxy();
     },
   };
 }

@@ -6,8 +6,10 @@
 //     synchro's, or a file of its own when the proxy's identity should differ from synchro's).
 //   - Clusters registered through the API: their Cluster objects and inline credentials from
 //     storage, checked by the same rules as synchro's (synchro/registrations.ts: credentials
-//     bound to the endpoint they were written with, the network guard). Credentials held in a
-//     Secret of the host cluster are read by synchro only: such a cluster is a 503 naming why.
+//     bound to the endpoint they were written with, the network guard), and those held in a
+//     Secret of the host cluster, read as synchro reads them (synchro/host-secrets.ts: the
+//     labelled Secrets of the credentials namespace, listed and watched once a Cluster names
+//     one) when the apiserver has the host cluster; without it such a cluster is a 503 naming why.
 // Both are read again at most every `refreshMs` (default 2 s), so a rotated credential is
 // used within that time (a new fingerprint: new connections).
 import type { UserInfo } from '../../apiserver/auth/authn.ts';
@@ -17,6 +19,7 @@ import type { Logger } from '../../lib/log.ts';
 import type { MemberNetworks } from '../../member/networks.ts';
 import type { Store } from '../../storage/store.ts';
 import { ConfigError, loadClustersFile, loadKubeconfigClusters, type ClusterConfig, type ParsedConfig } from '../../synchro/config.ts';
+import type { SecretSource } from '../../synchro/host-secrets.ts';
 import { apiClusters, needsSecrets } from '../../synchro/registrations.ts';
 
 export interface ProxyCredentialsOptions {
@@ -27,6 +30,8 @@ export interface ProxyCredentialsOptions {
   networks: MemberNetworks;
   log: Logger;
   refreshMs?: number;
+  /** The host cluster's credentials Secrets (started once a Cluster names a Secret); absent: such clusters are unavailable here. */
+  secrets?: SecretSource & { start?(): void };
 }
 
 type Answer = MemberConnectionInfo | { unavailable: string } | undefined;
@@ -65,11 +70,14 @@ export function proxyCredentials(o: ProxyCredentialsOptions): MemberCredentials 
     for (const i of file.invalid) if (i.name) next.set(i.name, { unavailable: `its entry in the clusters file is invalid: ${i.message}` });
     const fileNames = new Set(next.keys());
     const registrations = await o.store.listClusterRegistrations();
-    const api = apiClusters(registrations, fileNames, undefined, o.networks);
+    if (o.secrets && needsSecrets(registrations)) o.secrets.start?.();
+    const api = apiClusters(registrations, fileNames, o.secrets, o.networks);
     const inSecret = new Set(registrations.filter((r) => needsSecrets([r])).map((r) => r.name));
-    const secretHeld = { unavailable: 'its credentials are in a Secret of the host cluster, which only synchro reads; give the apiserver the cluster in a clusters file (--clusters)' };
+    const secretHeld = o.secrets
+      ? { unavailable: 'its credentials Secret in the host cluster is not read yet' }
+      : { unavailable: 'its credentials are in a Secret of the host cluster, and this apiserver has no host cluster to read it from (--host-kubeconfig, or run it in the host cluster)' };
     for (const [name, c] of api.configs) next.set(name, info(c));
-    for (const [name, i] of api.invalid) next.set(name, inSecret.has(name) ? secretHeld : { unavailable: i.message });
+    for (const [name, i] of api.invalid) next.set(name, inSecret.has(name) && !o.secrets ? secretHeld : { unavailable: i.message });
     for (const name of api.pending) next.set(name, inSecret.has(name) ? secretHeld : { unavailable: 'its credentials cannot be decided yet' });
     for (const name of api.deleting) next.set(name, { unavailable: 'it is being removed' });
     answers = next;
@@ -78,7 +86,7 @@ export function proxyCredentials(o: ProxyCredentialsOptions): MemberCredentials 
 
   return {
     async lookup(cluster) {
-      if (Date.now() - readAt > refreshMs) {
+      if (Date.now() - readAt >= refreshMs) {
         reading ??= read().finally(() => (reading = undefined));
         await reading;
       }

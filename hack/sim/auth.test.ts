@@ -113,4 +113,12 @@ t.test('impersonation as kube: the caller needs impersonate on users, groups, ui
   t.equal(noGroup.status, 403);
   t.match(noGroup.json.message, 'User "alice" cannot impersonate resource "users"');
   t.notOk(c.auth.impersonations.some((i) => i.caller === 'reader' || i.caller === 'alice'), 'refused impersonations are not recorded as made');
+
+  // A service account's name is checked as the ServiceAccount, in its namespace.
+  c.auth.grant('users-only', { name: 'narrow', rules: [{ verbs: ['impersonate'], apiGroups: [''], resources: ['users'] }] });
+  const sa = await get(svc, { Authorization: 'Bearer users-only', 'Impersonate-User': 'system:serviceaccount:shop:deployer' });
+  t.equal(sa.status, 403);
+  t.equal(sa.json.message, 'serviceaccounts "deployer" is forbidden: User "narrow" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "shop"');
+  const asSa = await get(svc, { Authorization: 'Bearer imp', 'Impersonate-User': 'system:serviceaccount:shop:deployer' });
+  t.equal(asSa.json.message, 'services is forbidden: User "system:serviceaccount:shop:deployer" cannot list resource "services" in API group "" in the namespace "shop"', 'impersonated; the service account itself is granted nothing');
 });

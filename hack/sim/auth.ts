@@ -9,7 +9,7 @@
 // Impersonation as kube-apiserver does it (k8s.io/apiserver/pkg/endpoints/filters/impersonation.go):
 // Impersonate-User, Impersonate-Uid, Impersonate-Group (repeated) and Impersonate-Extra-<key>
 // (key percent-decoded) need the caller to be allowed `impersonate` on users (name = the
-// user), groups (name = each group), uids and userextras/<key> (group
+// user; a service account's name: serviceaccounts in its namespace), groups (name = each group), uids and userextras/<key> (group
 // authentication.k8s.io, name = each value); a refusal is kube's 403, e.g. `users "alice" is
 // forbidden: User "panoptes" cannot impersonate resource "users" in API group "" at the cluster
 // scope`. The request then runs as the impersonated user: the rules granted to that user name
@@ -161,8 +161,10 @@ export class SimAuth {
   }
 
   private impersonate(caller: SimUser | undefined, asked: Omit<Impersonation, 'caller'>): SimUser | undefined {
+    // A service account's user name is checked as the ServiceAccount object (kube's impersonation filter).
+    const sa = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(asked.user);
     const checks: RequestAttributes[] = [
-      { verb: 'impersonate', group: '', resource: 'users', name: asked.user },
+      sa ? { verb: 'impersonate', group: '', resource: 'serviceaccounts', namespace: sa[1], name: sa[2] } : { verb: 'impersonate', group: '', resource: 'users', name: asked.user },
       ...asked.groups.map((g) => ({ verb: 'impersonate', group: '', resource: 'groups', name: g })),
       ...(asked.uid !== undefined ? [{ verb: 'impersonate', group: 'authentication.k8s.io', resource: 'uids', name: asked.uid }] : []),
       ...Object.entries(asked.extra).flatMap(([k, vs]) => vs.map((v) => ({ verb: 'impersonate', group: 'authentication.k8s.io', resource: 'userextras', subresource: k, name: v }))),
