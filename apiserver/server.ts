@@ -8,7 +8,8 @@
 // the server's limit), so thousands of watches arrive as streams of a few TLS connections
 // instead of a TLS connection each (tens of KB of OpenSSL buffers per connection). Up to 1000
 // concurrent streams per connection, as k8s.io/apiserver's RecommendedOptions set for aggregated API servers.
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { createSecureServer, type Http2SecureServer } from 'node:http2';
 import { authMiddleware } from './auth/middleware.ts';
 import type { SecureServing } from './auth/config.ts';
@@ -36,6 +37,7 @@ import type { WriteConsistency } from './proxy/consistency.ts';
 import { createWriteConsistency, syncedInCatalog } from './proxy/write-consistency.ts';
 import { MemberPool, noMemberCredentials, type MemberCredentials } from './proxy/members.ts';
 import type { ConnectOptions } from '../member/client.ts';
+import { defaultStreamLimits, UpgradeProxy, type StreamLimits } from './proxy/upgrade.ts';
 import { bodyTooLarge, limitWritesInFlight } from './write-request.ts';
 import { WatchHub, type HubOptions } from './watch/index.ts';
 
@@ -68,6 +70,8 @@ export interface ApiserverOptions {
    * through), and in the development mode the user requests impersonate (absent: refused).
    */
   proxy?: { credentials?: MemberCredentials; consistency?: WriteConsistency; unauthenticatedUser?: UserInfo; connect?: ConnectOptions };
+  /** Idle and overall limits of exec, attach and port-forward streams through the proxy (apiserver/proxy/upgrade.ts). */
+  streams?: Partial<StreamLimits>;
 }
 
 export interface Apiserver {
@@ -78,6 +82,8 @@ export interface Apiserver {
   listen(host: string, port: number): Promise<string>;
   /** The listening server, once listen() resolved (HTTP/2 and HTTP/1.1 with TLS, HTTP/1.1 without). */
   server?: Server | Http2SecureServer;
+  /** exec, attach and port-forward streams through the proxy (connection upgrades). */
+  streams: UpgradeProxy;
   /** Stops listening, ends open connections and the catalog's refresh (not the store). */
   close(): Promise<void>;
 }
@@ -244,10 +250,12 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
   });
 
   const sockets = new Set<Socket>();
+  const streams = new UpgradeProxy(deps, opts.secure?.authenticator, { ...defaultStreamLimits, ...opts.streams }, metrics.registry);
   const handle: Apiserver = {
     app,
     deps,
     metrics,
+    streams,
     async listen(host, port) {
       const maxHeaderSize = Math.max(16 * 1024, limits.maxUrlBytes + 8 * 1024);
       const tls = opts.secure?.tls;
@@ -275,6 +283,8 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
       http1.keepAliveTimeout = 65_000;
       http1.headersTimeout = 66_000;
       http1.requestTimeout = 0; // watches are long; other requests are bounded above
+      // Connection upgrades (HTTP/1.1 only; the HTTP/2 server's HTTP/1.1 fallback emits them too): exec, attach, port-forward.
+      server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void streams.handle(req, socket, head));
       server.on('connection', (s: Socket) => {
         sockets.add(s);
         s.on('close', () => sockets.delete(s));
@@ -295,6 +305,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
       if (ownCatalog) catalog.stop();
       rules.stop();
       deps.proxy.members.close();
+      streams.closeAll();
       opts.secure?.tls.stop();
       await hub.stop(); // ends every watch stream cleanly (clients re-watch elsewhere)
       const server = handle.server;

@@ -13,6 +13,7 @@ import { Registry } from './resources.ts';
 import { SimAuth } from './auth.ts';
 import { handle, type SimContext } from './server.ts';
 import { Store } from './store.ts';
+import { handleUpgrade, SimStreams } from './streams/upgrade.ts';
 import type { KObject } from './types.ts';
 import { WatchHub } from './watch.ts';
 import { loadWorkload, type WorkloadOptions } from './workload.ts';
@@ -63,6 +64,8 @@ export interface SimCluster {
   auth: SimAuth;
   /** The controllers (stopped in a static cluster): `await c.controllers.settle()` waits until every change so far is acted on. */
   controllers: Controllers;
+  /** pods/log, exec, attach and portforward: container filesystems, the sessions open, the log pace (`logIntervalMs`). */
+  streams: SimStreams;
   /**
    * Stores many objects without HTTP (benchmarks): `resource` is `pods`, `deployments.apps`
    * or `apps/deployments`. kind/apiVersion are filled in; each object gets its own rv.
@@ -110,13 +113,15 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
     });
   const faults = new Faults(store, hub, { stopListening, startListening: listen });
   const auth = new SimAuth();
+  const streams = new SimStreams();
 
   const ctx: SimContext = {
-    name: opts.name, store, registry, crud, hub, faults, churn, auth, controllers,
+    name: opts.name, store, registry, crud, hub, faults, churn, auth, controllers, streams,
     options: { defaultWatchTimeoutSeconds: opts.defaultWatchTimeoutSeconds ?? 1800, tooLargeWaitMs: opts.tooLargeWaitMs ?? 3000, openapiV3: opts.openapiV3 ?? true },
     address: () => `${host}:${port}`,
   };
   server.on('request', (req, res) => void handle(ctx, req, res));
+  server.on('upgrade', (req, socket, head) => void handleUpgrade(ctx, streams, req, socket, head));
 
   const nsInfo = registry.lookup('', 'v1', 'namespaces')!;
   for (const name of systemNamespaces) crud.create(nsInfo, 'v1', undefined, { metadata: { name } });
@@ -145,7 +150,7 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
     get port() {
       return port;
     },
-    store, registry, crud, hub, faults, churn, auth, controllers,
+    store, registry, crud, hub, faults, churn, auth, controllers, streams,
     bulkCreate(resource, objects) {
       const info = resolve(resource);
       const apiVersion = info.group ? `${info.group}/${info.versions[0]}` : info.versions[0];
@@ -157,6 +162,7 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
       faults.dispose();
       hub.dropAll(true);
       await stopListening();
+      await streams.echo.close();
     },
   };
 }

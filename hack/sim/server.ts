@@ -22,6 +22,8 @@ import { listBody, negotiate, objectBody, watchLineEncoder, type Output } from '
 import { patchTypeOf } from './patch.ts';
 import type { Registry, ResourceInfo } from './resources.ts';
 import type { Store } from './store.ts';
+import { serveLog } from './streams/logs.ts';
+import type { SimStreams } from './streams/upgrade.ts';
 import { isObject, type KObject } from './types.ts';
 import type { WatchHub } from './watch.ts';
 
@@ -46,6 +48,8 @@ export interface SimContext {
   controllers: Controllers;
   options: ServerOptions;
   auth: SimAuth;
+  /** Streaming subresources' state: container filesystems, open exec/attach/portforward sessions, log pace. */
+  streams: SimStreams;
   /** host:port, for /api's serverAddressByClientCIDRs. */
   address(): string;
 }
@@ -142,7 +146,8 @@ function parseTarget(ctx: SimContext, group: string, version: string, rest: stri
   if (!info || parts.length > 3) throw notFoundPath();
   const t: Target = { info, namespace, name: parts[1], subresource: parts[2] };
   if (t.name !== undefined && info.namespaced && namespace === undefined) throw notFoundPath();
-  if (t.subresource !== undefined && !((t.subresource === 'status' && info.status) || (t.subresource === 'scale' && info.scale))) throw notFoundPath();
+  const podStream = info.id === '/pods' && t.subresource !== undefined && ['log', 'exec', 'attach', 'portforward'].includes(t.subresource);
+  if (t.subresource !== undefined && !podStream && !((t.subresource === 'status' && info.status) || (t.subresource === 'scale' && info.scale))) throw notFoundPath();
   return t;
 }
 
@@ -174,6 +179,7 @@ async function resource(ctx: SimContext, req: IncomingMessage, res: ServerRespon
   const t = parseTarget(ctx, group, version, rest);
   const { info } = t;
   const method = req.method ?? 'GET';
+  if (info.id === '/pods' && t.subresource !== undefined && t.subresource !== 'status') return podSubresource(ctx, req, res, url, t, user);
   const isWatch = t.name === undefined && method === 'GET' && boolParam(url, 'watch');
   ctx.auth.authorize(user, { verb: requestVerb(method, t.name !== undefined, isWatch), group, resource: info.resource, subresource: t.subresource, namespace: t.namespace, name: t.name });
   // One object back (get, create, update, patch, delete) or a list (list, deletecollection).
@@ -334,4 +340,19 @@ async function watch(ctx: SimContext, res: ServerResponse, url: URL, t: Target, 
     info: t.info, version, namespace: t.namespace, match, resourceVersion, allowBookmarks, timeoutSeconds,
     sendInitialEvents: sendInitial === 'true', encode: watchLineEncoder(out),
   });
+}
+
+/** pods/log (GET: a stream of text), and exec, attach, portforward without a connection upgrade (400, as kube-apiserver). */
+async function podSubresource(ctx: SimContext, req: IncomingMessage, res: ServerResponse, url: URL, t: Target, user: SimUser | undefined): Promise<void> {
+  const method = req.method ?? 'GET';
+  const sub = t.subresource!;
+  const attrs = { group: '', resource: 'pods', subresource: sub, namespace: t.namespace, name: t.name };
+  if (sub === 'log') {
+    if (method !== 'GET') throw new StatusError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
+    ctx.auth.authorize(user, { verb: 'get', ...attrs });
+    return serveLog(ctx, req, res, url, t.namespace!, t.name!, { intervalMs: ctx.streams.logIntervalMs });
+  }
+  if (method !== 'GET' && method !== 'POST') throw new StatusError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
+  ctx.auth.authorize(user, { verb: 'create', ...attrs });
+  throw new StatusError('BadRequest', 'Upgrade request required');
 }

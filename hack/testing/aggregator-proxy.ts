@@ -5,6 +5,10 @@
 // UpgradeAwareHandler: httputil.ReverseProxy with the request's headers cloned, over
 // client-go's HTTP/2 transport).
 //
+// Connection upgrades (exec, attach, port-forward) go as kube-aggregator's UpgradeAwareHandler
+// sends them: a TLS connection of their own speaking HTTP/1.1, the request with the client's
+// headers (identity headers replaced by X-Remote-*), then the bytes both ways as they come.
+//
 // Accept-Encoding, as Go's http.Transport treats it (DisableCompression false, client-go's
 // default): a client's Accept-Encoding is passed through and the answer returned as it came
 // (gzip stays gzip); without one, the transport asks for gzip itself and inflates a gzipped
@@ -15,6 +19,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, constants, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { connect as tlsConnect } from 'node:tls';
 import { createGunzip } from 'node:zlib';
 
 export interface AggregatorProxyOptions {
@@ -88,7 +94,33 @@ export async function startAggregatorProxy(o: AggregatorProxyOptions): Promise<A
     });
   };
 
+  const upgrade = (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    const target = new URL(o.target);
+    const backend = tlsConnect({ host: target.hostname, port: Number(target.port), ca: o.tls.ca, cert: o.tls.cert, key: o.tls.key, ALPNProtocols: ['http/1.1'] });
+    const lines = [`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/1.1`, `Host: ${target.host}`];
+    for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+      const k = req.rawHeaders[i].toLowerCase();
+      if (k !== 'host' && !k.startsWith('x-remote-')) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+    }
+    lines.push(`X-Remote-User: ${o.user.name}`, ...o.user.groups.map((g) => `X-Remote-Group: ${g}`));
+    backend.on('secureConnect', () => {
+      backend.write(`${lines.join('\r\n')}\r\n\r\n`);
+      if (head.length) backend.write(head);
+      backend.pipe(client);
+      client.pipe(backend);
+    });
+    const end = () => {
+      backend.destroy();
+      client.destroy();
+    };
+    backend.on('error', end);
+    client.on('error', end);
+    backend.on('close', end);
+    client.on('close', end);
+  };
+
   const server: Server = createServer(handle);
+  server.on('upgrade', upgrade);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
