@@ -6,6 +6,7 @@ import { kindFieldValues } from '../kube/fields.ts';
 import { matchesLabels, type Requirement } from '../kube/labels.ts';
 import type { Dialect } from './dialect.ts';
 import { labelNumber } from './label-number.ts';
+import { ownedBy, whereOwnedBy, type ResolvedOwners } from './owners.ts';
 import { ownerUid } from './rows.ts';
 import { isSqlSafe, labelIndexKey, labelIndexValue, sqlText } from './sql-values.ts';
 import type { KubeObject, ListQuery, ObjectKey } from './types.ts';
@@ -38,6 +39,7 @@ export function whereMatches(qb: Knex.QueryBuilder, knex: Knex, dialect: Dialect
   if (q.namespaces) qb.whereIn('o.namespace', q.namespaces.filter(isSqlSafe));
   if (q.names) qb.whereIn('o.name', q.names.filter(isSqlSafe));
   if (q.ownerUIDs) qb.whereIn('o.owner_uid', q.ownerUIDs.map(sqlText));
+  if (q.owners) whereOwnedBy(qb, q.owners, q);
   for (const r of q.labelSelector ?? []) requireLabel(qb, knex, r);
   for (const f of q.fieldSelector ?? []) {
     if (f.field === 'metadata.name' || f.field === 'metadata.namespace') {
@@ -63,8 +65,8 @@ function fieldsMatch(q: ListQuery, key: ObjectKey, obj: KubeObject): boolean {
   });
 }
 
-/** The same filters, for one object outside SQL. */
-export function objectMatches(q: ListQuery, key: ObjectKey, obj: KubeObject): boolean {
+/** The same filters, for one object outside SQL; an owner query needs its owners resolved in the same snapshot. */
+export function objectMatches(q: ListQuery, key: ObjectKey, obj: KubeObject, owners?: ResolvedOwners): boolean {
   if (key.group !== q.group || key.resource !== q.resource) return false;
   if (q.clusters && !q.clusters.includes(key.cluster)) return false;
   if (q.namespaces && !q.namespaces.includes(key.namespace)) return false;
@@ -72,6 +74,10 @@ export function objectMatches(q: ListQuery, key: ObjectKey, obj: KubeObject): bo
   if (q.ownerUIDs) {
     const owner = ownerUid(obj);
     if (owner === null || !q.ownerUIDs.map(sqlText).includes(sqlText(owner))) return false;
+  }
+  if (q.owners) {
+    if (!owners) throw new Error('an owner query is matched outside SQL only with its owners resolved');
+    if (!ownedBy(owners, key, obj)) return false;
   }
   if (q.labelSelector && !matchesLabels(q.labelSelector, obj.metadata?.labels)) return false;
   if (q.fieldSelector && !fieldsMatch(q, key, obj)) return false;

@@ -8,6 +8,7 @@ import { decodeContinue, encodeContinue } from './continue.ts';
 import { CompactedError, RvTooLargeError } from './errors.ts';
 import { objectMatches, whereMatches } from './filters.ts';
 import { readMeta } from './meta.ts';
+import { resolveOwners } from './owners.ts';
 import { pageQuery, type Key } from './list-scan.ts';
 import { compareKeys, toStored, type ChangeRow, type ObjectRow } from './rows.ts';
 import { upstreamRvAnnotation } from './write.ts';
@@ -22,6 +23,7 @@ async function rebuiltAt(trx: Knex.Transaction, q: ListQuery, rv: number): Promi
   const rows: ChangeRow[] = await qb.select('rv', 'type', 'cluster', 'grp', 'version', 'resource', 'namespace', 'name', 'uid', 'prev_object');
   const seen = new Set<string>();
   const out: StoredObject[] = [];
+  const owners = q.owners && rows.length > 0 ? await resolveOwners(trx, q.owners, q.clusters) : undefined;
   for (const r of rows) {
     const k = `${r.cluster}\u0000${r.namespace}\u0000${r.name}`;
     if (seen.has(k)) continue;
@@ -29,7 +31,7 @@ async function rebuiltAt(trx: Knex.Transaction, q: ListQuery, rv: number): Promi
     if (r.type === 'ADDED' || r.prev_object === null) continue; // did not exist at rv
     const obj = JSON.parse(r.prev_object) as KubeObject;
     const key = { cluster: r.cluster, group: r.grp, resource: r.resource, namespace: r.namespace, name: r.name };
-    if (!objectMatches(q, key, obj)) continue;
+    if (!objectMatches(q, key, obj, owners)) continue;
     out.push({
       ...key,
       version: r.version,
@@ -48,7 +50,7 @@ async function rebuiltAt(trx: Knex.Transaction, q: ListQuery, rv: number): Promi
  * the latest state sum object_counts; one at an older rv counts its rows.
  */
 async function countAll(trx: Knex.Transaction, q: ListQuery, historic: boolean, live: () => Knex.QueryBuilder, rebuilt: number): Promise<number | undefined> {
-  if (q.labelSelector?.length || q.fieldSelector?.length || q.names || q.ownerUIDs) return undefined;
+  if (q.labelSelector?.length || q.fieldSelector?.length || q.names || q.ownerUIDs || q.owners) return undefined;
   if (historic) {
     const row = await live().count({ n: '*' }).first();
     return Number((row as { n: number | string }).n) + rebuilt;

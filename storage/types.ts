@@ -84,6 +84,8 @@ export interface ListQuery {
   namespaces?: string[];
   names?: string[];
   ownerUIDs?: string[];
+  /** Dependents of owners named by name and group-resource or uid, at some level of their chain (storage/owners.ts). */
+  owners?: OwnerQuery;
   labelSelector?: LabelSelector;
   /** metadata.name, metadata.namespace and the kind's selectable fields (checked by the caller). */
   fieldSelector?: FieldSelector;
@@ -93,6 +95,16 @@ export interface ListQuery {
   continue?: string;
   /** Read the snapshot exactly at this rv (resourceVersionMatch=Exact). Default: the latest. */
   exactRv?: number;
+}
+
+/** Owners named by `names` (with their group and resource) or `uids`, and how far down their chain the listed objects are. */
+export interface OwnerQuery {
+  names?: string[];
+  uids?: string[];
+  group?: string;
+  resource?: string;
+  /** 0: the owners' own dependents; n: n levels further down; 'any': any level (storage/owners.ts maxOwnerDepth). */
+  seniority: number | 'any';
 }
 
 export interface ListResult {
