@@ -6,6 +6,7 @@ import { parseLabelSelector, type LabelSelector } from '../kube/labels.ts';
 import { queryBool } from '../kube/query.ts';
 import { StatusError, badRequest } from '../kube/status.ts';
 import type { ResourceInfo } from './catalog.ts';
+import { invalidOwnerValue, ownerSearchKeys, ownerTerms } from './owners.ts';
 import type { ListParams, SearchParams, Verb } from './request.ts';
 
 /** Label keys that reach the Panoptes search parameters (kubectl -l). */
@@ -16,6 +17,7 @@ const searchKeys: Record<string, keyof SearchParams> = {
   namespaces: 'namespaces',
   names: 'names',
   ownerUID: 'ownerUIDs',
+  ...ownerSearchKeys,
 };
 
 const knownParams = new Set([
@@ -69,6 +71,11 @@ const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 export function checkSearchValues(key: keyof SearchParams, values: string[], source: string): string[] {
   if (values.length === 0 || values.length > 1000) throw badRequest(`${source}: give between 1 and 1000 values`);
   for (const v of values) {
+    if (key === 'ownerNames' || key === 'ownerGR' || key === 'ownerSeniority') {
+      const why = invalidOwnerValue(key, v);
+      if (why) throw badRequest(`${source}: ${JSON.stringify(v)} ${why}`);
+      continue;
+    }
     const ok =
       key === 'clusters' || key === 'namespaces' ? v.length <= 63 && dnsLabel.test(v) : key === 'names' ? v.length > 0 && v.length <= 253 && !v.includes('/') : v.length > 0 && v.length <= 128 && /^[A-Za-z0-9._-]+$/.test(v);
     if (!ok) throw badRequest(`${source}: ${JSON.stringify(v)} is not a valid ${key === 'ownerUIDs' ? 'uid' : key.slice(0, -1) + ' name'}`);
@@ -123,6 +130,9 @@ export function parseListParams(qs: URLSearchParams, verb: Verb, info: ResourceI
     mergeSearch(search, key, checkSearchValues(key, values, param));
   }
 
+  if (ownerTerms(search).owners && verb === 'watch') {
+    throw badRequest('ownerName and ownerSeniority cannot be combined with watch: the owner chain is read from the stored owners at each list; watch with ownerUID (seniority 0) instead');
+  }
   const params: ListParams = { labelSelector, fieldSelector, search, resourceVersion: one('resourceVersion') ?? '', allowWatchBookmarks: false };
 
   const limit = one('limit');

@@ -5,6 +5,7 @@ import type { FieldSelector } from '../kube/fields.ts';
 import type { LabelSelector } from '../kube/labels.ts';
 import type { ListQuery } from '../storage/types.ts';
 import type { ResourceInfo } from './catalog.ts';
+import { ownerTerms } from './owners.ts';
 
 /** Which clusters a URL reads: every cluster (the `.../resources/...` prefix) or one (`.../resources/clusters/<c>/...`). */
 export interface View {
@@ -20,6 +21,10 @@ export interface SearchParams {
   namespaces?: string[];
   names?: string[];
   ownerUIDs?: string[];
+  /** apiserver/owners.ts */
+  ownerNames?: string[];
+  ownerGR?: string[];
+  ownerSeniority?: string[];
 }
 
 export type ResourceVersionMatch = 'Exact' | 'NotOlderThan';
@@ -87,7 +92,7 @@ export function toListQuery(req: ResourceRequest): ListQuery {
   if (namespaces) q.namespaces = namespaces;
   const names = intersect(s.names, req.name === undefined ? undefined : [req.name]);
   if (names) q.names = names;
-  if (s.ownerUIDs) q.ownerUIDs = s.ownerUIDs;
+  Object.assign(q, ownerTerms(s));
   if (req.params.labelSelector.length) q.labelSelector = req.params.labelSelector;
   if (req.params.fieldSelector.length) q.fieldSelector = req.params.fieldSelector;
   return q;
