@@ -6,6 +6,7 @@ import { kindFieldValues } from '../kube/fields.ts';
 import { matchesLabels, type Requirement } from '../kube/labels.ts';
 import type { Dialect } from './dialect.ts';
 import { labelNumber } from './label-number.ts';
+import { jsonFieldsMatch, whereJsonFields } from './json-fields.ts';
 import { ownedBy, whereOwnedBy, type ResolvedOwners } from './owners.ts';
 import { ownerUid } from './rows.ts';
 import { isSqlSafe, labelIndexKey, labelIndexValue, sqlText } from './sql-values.ts';
@@ -52,6 +53,7 @@ export function whereMatches(qb: Knex.QueryBuilder, knex: Knex, dialect: Dialect
       qb.whereRaw(`COALESCE(${sql}, '') ${f.operator === '=' ? '=' : '<>'} ?`, [...bindings, sqlText(f.value)]);
     }
   }
+  whereJsonFields(qb, dialect, q);
   return qb;
 }
 
@@ -81,5 +83,6 @@ export function objectMatches(q: ListQuery, key: ObjectKey, obj: KubeObject, own
   }
   if (q.labelSelector && !matchesLabels(q.labelSelector, obj.metadata?.labels)) return false;
   if (q.fieldSelector && !fieldsMatch(q, key, obj)) return false;
+  if (q.jsonFields && !jsonFieldsMatch(q.jsonFields, obj)) return false;
   return true;
 }

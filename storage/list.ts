@@ -7,6 +7,7 @@ import type { Dialect } from './dialect.ts';
 import { decodeContinue, encodeContinue } from './continue.ts';
 import { CompactedError, RvTooLargeError } from './errors.ts';
 import { objectMatches, whereMatches } from './filters.ts';
+import { budgetTimeout, enforceBudget } from './json-fields.ts';
 import { readMeta } from './meta.ts';
 import { resolveOwners } from './owners.ts';
 import { pageQuery, type Key } from './list-scan.ts';
@@ -50,7 +51,7 @@ async function rebuiltAt(trx: Knex.Transaction, q: ListQuery, rv: number): Promi
  * the latest state sum object_counts; one at an older rv counts its rows.
  */
 async function countAll(trx: Knex.Transaction, q: ListQuery, historic: boolean, live: () => Knex.QueryBuilder, rebuilt: number): Promise<number | undefined> {
-  if (q.labelSelector?.length || q.fieldSelector?.length || q.names || q.ownerUIDs || q.owners) return undefined;
+  if (q.labelSelector?.length || q.fieldSelector?.length || q.names || q.ownerUIDs || q.owners || q.jsonFields?.length) return undefined;
   if (historic) {
     const row = await live().count({ n: '*' }).first();
     return Number((row as { n: number | string }).n) + rebuilt;
@@ -87,8 +88,9 @@ export async function list(knex: Knex, dialect: Dialect, q: ListQuery): Promise<
       if (historic) qb.andWhere('o.rv', '<=', rv);
       return qb;
     };
+    await enforceBudget(trx, dialect, q, (rest) => whereMatches(trx('objects as o'), trx, dialect, rest));
     const page = pageQuery(trx, dialect, q, { after, limit: limit ? limit + 1 : undefined, atRv: historic ? rv : undefined });
-    let items = page ? ((await page) as ObjectRow[]).map(toStored) : [];
+    let items = page ? ((await page.catch((err: unknown) => Promise.reject(budgetTimeout(err, q)))) as ObjectRow[]).map(toStored) : [];
 
     const rebuilt = historic ? await rebuiltAt(trx, q, rv) : [];
     if (rebuilt.length > 0) {

@@ -3,6 +3,7 @@
 import type { Knex } from 'knex';
 import { labelNumber } from './label-number.ts';
 import type { Dialect } from './dialect.ts';
+import { fieldIndexName, indexedFields } from './json-fields.ts';
 import { epochSequence } from './leases.ts';
 import { sqlDocument, sqlText } from './sql-values.ts';
 
@@ -235,6 +236,16 @@ const migrations: Migration[] = [
         t.string('boot_id').nullable();
         t.string('pid_namespace').nullable();
       });
+    },
+  },
+  {
+    // JSON path field selectors on the indexed selectable fields (storage/json-fields.ts
+    // indexedFields) read one expression index over the small `fields` column per field.
+    version: 11,
+    async up(trx, d) {
+      for (const field of indexedFields) {
+        await trx.raw(`CREATE INDEX IF NOT EXISTS ${fieldIndexName(field)} ON objects (grp, resource, (${d.fieldsValue(field, '')}))`);
+      }
     },
   },
 ];

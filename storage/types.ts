@@ -1,6 +1,7 @@
 // The storage contract: what synchro writes and what the apiserver reads.
 import type { LabelSelector } from '../kube/labels.ts';
 import type { FieldSelector } from '../kube/fields.ts';
+import type { JsonFieldRequirement, QueryBudget } from './json-fields.ts';
 
 /** A Kubernetes object as JSON. */
 export interface KubeObject {
@@ -89,6 +90,10 @@ export interface ListQuery {
   labelSelector?: LabelSelector;
   /** metadata.name, metadata.namespace and the kind's selectable fields (checked by the caller). */
   fieldSelector?: FieldSelector;
+  /** Terms on any JSON path of the object (storage/json-fields.ts). */
+  jsonFields?: JsonFieldRequirement[];
+  /** What unindexed JSON terms may cost (default storage/json-fields.ts defaultQueryBudget). */
+  budget?: QueryBudget;
   /** Page size; unset or 0 means everything. */
   limit?: number;
   /** Opaque token from a previous page; pins that page's snapshot rv. */

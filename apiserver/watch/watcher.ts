@@ -87,7 +87,7 @@ export class Watcher extends Readable {
     super({ highWaterMark: 16 * 1024 });
     this.query = request.query;
     const q = request.query;
-    this.needsObject = q.ownerUIDs !== undefined || (q.labelSelector?.length ?? 0) > 0 || (q.fieldSelector?.length ?? 0) > 0;
+    this.needsObject = q.ownerUIDs !== undefined || (q.labelSelector?.length ?? 0) > 0 || (q.fieldSelector?.length ?? 0) > 0 || (q.jsonFields?.length ?? 0) > 0;
     timeoutMs = Math.min(Math.max(0, timeoutMs), MAX_TIMER_MS); // setTimeout fires at once beyond 2^31-1 ms
     this.deadline = Date.now() + timeoutMs;
     this.timers.push(setTimeout(() => this.close('timeout'), timeoutMs));
