@@ -4,6 +4,7 @@
 import { maxRequestBodyBytes } from '../kube/json-limits.ts';
 import type { Logger } from '../lib/log.ts';
 import type { MemberNetworks } from '../member/networks.ts';
+import { defaultQueryBudget, type QueryBudget } from '../storage/json-fields.ts';
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
 import type { Compression } from './compression.ts';
@@ -28,6 +29,8 @@ export interface ApiserverLimits {
    * this bounds the memory writes can take together.
    */
   maxMutatingInFlight: number;
+  /** What a list with unindexed JSON path field terms may cost (storage/json-fields.ts; default 20,000 objects, 2 s). */
+  queryBudget: QueryBudget;
 }
 
 export const defaultLimits: ApiserverLimits = {
@@ -37,6 +40,7 @@ export const defaultLimits: ApiserverLimits = {
   maxUrlBytes: 16 * 1024,
   maxBodyBytes: maxRequestBodyBytes,
   maxMutatingInFlight: 16,
+  queryBudget: defaultQueryBudget,
 };
 
 export interface Deps {

@@ -1,11 +1,11 @@
 // Query parameters of list, get and watch → ListParams, validated as kube-apiserver does
 // (ValidateListOptions and the storage layer's rv checks), plus the Panoptes search
 // parameters. Unknown or malformed parameters are a 400 Status, never ignored.
-import { checkFieldSelector, parseFieldSelector } from '../kube/fields.ts';
 import { parseLabelSelector, type LabelSelector } from '../kube/labels.ts';
 import { queryBool } from '../kube/query.ts';
 import { StatusError, badRequest } from '../kube/status.ts';
 import type { ResourceInfo } from './catalog.ts';
+import { extractFieldKeys, parseFieldSelectorWithPaths } from './field-paths.ts';
 import { invalidOwnerValue, ownerSearchKeys, ownerTerms } from './owners.ts';
 import type { ListParams, SearchParams, Verb } from './request.ts';
 
@@ -120,8 +120,9 @@ export function parseListParams(qs: URLSearchParams, verb: Verb, info: ResourceI
   const search: SearchParams = {};
   let labelSelector = parseLabelSelector(one('labelSelector') ?? '');
   labelSelector = extractSearch(labelSelector, search);
-  const fieldSelector = parseFieldSelector(one('fieldSelector') ?? '');
-  checkFieldSelector(info.group, info.resource, fieldSelector);
+  const fromLabels = extractFieldKeys(labelSelector);
+  labelSelector = fromLabels.rest;
+  const { fieldSelector, jsonFields } = parseFieldSelectorWithPaths(one('fieldSelector') ?? '', info.group, info.resource);
   for (const [param, key] of Object.entries(searchKeys)) {
     const raw = qs.getAll(param);
     if (raw.length === 0) continue;
@@ -133,7 +134,7 @@ export function parseListParams(qs: URLSearchParams, verb: Verb, info: ResourceI
   if (ownerTerms(search).owners && verb === 'watch') {
     throw badRequest('ownerName and ownerSeniority cannot be combined with watch: the owner chain is read from the stored owners at each list; watch with ownerUID (seniority 0) instead');
   }
-  const params: ListParams = { labelSelector, fieldSelector, search, resourceVersion: one('resourceVersion') ?? '', allowWatchBookmarks: false };
+  const params: ListParams = { labelSelector, fieldSelector, jsonFields: [...jsonFields, ...fromLabels.jsonFields], search, resourceVersion: one('resourceVersion') ?? '', allowWatchBookmarks: false };
 
   const limit = one('limit');
   if (limit !== undefined && limit !== '') {

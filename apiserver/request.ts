@@ -3,6 +3,7 @@
 // parameters, resourceVersion semantics, and the output format with its Table options.
 import type { FieldSelector } from '../kube/fields.ts';
 import type { LabelSelector } from '../kube/labels.ts';
+import type { JsonFieldRequirement } from '../storage/json-fields.ts';
 import type { ListQuery } from '../storage/types.ts';
 import type { ResourceInfo } from './catalog.ts';
 import { ownerTerms } from './owners.ts';
@@ -35,6 +36,8 @@ export interface ListParams {
   labelSelector: LabelSelector;
   /** Checked against the kind's selectable fields. */
   fieldSelector: FieldSelector;
+  /** Terms on JSON paths (apiserver/field-paths.ts). */
+  jsonFields: JsonFieldRequirement[];
   search: SearchParams;
   /** Page size, already capped at the server's maximum; undefined: everything. */
   limit?: number;
@@ -95,6 +98,7 @@ export function toListQuery(req: ResourceRequest): ListQuery {
   Object.assign(q, ownerTerms(s));
   if (req.params.labelSelector.length) q.labelSelector = req.params.labelSelector;
   if (req.params.fieldSelector.length) q.fieldSelector = req.params.fieldSelector;
+  if (req.params.jsonFields.length) q.jsonFields = req.params.jsonFields;
   return q;
 }
 
