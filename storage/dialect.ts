@@ -160,12 +160,9 @@ function keysPath(keys: string[]): string {
   return keys.map((k) => `."${k}"`).join('');
 }
 
-/** PostgreSQL strict jsonpath `strict $."a"[*]."b"`. */
-function jsonPathText(path: Array<string | null>): string {
-  const keys = path.filter((k): k is string => k !== null);
-  if (keys.length) checkPath(keys);
-  if (path.length >= maxSqlDepth) throw new Error(`JSON path of ${path.length} steps: at most ${maxSqlDepth - 1}`);
-  return 'strict $' + path.map((k) => (k === null ? '[*]' : `."${k}"`)).join('');
+/** PostgreSQL text[] literal of keys, `{}` for none (the value itself). */
+function pgKeys(keys: string[]): string {
+  return keys.length ? pgPath(keys) : '{}';
 }
 
 /** Text inside an SQL string literal (a field name: no control characters, as checkPath). */
@@ -592,9 +589,20 @@ export const postgres: Dialect = {
       const p = pgPath(path as string[]);
       return [`COALESCE(${cond(`(${doc} #> ?::text[])`)}, false)`, [...(test === 'exists' ? [p] : [p, p]), ...condBindings]];
     }
-    // strict: [*] of a non-array and a missing key select nothing (lax mode would unwrap arrays
-    // where the path names none); silent: no error for them.
-    return [`EXISTS (SELECT 1 FROM jsonb_path_query(${doc}, ?::jsonpath, '{}', true) AS v(x) WHERE ${cond('v.x')})`, [jsonPathText(path), ...condBindings]];
+    // Each [*] is jsonb_array_elements of the value before it when that is an array (of NULL,
+    // no rows); #> of an element that is no object is NULL, not an error.
+    const parts = splitAtEach(path);
+    const from: string[] = [];
+    const bindings: unknown[] = [];
+    let base = doc;
+    parts.slice(0, -1).forEach((keys, i) => {
+      const at = `(${base} #> ?::text[])`;
+      from.push(`jsonb_array_elements(CASE WHEN jsonb_typeof${at} = 'array' THEN ${at} END) AS e${i}(v)`);
+      bindings.push(pgKeys(keys), pgKeys(keys));
+      base = `e${i}.v`;
+    });
+    const last = pgKeys(parts[parts.length - 1]);
+    return [`EXISTS (SELECT 1 FROM ${from.join(', ')} WHERE ${cond(`(${base} #> ?::text[])`)})`, [...bindings, ...(test === 'exists' ? [last] : [last, last]), ...condBindings]];
   },
   fieldsValue: (field, alias = 'o.') => `((${alias}fields)::jsonb ->> '${sqlLiteralText(field)}')`,
   async boundStatements(trx, ms) {

@@ -17,6 +17,7 @@ function pods(): UpstreamEvent[] {
     { containers: { image: 'nginx:1' }, replicas: { n: 3 } },
     { containers: [{ image: 'x\u0000y' }], annotations: { 'example.com/tier': '' }, replicas: '3' },
     {},
+    { containers: ['sidecar', { image: 'mixed' }] },
   ];
   return shapes.map((s, i) => {
     const e = podEvent('ADDED', `ns-${i % 2}`, `p-${i}`, String(10 + i), { phase: i % 3 === 0 ? 'Pending' : 'Running' });
@@ -35,9 +36,10 @@ const image = ['spec', 'containers', null, 'image'];
 const cases: Array<[string, JsonFieldRequirement, string[]]> = [
   ['[*] in', term(image, 'in', 'nginx:1'), ['p-0']],
   ['[*] in, several values', term(image, 'in', 'nginx:2', 'redis'), ['p-0', 'p-1']],
-  ['[*] notin holds where absent', term(image, 'notin', 'nginx:1'), ['p-1', 'p-2', 'p-3', 'p-4', 'p-5', 'p-6']],
-  ['[*] exists skips null', term(image, 'exists'), ['p-0', 'p-1', 'p-5']],
+  ['[*] notin holds where absent', term(image, 'notin', 'nginx:1'), ['p-1', 'p-2', 'p-3', 'p-4', 'p-5', 'p-6', 'p-7']],
+  ['[*] exists skips null', term(image, 'exists'), ['p-0', 'p-1', 'p-5', 'p-7']],
   ['[*] !', term(image, '!'), ['p-2', 'p-3', 'p-4', 'p-6']],
+  ['[*] over strings and objects', term(image, 'in', 'mixed'), ['p-7']],
   ['[*] of strings', term(['spec', 'containers', null], 'in', 'nginx:1'), ['p-3']],
   ['NUL compares as U+FFFD', term(image, 'in', 'x\u0000y'), ['p-5']],
   ['bracketed key', term(['metadata', 'annotations', 'example.com/tier'], 'in', 'front', ''), ['p-0', 'p-5']],
@@ -45,9 +47,9 @@ const cases: Array<[string, JsonFieldRequirement, string[]]> = [
   ['decimal', term(['spec', 'replicas'], 'in', '3.5'), ['p-1']],
   ['boolean', term(['spec', 'replicas'], 'in', 'true'), ['p-2']],
   ['exists: not null, objects too', term(['spec', 'replicas'], 'exists'), ['p-0', 'p-1', 'p-2', 'p-4', 'p-5']],
-  ['an object is no scalar', term(['spec', 'replicas'], 'notin', '3'), ['p-1', 'p-2', 'p-3', 'p-4', 'p-6']],
+  ['an object is no scalar', term(['spec', 'replicas'], 'notin', '3'), ['p-1', 'p-2', 'p-3', 'p-4', 'p-6', 'p-7']],
   ['status.phase, through its index', term(['status', 'phase'], 'in', 'Pending'), ['p-0', 'p-3']],
-  ['status.phase notin', term(['status', 'phase'], 'notin', 'Pending'), ['p-1', 'p-2', 'p-4', 'p-5', 'p-6']],
+  ['status.phase notin', term(['status', 'phase'], 'notin', 'Pending'), ['p-1', 'p-2', 'p-4', 'p-5', 'p-6', 'p-7']],
 ];
 
 for (const backend of backends) {
