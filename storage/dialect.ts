@@ -581,20 +581,14 @@ export const postgres: Dialect = {
     return [`(COALESCE(jsonb_typeof(${ref} #> ?::text[]), 'null') <> 'null')`, [pgPath(path)]];
   },
   jsonAnyAt(path, test, values) {
-    const doc = '(COALESCE(o.json_doc, o.object)::jsonb)';
     const cond = (x: string) => (test === 'exists' ? `jsonb_typeof(${x}) <> 'null'` : `jsonb_typeof(${x}) IN ('string', 'number', 'boolean') AND ${x} #>> '{}' IN (${values.map(() => '?').join(', ')})`);
-    const condBindings = test === 'exists' ? [] : values;
-    if (!path.includes(null)) {
-      // No [*]: one value or none.
-      const p = pgPath(path as string[]);
-      return [`COALESCE(${cond(`(${doc} #> ?::text[])`)}, false)`, [...(test === 'exists' ? [p] : [p, p]), ...condBindings]];
-    }
-    // Each [*] is jsonb_array_elements of the value before it when that is an array (of NULL,
-    // no rows); #> of an element that is no object is NULL, not an error.
+    // The document is parsed once per row (OFFSET 0 keeps the planner from inlining the cast
+    // into each use). Each [*] is jsonb_array_elements of the value before it when that is an
+    // array (of NULL, no rows); #> of an element that is no object is NULL, not an error.
     const parts = splitAtEach(path);
-    const from: string[] = [];
+    const from = ['(SELECT COALESCE(o.json_doc, o.object)::jsonb AS d OFFSET 0) AS s'];
     const bindings: unknown[] = [];
-    let base = doc;
+    let base = 's.d';
     parts.slice(0, -1).forEach((keys, i) => {
       const at = `(${base} #> ?::text[])`;
       from.push(`jsonb_array_elements(CASE WHEN jsonb_typeof${at} = 'array' THEN ${at} END) AS e${i}(v)`);
@@ -602,7 +596,8 @@ export const postgres: Dialect = {
       base = `e${i}.v`;
     });
     const last = pgKeys(parts[parts.length - 1]);
-    return [`EXISTS (SELECT 1 FROM ${from.join(', ')} WHERE ${cond(`(${base} #> ?::text[])`)})`, [...bindings, ...(test === 'exists' ? [last] : [last, last]), ...condBindings]];
+    const at = `(${base} #> ?::text[])`;
+    return [`EXISTS (SELECT 1 FROM ${from.join(', ')} WHERE ${cond(at)})`, [...bindings, ...(test === 'exists' ? [last] : [last, last]), ...(test === 'exists' ? [] : values)]];
   },
   fieldsValue: (field, alias = 'o.') => `((${alias}fields)::jsonb ->> '${sqlLiteralText(field)}')`,
   async boundStatements(trx, ms) {

@@ -51,18 +51,24 @@ function chainCte(o: OwnerQuery, clusters: string[] | undefined): { sql: string;
   const sql =
     `WITH RECURSIVE chain(cluster, uid, namespace, depth) AS (` +
     `SELECT p.cluster, p.uid, p.namespace, 0 FROM objects p WHERE ${where.join(' AND ')} ` +
-    `UNION ALL SELECT c.cluster, c.uid, c.namespace, chain.depth + 1 FROM chain JOIN objects c ON ${dependentOf('c')} WHERE chain.depth < ?)`;
+    `UNION ALL SELECT c.cluster, c.uid, c.namespace, chain.depth + 1 FROM chain CROSS JOIN objects c WHERE ${dependentOf('c')} AND chain.depth < ?)`;
   return { sql, bindings };
 }
 
-/** The join of a dependent `alias` to its parent in `chain`: same cluster, owner uid, and a namespace the reference holds in. */
+/**
+ * The join of a dependent `alias` to its parent in `chain`: same cluster, owner uid, and a
+ * namespace the reference holds in. Written as `chain CROSS JOIN objects ... WHERE` so that
+ * SQLite reads the chain first and each parent's dependents through objects_by_owner (CROSS
+ * JOIN fixes its join order; left to itself it scanned every object against an automatic
+ * index on the chain); PostgreSQL plans it as any join.
+ */
 const dependentOf = (alias: string) => `${alias}.owner_uid = chain.uid AND ${alias}.cluster = chain.cluster AND (chain.namespace = '' OR ${alias}.namespace = chain.namespace)`;
 
 /** Restricts a query over `objects o` of one resource to the dependents the owner query names. */
 export function whereOwnedBy(qb: Knex.QueryBuilder, o: OwnerQuery, target: { group: string; resource: string; clusters?: string[] }): void {
   const cte = chainCte(o, target.clusters);
   const { from, to } = parentDepths(o);
-  const sql = `${cte.sql} SELECT d.id FROM chain JOIN objects d ON ${dependentOf('d')} WHERE d.grp = ? AND d.resource = ? AND chain.depth >= ? AND chain.depth <= ?`;
+  const sql = `${cte.sql} SELECT d.id FROM chain CROSS JOIN objects d WHERE ${dependentOf('d')} AND d.grp = ? AND d.resource = ? AND chain.depth >= ? AND chain.depth <= ?`;
   qb.whereRaw(`o.id IN (${sql})`, [...cte.bindings, target.group, target.resource, from, to]);
 }
 
