@@ -7,6 +7,7 @@ import { logger, type Logger } from '../../lib/log.ts';
 import type { Store } from '../../storage/store.ts';
 import { durationFlag, intFlag, parseFlags, UsageError, waitForSignal, type Command } from '../command.ts';
 import { memoryFlagHelp, memoryFlags, memoryFlagSpec, type MemoryFlagValues } from './memory-flags.ts';
+import { queryBudgetFlagHelp, queryBudgetFlags, queryBudgetFlagSpec, type QueryBudgetFlagValues } from './query-budget-flags.ts';
 import { memberNetworksFlag, memberNetworksFlagHelp, memberNetworksFlagSpec } from './member-networks-flag.ts';
 import { commonFlags, openStorage } from './serve.ts';
 import { summaries } from './summaries.ts';
@@ -18,6 +19,7 @@ export const serveFlagSpec = {
   'external-metrics-file': { type: 'string' },
   ...memberNetworksFlagSpec,
   ...memoryFlagSpec,
+  ...queryBudgetFlagSpec,
   ...secureFlagSpec,
 } as const;
 
@@ -28,9 +30,11 @@ export const serveFlagHelp = `  --insecure-listen HOST:PORT   plain HTTP, NO TLS
   --external-metrics-file FILE  declared metrics of external.metrics.k8s.io (env PANOPTES_EXTERNAL_METRICS_FILE);
                                 reloaded when it changes. Counts of synced resources need no file
 ${memoryFlagHelp}
+${queryBudgetFlagHelp}
 ${secureFlagHelp}`;
 
 type ServeFlagValues = { 'insecure-listen'?: string; 'max-limit'?: string; 'request-timeout'?: string; 'external-metrics-file'?: string; 'allow-member-networks'?: string } & MemoryFlagValues &
+  QueryBudgetFlagValues &
   SecureFlagValues;
 
 /** --external-metrics-file, or PANOPTES_EXTERNAL_METRICS_FILE. */
@@ -64,7 +68,7 @@ export async function startServing(
   const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
   if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
-  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memoryFlags(values) });
+  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs, ...queryBudgetFlags(values) }, metrics, log, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memoryFlags(values) });
   let url: string;
   try {
     url = await api.listen(host, port);
@@ -91,7 +95,7 @@ async function startSecureServing(
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
   const memory = memoryFlags(values);
   const secure = await secureServingFromFlags(values, log);
-  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memory });
+  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs, ...queryBudgetFlags(values) }, metrics, log, secure, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memory });
   let url: string;
   try {
     url = await api.listen(secure.host, secure.port);
