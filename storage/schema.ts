@@ -240,11 +240,12 @@ const migrations: Migration[] = [
   },
   {
     // JSON path field selectors on the indexed selectable fields (storage/json-fields.ts
-    // indexedFields) read one expression index over the small `fields` column per field.
+    // indexedFields) read one expression index over the small `fields` column per field,
+    // partial: only the rows of kinds with selectable fields.
     version: 11,
     async up(trx, d) {
       for (const field of indexedFields) {
-        await trx.raw(`CREATE INDEX IF NOT EXISTS ${fieldIndexName(field)} ON objects (grp, resource, (${d.fieldsValue(field, '')}))`);
+        await trx.raw(`CREATE INDEX IF NOT EXISTS ${fieldIndexName(field)} ON objects (grp, resource, (${d.fieldsValue(field, '')})) WHERE fields IS NOT NULL`);
       }
     },
   },
