@@ -91,3 +91,36 @@ t.test('postgres: a statement past its budget is a 504 Timeout', async (t) => {
     .catch((e: unknown) => budgetTimeout(e, q));
   t.match(err, { code: 504, reason: 'Timeout', message: /ran past its 2000 ms budget/ });
 });
+
+for (const backend of backends) {
+  t.test(`${backend}: paging a JSON path term under churn: one rv, no duplicates, no losses`, async (t) => {
+    const { store, close } = await openTestStore(backend);
+    t.teardown(close);
+    const withImage = (type: 'ADDED' | 'MODIFIED', i: number, image: string, rv: number) => {
+      const e = podEvent(type, `ns-${i % 3}`, `p-${String(i).padStart(2, '0')}`, String(rv));
+      (e.object.spec as Record<string, unknown>).containers = [{ name: 'a', image }, { name: 'b', image: 'envoy' }];
+      return e;
+    };
+    await store.applyBatch('c', Array.from({ length: 30 }, (_, i) => withImage('ADDED', i, i % 2 ? 'nginx' : 'redis', 10 + i)));
+    const q: ListQuery = { group: '', resource: 'pods', limit: 4, jsonFields: [term(image, 'in', 'nginx')] };
+    const first = await store.list(q);
+    const whole = (await store.list({ ...q, limit: undefined, exactRv: first.resourceVersion })).items.map((i) => `${i.namespace}/${i.name}`);
+    t.equal(whole.length, 15);
+    const seen = first.items.map((i) => `${i.namespace}/${i.name}`);
+    let token = first.continue;
+    for (let page = 1, rv = 100; token && page < 20; page++) {
+      // Images flip both ways, pods are deleted and added, ahead of the cursor and behind it.
+      await store.applyBatch('c', [
+        withImage('MODIFIED', (page * 7) % 30, page % 2 ? 'redis' : 'nginx', rv++),
+        withImage('MODIFIED', (page * 11) % 30, 'nginx', rv++),
+        podEvent('DELETED', `ns-${(page * 5) % 3}`, `p-${String((page * 5) % 30).padStart(2, '0')}`, String(rv++)),
+        withImage('ADDED', 100 + page, 'nginx', rv++),
+      ]);
+      const r = await store.list({ ...q, continue: token });
+      t.equal(r.resourceVersion, first.resourceVersion, `page ${page} at the first page’s rv`);
+      seen.push(...r.items.map((i) => `${i.namespace}/${i.name}`));
+      token = r.continue;
+    }
+    t.same(seen, whole, 'the pages hold the list at the first page’s rv, once each');
+  });
+}
