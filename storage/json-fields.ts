@@ -64,11 +64,10 @@ export function whereJsonFields(qb: Knex.QueryBuilder, dialect: Dialect, q: List
     const values = r.values.map(sqlText);
     const field = indexedField(q, r);
     // The selectable field's value is the same text for every scalar: a narrowing the index serves.
-    // `o.fields IS NOT NULL` as written is the partial index's condition, which SQLite matches
-    // by its terms; one value as `=`: SQLite reads the index for `= ?` where for `IN (?)` it
-    // estimates the ordered scan cheaper (its statistics hold an average per value).
+    // One value as `=`: SQLite reads the index for `= ?` where for `IN (?)` it estimates the
+    // ordered scan cheaper (its statistics hold an average per value, not the value's share).
     const test = values.length === 1 ? '= ?' : `IN (${values.map(() => '?').join(', ')})`;
-    if (field) qb.whereRaw(`o.fields IS NOT NULL AND ${dialect.fieldsValue(field)} ${test}`, values);
+    if (field) qb.whereRaw(`${dialect.fieldsValue(field)} ${test}`, values);
     const [sql, bindings] = dialect.jsonAnyAt(r.path, r.operator === 'in' || r.operator === 'notin' ? 'in' : 'exists', values);
     qb.whereRaw(r.operator === 'notin' || r.operator === '!' ? `NOT ${sql}` : sql, bindings as Knex.RawBinding[]);
   }

@@ -51,6 +51,11 @@ for (const backend of backends) {
     t.notMatch(c, backend === 'postgres' ? /Seq Scan on objects (o|d)\b/ : /SCAN (o|d|c|p)\b(?! USING)/, `no object read but through an index:\n${c}`);
     const p = await plan(phase);
     t.match(p, /objects_by_field_status_phase/, `the phase through its index:\n${p}`);
+    if (backend === 'postgres') {
+      // A value most pods hold is read in list order: the planner knows the index expression's values.
+      const running = await plan({ ...phase, jsonFields: [{ path: ['status', 'phase'], operator: 'in', values: ['Running'] }] });
+      t.notMatch(running, /objects_by_field_status_phase/, `Running (99%) in list order, not through the index:\n${running}`);
+    }
     t.equal((await store.list(chain)).items.length, 200);
     t.equal((await store.list(phase)).items.length, 40);
   });
