@@ -5,6 +5,7 @@ import { maxRequestBodyBytes } from '../kube/json-limits.ts';
 import type { Logger } from '../lib/log.ts';
 import type { MemberNetworks } from '../member/networks.ts';
 import type { ReadPool } from '../storage/read-pool.ts';
+import { defaultQueryBudget, type QueryBudget } from '../storage/json-fields.ts';
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
 import { defaultProxyWriteWaitMs } from './proxy/write-consistency.ts';
@@ -33,6 +34,8 @@ export interface ApiserverLimits {
   maxMutatingInFlight: number;
   /** How long a write proxied to a member waits for synchro to store it before it answers the member's object (default 5 s, --proxy-write-wait; apiserver/proxy/write-consistency.ts). */
   proxyWriteWaitMs: number;
+  /** What a list with unindexed JSON path field terms may cost (storage/json-fields.ts; default 20,000 objects, 2 s). */
+  queryBudget: QueryBudget;
 }
 
 export const defaultLimits: ApiserverLimits = {
@@ -43,6 +46,7 @@ export const defaultLimits: ApiserverLimits = {
   maxBodyBytes: maxRequestBodyBytes,
   maxMutatingInFlight: 16,
   proxyWriteWaitMs: defaultProxyWriteWaitMs,
+  queryBudget: defaultQueryBudget,
 };
 
 export interface Deps {

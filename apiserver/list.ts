@@ -25,6 +25,7 @@ export async function serveList(deps: Deps, req: ResourceRequest): Promise<Reply
   const p = req.params;
   const q: ListQuery = toListQuery(req);
   if (p.limit) q.limit = p.limit;
+  if (q.jsonFields) q.budget = deps.limits.queryBudget;
   if (p.continue) q.continue = p.continue;
   if (!p.continue && p.resourceVersion !== '' && p.resourceVersion !== '0' && isExact(p)) q.exactRv = Number(p.resourceVersion);
   const { value: result, warnings: readWarnings } = await readFresh(deps, p, (store, minRv) => store.list(minRv === undefined ? q : { ...q, minRv }));

@@ -1,7 +1,6 @@
 // Query parameters of list, get and watch → ListParams, validated as kube-apiserver does
 // (ValidateListOptions and the storage layer's rv checks), plus the Panoptes search
 // parameters. Unknown or malformed parameters are a 400 Status, never ignored.
-import { checkFieldSelector, parseFieldSelector } from '../kube/fields.ts';
 import { parseLabelSelector, type LabelSelector } from '../kube/labels.ts';
 import { queryBool } from '../kube/query.ts';
 import { StatusError, badRequest } from '../kube/status.ts';
@@ -9,18 +8,21 @@ import type { ResourceInfo } from './catalog.ts';
 import { parseCreatedBound } from './created-range.ts';
 import { parseFuzzyName } from './name-contains.ts';
 import { effectiveOrder, parseOrderBy, parseOrderByLabel } from './order-by.ts';
+import { extractFieldKeys, parseFieldSelectorWithPaths } from './field-paths.ts';
+import { invalidOwnerValue, ownerSearchKeys, ownerTerms } from './owners.ts';
 import type { ListParams, SearchParams, Verb } from './request.ts';
 
 /** Label keys that reach the Panoptes search parameters (kubectl -l). */
 export const searchLabelPrefix = 'search.panoptes.io/';
 
-type ValuesKey = 'clusters' | 'namespaces' | 'names' | 'ownerUIDs';
+type ValuesKey = 'clusters' | 'namespaces' | 'names' | 'ownerUIDs' | 'ownerNames' | 'ownerGR' | 'ownerSeniority';
 
 const searchKeys: Record<string, ValuesKey> = {
   clusters: 'clusters',
   namespaces: 'namespaces',
   names: 'names',
   ownerUID: 'ownerUIDs',
+  ...ownerSearchKeys,
 };
 
 const knownParams = new Set([
@@ -96,6 +98,11 @@ const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 export function checkSearchValues(key: ValuesKey, values: string[], source: string): string[] {
   if (values.length === 0 || values.length > 1000) throw badRequest(`${source}: give between 1 and 1000 values`);
   for (const v of values) {
+    if (key === 'ownerNames' || key === 'ownerGR' || key === 'ownerSeniority') {
+      const why = invalidOwnerValue(key, v);
+      if (why) throw badRequest(`${source}: ${JSON.stringify(v)} ${why}`);
+      continue;
+    }
     const ok =
       key === 'clusters' || key === 'namespaces' ? v.length <= 63 && dnsLabel.test(v) : key === 'names' ? v.length > 0 && v.length <= 253 && !v.includes('/') : v.length > 0 && v.length <= 128 && /^[A-Za-z0-9._-]+$/.test(v);
     if (!ok) throw badRequest(`${source}: ${JSON.stringify(v)} is not a valid ${key === 'ownerUIDs' ? 'uid' : key.slice(0, -1) + ' name'}`);
@@ -146,8 +153,9 @@ export function parseListParams(qs: URLSearchParams, verb: Verb, info: ResourceI
   const search: SearchParams = {};
   let labelSelector = parseLabelSelector(one('labelSelector') ?? '');
   labelSelector = extractSearch(labelSelector, search);
-  const fieldSelector = parseFieldSelector(one('fieldSelector') ?? '');
-  checkFieldSelector(info.group, info.resource, fieldSelector);
+  const fromLabels = extractFieldKeys(labelSelector);
+  labelSelector = fromLabels.rest;
+  const { fieldSelector, jsonFields } = parseFieldSelectorWithPaths(one('fieldSelector') ?? '', info.group, info.resource);
   for (const [param, key] of Object.entries(searchKeys)) {
     const raw = qs.getAll(param);
     if (raw.length === 0) continue;
@@ -163,7 +171,10 @@ export function parseListParams(qs: URLSearchParams, verb: Verb, info: ResourceI
   if (search.orderBy === undefined) delete search.orderBy;
   if (search.orderBy && verb !== 'list') throw badRequest(`orderBy applies to lists only: a ${verb === 'watch' ? 'watch sends events in resourceVersion order' : 'get reads one object'}`);
 
-  const params: ListParams = { labelSelector, fieldSelector, search, resourceVersion: one('resourceVersion') ?? '', allowWatchBookmarks: false };
+  if (ownerTerms(search).owners && verb === 'watch') {
+    throw badRequest('ownerName and ownerSeniority cannot be combined with watch: the owner chain is read from the stored owners at each list; watch with ownerUID (seniority 0) instead');
+  }
+  const params: ListParams = { labelSelector, fieldSelector, jsonFields: [...jsonFields, ...fromLabels.jsonFields], search, resourceVersion: one('resourceVersion') ?? '', allowWatchBookmarks: false };
 
   const limit = one('limit');
   if (limit !== undefined && limit !== '') {

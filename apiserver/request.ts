@@ -3,8 +3,10 @@
 // parameters, resourceVersion semantics, and the output format with its Table options.
 import type { FieldSelector } from '../kube/fields.ts';
 import type { LabelSelector } from '../kube/labels.ts';
+import type { JsonFieldRequirement } from '../storage/json-fields.ts';
 import type { ListQuery, OrderKey } from '../storage/types.ts';
 import type { ResourceInfo } from './catalog.ts';
+import { ownerTerms } from './owners.ts';
 
 /** Which clusters a URL reads: every cluster (the `.../resources/...` prefix) or one (`.../resources/clusters/<c>/...`). */
 export interface View {
@@ -27,6 +29,10 @@ export interface SearchParams {
   createdBefore?: string;
   /** apiserver/order-by.ts; unset: list order. */
   orderBy?: OrderKey[];
+  /** apiserver/owners.ts */
+  ownerNames?: string[];
+  ownerGR?: string[];
+  ownerSeniority?: string[];
 }
 
 export type ResourceVersionMatch = 'Exact' | 'NotOlderThan';
@@ -37,6 +43,8 @@ export interface ListParams {
   labelSelector: LabelSelector;
   /** Checked against the kind's selectable fields. */
   fieldSelector: FieldSelector;
+  /** Terms on JSON paths (apiserver/field-paths.ts). */
+  jsonFields: JsonFieldRequirement[];
   search: SearchParams;
   /** Page size, already capped at the server's maximum; undefined: everything. */
   limit?: number;
@@ -94,13 +102,14 @@ export function toListQuery(req: ResourceRequest): ListQuery {
   if (namespaces) q.namespaces = namespaces;
   const names = intersect(s.names, req.name === undefined ? undefined : [req.name]);
   if (names) q.names = names;
-  if (s.ownerUIDs) q.ownerUIDs = s.ownerUIDs;
+  Object.assign(q, ownerTerms(s));
   if (s.fuzzyNames) q.nameContains = s.fuzzyNames;
   if (s.createdSince !== undefined) q.createdSince = s.createdSince;
   if (s.createdBefore !== undefined) q.createdBefore = s.createdBefore;
   if (s.orderBy) q.orderBy = s.orderBy;
   if (req.params.labelSelector.length) q.labelSelector = req.params.labelSelector;
   if (req.params.fieldSelector.length) q.fieldSelector = req.params.fieldSelector;
+  if (req.params.jsonFields.length) q.jsonFields = req.params.jsonFields;
   return q;
 }
 

@@ -23,6 +23,7 @@ import { serveGet } from './get.ts';
 import { serveList } from './list.ts';
 import type { MetricVerb } from './metrics.ts';
 import { negotiateDiscovery, negotiateOutput } from './negotiate.ts';
+import { ownerSearchOf } from './owners.ts';
 import { parseListParams } from './params.ts';
 import { queryBool } from '../kube/query.ts';
 import type { ResourceRequest, View } from './request.ts';
@@ -152,7 +153,7 @@ async function ownRoute(ctx: Context, deps: Deps, p: OwnPath, viewCluster: strin
   if (!namedAfterClusters && s.clusters) throw badRequest(`the clusters search does not apply to ${info.resource}.${panoptesGroupName}: its objects belong to the fleet, not to a member cluster`);
   const clusterNames = namedAfterClusters ? [s.clusters, viewCluster === undefined ? undefined : [viewCluster]] : [];
   const names = [s.names, ...clusterNames].reduce<string[] | undefined>((acc, x) => (x === undefined ? acc : acc === undefined ? [...x] : acc.filter((n) => x.includes(n))), undefined);
-  params.search = { ...(names ? { names } : {}), ...(s.namespaces ? { namespaces: s.namespaces } : {}), ...(s.ownerUIDs ? { ownerUIDs: s.ownerUIDs } : {}) };
+  params.search = { ...(names ? { names } : {}), ...(s.namespaces ? { namespaces: s.namespaces } : {}), ...(s.ownerUIDs ? { ownerUIDs: s.ownerUIDs } : {}), ...ownerSearchOf(s) };
   if (verb === 'get' && names && !names.includes(name!)) throw notFound(`${info.resource}.${panoptesGroupName} "${name}" not found`, { name, group: panoptesGroupName, kind: info.resource });
   const output = negotiateOutput(ctx.get('Accept'), verb, qs.get('includeObject') ?? undefined);
   const req: ResourceRequest = { verb, view: { cluster: ownObjectsCluster }, info, namespace, name, params, output };

@@ -22,6 +22,7 @@ import { setLogLevel } from '../lib/log.ts';
 import { Store } from '../storage/store.ts';
 import { emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/testing.ts';
 import { startSynchro } from '../synchro/synchro.ts';
+import { benchSearchOwners } from './bench-list/search-owners.ts';
 import { startSimClusters } from './sim/cluster.ts';
 import type { KObject } from './sim/types.ts';
 import type { ListBackendFigures, ListFilteredFigures, ListKubectlFigures } from './report/figures.ts';
@@ -239,6 +240,7 @@ async function measure(backend: Backend, sims: Sims, filterSims: Sims, dir: stri
     console.log(`${backend}: all pages, limit=500, ${what}: ${run.ms.length} pages in ${run.seconds.toFixed(2)} s over HTTP (slowest: page ${run.ms.indexOf(slowest)}, ${slowest.toFixed(0)} ms)`);
   }
   if (filterObjects > 0) recorded.filtered = await measureFiltered(backend, base);
+  await benchSearchOwners(backend, store, base, nClusters, samples);
 
   return {
     figures,

@@ -89,6 +89,16 @@ export interface Dialect {
   jsonPresentAt(ref: string, path: string[]): [string, unknown[]];
   /** SQL (and bindings) true where the JSON text in `column` is beyond the engine's JSON functions, or '' when none is. */
   jsonUnreadable(column: string): [string, unknown[]];
+  /**
+   * Whether some value of `objects o`'s document at `path` (null: every element of an array,
+   * `[*]`) is a scalar whose text is one of `values` ('in'), or is present and not null
+   * ('exists'): a boolean SQL expression, never NULL (storage/json-fields.ts).
+   */
+  jsonAnyAt(path: Array<string | null>, test: 'in' | 'exists', values: string[]): [string, unknown[]];
+  /** SQL of a selectable field's value in `o.fields`, with the field as a literal: the expression of objects_by_field_* (storage/json-fields.ts). */
+  fieldsValue(field: string, alias?: string): string;
+  /** Bounds the time of each further statement of the transaction (PostgreSQL statement_timeout); SQLite has none to set. */
+  boundStatements(trx: Knex.Transaction, ms: number): Promise<void>;
   /** Makes text columns unbounded: knex's string() is varchar(255) on PostgreSQL (SQLite bounds no text). */
   unboundText(trx: Knex.Transaction, table: string, columns: string[]): Promise<void>;
   /**
@@ -159,6 +169,33 @@ function sqlitePath(path: string[]): string {
 function pgPath(path: string[]): string {
   checkPath(path);
   return `{${path.map((k) => `"${k}"`).join(',')}}`;
+}
+
+/** A path with [*] (null) as its runs of keys between them: `a.b[*].c` → [[a, b], [c]]. */
+function splitAtEach(path: Array<string | null>): string[][] {
+  const parts: string[][] = [[]];
+  for (const k of path) {
+    if (k === null) parts.push([]);
+    else parts[parts.length - 1].push(k);
+  }
+  return parts;
+}
+
+/** `."a"."b"` (SQLite path text after `$` or an element's fullkey). */
+function keysPath(keys: string[]): string {
+  if (keys.length) checkPath(keys);
+  return keys.map((k) => `."${k}"`).join('');
+}
+
+/** PostgreSQL text[] literal of keys, `{}` for none (the value itself). */
+function pgKeys(keys: string[]): string {
+  return keys.length ? pgPath(keys) : '{}';
+}
+
+/** Text inside an SQL string literal (a field name: no control characters, as checkPath). */
+function sqlLiteralText(text: string): string {
+  checkPath([text]);
+  return text.replaceAll("'", "''");
 }
 
 /** An INSERT of many rows, as storage/insert.ts composes it. */
@@ -336,6 +373,39 @@ export const sqlite: Dialect = {
   jsonPresentAt(ref, path) {
     return [`(COALESCE(json_type(${ref}, ?), 'null') <> 'null')`, [sqlitePath(path)]];
   },
+  jsonAnyAt(path, test, values) {
+    const doc = 'COALESCE(o.json_doc, o.object)';
+    // Arrays are walked by json_each over the document itself, each level's path the element's
+    // fullkey and the keys after it: an element that is no object then reads NULL, not an error.
+    const parts = splitAtEach(path);
+    const from: string[] = [];
+    const where: string[] = [];
+    const bindings: unknown[] = [];
+    let base = "'$'";
+    parts.slice(0, -1).forEach((keys, i) => {
+      const at = `${base} || ?`;
+      bindings.push(keysPath(keys));
+      from.push(`json_each(${doc}, ${at}) e${i}`);
+      where.push(`json_type(${doc}, ${at}) = 'array'`);
+      bindings.push(keysPath(keys));
+      base = `e${i}.fullkey`;
+    });
+    const last = `${base} || ?`;
+    const lastKeys = keysPath(parts[parts.length - 1]);
+    const type = `json_type(${doc}, ${last})`;
+    const cond =
+      test === 'exists'
+        ? `COALESCE(${type}, 'null') <> 'null'`
+        : `(CASE ${type} WHEN 'text' THEN json_extract(${doc}, ${last}) WHEN 'integer' THEN CAST(json_extract(${doc}, ${last}) AS TEXT) WHEN 'real' THEN CAST(json_extract(${doc}, ${last}) AS TEXT) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' END) IN (${values.map(() => '?').join(', ')})`;
+    const condBindings = test === 'exists' ? [lastKeys] : [lastKeys, lastKeys, lastKeys, lastKeys, ...values];
+    if (from.length === 0) return [`COALESCE(${cond}, 0)`, condBindings];
+    // json_each's bindings come first in the SQL text: FROM, then WHERE.
+    const fromBindings = bindings.filter((_, i) => i % 2 === 0);
+    const whereBindings = bindings.filter((_, i) => i % 2 === 1);
+    return [`EXISTS (SELECT 1 FROM ${from.join(', ')} WHERE ${[...where, cond].join(' AND ')})`, [...fromBindings, ...whereBindings, ...condBindings]];
+  },
+  fieldsValue: (field, alias = 'o.') => `json_extract(${alias}fields, '$."${sqlLiteralText(field)}"')`,
+  async boundStatements() {},
   // SQLite's JSON parser stops at 1,000 levels of nesting (json_valid is 0 past it).
   jsonUnreadable: (column) => [`(length(${column}) > 1800 AND json_valid(${column}) = 0)`, []],
   async unboundText() {},
@@ -564,6 +634,29 @@ export const postgres: Dialect = {
   },
   jsonPresentAt(ref, path) {
     return [`(COALESCE(jsonb_typeof(${ref} #> ?::text[]), 'null') <> 'null')`, [pgPath(path)]];
+  },
+  jsonAnyAt(path, test, values) {
+    const cond = (x: string) => (test === 'exists' ? `jsonb_typeof(${x}) <> 'null'` : `jsonb_typeof(${x}) IN ('string', 'number', 'boolean') AND ${x} #>> '{}' IN (${values.map(() => '?').join(', ')})`);
+    // The document is parsed once per row (OFFSET 0 keeps the planner from inlining the cast
+    // into each use). Each [*] is jsonb_array_elements of the value before it when that is an
+    // array (of NULL, no rows); #> of an element that is no object is NULL, not an error.
+    const parts = splitAtEach(path);
+    const from = ['(SELECT COALESCE(o.json_doc, o.object)::jsonb AS d OFFSET 0) AS s'];
+    const bindings: unknown[] = [];
+    let base = 's.d';
+    parts.slice(0, -1).forEach((keys, i) => {
+      const at = `(${base} #> ?::text[])`;
+      from.push(`jsonb_array_elements(CASE WHEN jsonb_typeof${at} = 'array' THEN ${at} END) AS e${i}(v)`);
+      bindings.push(pgKeys(keys), pgKeys(keys));
+      base = `e${i}.v`;
+    });
+    const last = pgKeys(parts[parts.length - 1]);
+    const at = `(${base} #> ?::text[])`;
+    return [`EXISTS (SELECT 1 FROM ${from.join(', ')} WHERE ${cond(at)})`, [...bindings, ...(test === 'exists' ? [last] : [last, last]), ...(test === 'exists' ? [] : values)]];
+  },
+  fieldsValue: (field, alias = 'o.') => `((${alias}fields)::jsonb ->> '${sqlLiteralText(field)}')`,
+  async boundStatements(trx, ms) {
+    await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(ms))}`);
   },
   // jsonb nests as deep as Kubernetes does (10,000 levels); \u0000 and lone surrogates are found by the LIKEs.
   jsonUnreadable: () => ['', []],

@@ -8,6 +8,8 @@ import { createdMatches, whereCreated } from './created-range.ts';
 import type { Dialect } from './dialect.ts';
 import { labelNumber } from './label-number.ts';
 import { nameContainsMatches, whereNameContains } from './name-contains.ts';
+import { jsonFieldsMatch, whereJsonFields } from './json-fields.ts';
+import { ownedBy, whereOwnedBy, type ResolvedOwners } from './owners.ts';
 import { ownerUid } from './rows.ts';
 import { isSqlSafe, labelIndexKey, labelIndexValue, sqlText } from './sql-values.ts';
 import type { KubeObject, ListQuery, ObjectKey } from './types.ts';
@@ -42,6 +44,7 @@ export function whereMatches(qb: Knex.QueryBuilder, knex: Knex, dialect: Dialect
   if (q.ownerUIDs) qb.whereIn('o.owner_uid', q.ownerUIDs.map(sqlText));
   whereNameContains(qb, dialect, q);
   whereCreated(qb, dialect, q);
+  if (q.owners) whereOwnedBy(qb, q.owners, q);
   for (const r of q.labelSelector ?? []) requireLabel(qb, knex, r);
   for (const f of q.fieldSelector ?? []) {
     if (f.field === 'metadata.name' || f.field === 'metadata.namespace') {
@@ -54,6 +57,7 @@ export function whereMatches(qb: Knex.QueryBuilder, knex: Knex, dialect: Dialect
       qb.whereRaw(`COALESCE(${sql}, '') ${f.operator === '=' ? '=' : '<>'} ?`, [...bindings, sqlText(f.value)]);
     }
   }
+  whereJsonFields(qb, dialect, q);
   return qb;
 }
 
@@ -69,11 +73,11 @@ function fieldsMatch(q: ListQuery, key: ObjectKey, obj: KubeObject): boolean {
 
 /** Whether `q` filters on more than the key lists (clusters, namespaces, names): a watch then evaluates objectMatches on each change. */
 export function filtersBeyondKeys(q: ListQuery): boolean {
-  return q.ownerUIDs !== undefined || (q.labelSelector?.length ?? 0) > 0 || (q.fieldSelector?.length ?? 0) > 0 || q.nameContains !== undefined || q.createdSince !== undefined || q.createdBefore !== undefined;
+  return q.ownerUIDs !== undefined || (q.labelSelector?.length ?? 0) > 0 || (q.fieldSelector?.length ?? 0) > 0 || (q.jsonFields?.length ?? 0) > 0 || q.nameContains !== undefined || q.createdSince !== undefined || q.createdBefore !== undefined;
 }
 
-/** The same filters, for one object outside SQL. */
-export function objectMatches(q: ListQuery, key: ObjectKey, obj: KubeObject): boolean {
+/** The same filters, for one object outside SQL; an owner query needs its owners resolved in the same snapshot. */
+export function objectMatches(q: ListQuery, key: ObjectKey, obj: KubeObject, owners?: ResolvedOwners): boolean {
   if (key.group !== q.group || key.resource !== q.resource) return false;
   if (q.clusters && !q.clusters.includes(key.cluster)) return false;
   if (q.namespaces && !q.namespaces.includes(key.namespace)) return false;
@@ -84,7 +88,12 @@ export function objectMatches(q: ListQuery, key: ObjectKey, obj: KubeObject): bo
   }
   if (q.nameContains && !nameContainsMatches(q, key.name)) return false;
   if (!createdMatches(q, obj)) return false;
+  if (q.owners) {
+    if (!owners) throw new Error('an owner query is matched outside SQL only with its owners resolved');
+    if (!ownedBy(owners, key, obj)) return false;
+  }
   if (q.labelSelector && !matchesLabels(q.labelSelector, obj.metadata?.labels)) return false;
   if (q.fieldSelector && !fieldsMatch(q, key, obj)) return false;
+  if (q.jsonFields && !jsonFieldsMatch(q.jsonFields, obj)) return false;
   return true;
 }

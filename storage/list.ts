@@ -7,7 +7,9 @@ import type { Dialect } from './dialect.ts';
 import { decodeContinue, encodeContinue, invalidToken, type ContinueToken } from './continue.ts';
 import { CompactedError, RvTooLargeError } from './errors.ts';
 import { objectMatches, whereMatches } from './filters.ts';
+import { budgetTimeout, enforceBudget } from './json-fields.ts';
 import { readMeta } from './meta.ts';
+import { resolveOwners } from './owners.ts';
 import { pageQuery, type Key } from './list-scan.ts';
 import { checkSortBudget, comparePositions, orderedPageQuery, orderSignature, sortValues, type SortPosition } from './order-by.ts';
 import { compareKeys, toStored, type ChangeRow, type ObjectRow } from './rows.ts';
@@ -24,6 +26,7 @@ async function rebuiltAt(trx: Knex.Transaction, q: ListQuery, rv: number): Promi
   const rows: ChangeRow[] = await qb.select('rv', 'type', 'cluster', 'grp', 'version', 'resource', 'namespace', 'name', 'uid', 'prev_object');
   const seen = new Set<string>();
   const out: StoredObject[] = [];
+  const owners = q.owners && rows.length > 0 ? await resolveOwners(trx, q.owners, q.clusters) : undefined;
   for (const r of rows) {
     const k = `${r.cluster}\u0000${r.namespace}\u0000${r.name}`;
     if (seen.has(k)) continue;
@@ -31,7 +34,7 @@ async function rebuiltAt(trx: Knex.Transaction, q: ListQuery, rv: number): Promi
     if (r.type === 'ADDED' || r.prev_object === null) continue; // did not exist at rv
     const obj = JSON.parse(r.prev_object) as KubeObject;
     const key = { cluster: r.cluster, group: r.grp, resource: r.resource, namespace: r.namespace, name: r.name };
-    if (!objectMatches(q, key, obj)) continue;
+    if (!objectMatches(q, key, obj, owners)) continue;
     out.push({
       ...key,
       version: r.version,
@@ -50,7 +53,7 @@ async function rebuiltAt(trx: Knex.Transaction, q: ListQuery, rv: number): Promi
  * the latest state sum object_counts; one at an older rv counts its rows.
  */
 async function countAll(trx: Knex.Transaction, q: ListQuery, historic: boolean, live: () => Knex.QueryBuilder, rebuilt: number): Promise<number | undefined> {
-  if (q.labelSelector?.length || q.fieldSelector?.length || q.names || q.ownerUIDs || q.nameContains || q.createdSince !== undefined || q.createdBefore !== undefined) return undefined;
+  if (q.labelSelector?.length || q.fieldSelector?.length || q.names || q.ownerUIDs || q.owners || q.jsonFields?.length || q.nameContains || q.createdSince !== undefined || q.createdBefore !== undefined) return undefined;
   if (historic) {
     const row = await live().count({ n: '*' }).first();
     return Number((row as { n: number | string }).n) + rebuilt;
@@ -111,12 +114,13 @@ export async function list(knex: Knex, dialect: Dialect, query: ListQuery): Prom
       if (historic) qb.andWhere('o.rv', '<=', rv);
       return qb;
     };
+    await enforceBudget(trx, dialect, q, (rest) => whereMatches(trx('objects as o'), trx, dialect, rest));
     const pageOpts = { limit: limit ? limit + 1 : undefined, atRv: historic ? rv : undefined };
     if (order) await checkSortBudget(trx, dialect, q, pageOpts.atRv);
     const position = token && order ? { ...token, values: token.sortValues ?? [] } : undefined;
     if (position && position.values.length !== order!.length) throw invalidToken('not a token issued by this server');
     const page = order ? orderedPageQuery(trx, dialect, q, { ...pageOpts, after: position }) : pageQuery(trx, dialect, q, { ...pageOpts, after });
-    const rows = page ? ((await page) as Array<ObjectRow & Record<string, unknown>>) : [];
+    const rows = page ? ((await page.catch((err: unknown) => Promise.reject(budgetTimeout(err, q)))) as Array<ObjectRow & Record<string, unknown>>) : [];
     let placed: Placed[] = rows.map((r) => {
       const item = toStored(r);
       return { item, namespace: item.namespace, name: item.name, cluster: item.cluster, values: order ? order.map((_, i) => String(r[`sk${i}`])) : [] };

@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import { logger } from '../lib/log.ts';
 import { labelNumber } from './label-number.ts';
 import type { Dialect } from './dialect.ts';
+import { fieldIndexName, indexedFields } from './json-fields.ts';
 import { epochSequence } from './leases.ts';
 import { sqlDocument, sqlText } from './sql-values.ts';
 
@@ -249,6 +250,18 @@ const migrations: Migration[] = [
       await trx.raw('CREATE INDEX IF NOT EXISTS objects_by_name ON objects (grp, resource, name, namespace, cluster)');
       if (!(await d.nameSubstringIndex(trx))) {
         logger('storage').warn('pg_trgm cannot be installed by this role: fuzzyName reads without its index (README, Search, says how to add it)');
+      }
+    },
+  },
+  {
+    // JSON path field selectors on the indexed selectable fields (storage/json-fields.ts
+    // indexedFields) read one expression index over the small `fields` column per field. Not
+    // partial: PostgreSQL's planner keeps no statistics of a partial index's expression (it
+    // then guessed a value held by 98% of pods rare, and read them all through the index).
+    version: 12,
+    async up(trx, d) {
+      for (const field of indexedFields) {
+        await trx.raw(`CREATE INDEX IF NOT EXISTS ${fieldIndexName(field)} ON objects (grp, resource, (${d.fieldsValue(field, '')}))`);
       }
     },
   },

@@ -1,6 +1,7 @@
 // The storage contract: what synchro writes and what the apiserver reads.
 import type { LabelSelector } from '../kube/labels.ts';
 import type { FieldSelector } from '../kube/fields.ts';
+import type { JsonFieldRequirement, QueryBudget } from './json-fields.ts';
 
 /** A Kubernetes object as JSON. */
 export interface KubeObject {
@@ -84,6 +85,8 @@ export interface ListQuery {
   namespaces?: string[];
   names?: string[];
   ownerUIDs?: string[];
+  /** Dependents of owners named by name and group-resource or uid, at some level of their chain (storage/owners.ts). */
+  owners?: OwnerQuery;
   labelSelector?: LabelSelector;
   /** metadata.name, metadata.namespace and the kind's selectable fields (checked by the caller). */
   fieldSelector?: FieldSelector;
@@ -96,6 +99,10 @@ export interface ListQuery {
   orderBy?: OrderKey[];
   /** Which way each term is read: set by storage (storage/term-plan.ts) unless given. Unset: through its index. */
   termPlan?: { names?: 'index' | 'scan'; created?: 'index' | 'scan' };
+  /** Terms on any JSON path of the object (storage/json-fields.ts). */
+  jsonFields?: JsonFieldRequirement[];
+  /** What unindexed JSON terms may cost (default storage/json-fields.ts defaultQueryBudget). */
+  budget?: QueryBudget;
   /** Page size; unset or 0 means everything. */
   limit?: number;
   /** Opaque token from a previous page; pins that page's snapshot rv. */
@@ -115,6 +122,16 @@ export interface OrderKey {
   /** For `path`: the keys from the object's root. */
   path?: string[];
   desc: boolean;
+}
+
+/** Owners named by `names` (with their group and resource) or `uids`, and how far down their chain the listed objects are. */
+export interface OwnerQuery {
+  names?: string[];
+  uids?: string[];
+  group?: string;
+  resource?: string;
+  /** 0: the owners' own dependents; n: n levels further down; 'any': any level (storage/owners.ts maxOwnerDepth). */
+  seniority: number | 'any';
 }
 
 export interface ListResult {

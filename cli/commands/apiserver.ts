@@ -9,6 +9,7 @@ import { logger, type Logger } from '../../lib/log.ts';
 import type { Store } from '../../storage/store.ts';
 import { durationFlag, intFlag, parseFlags, UsageError, waitForSignal, type Command } from '../command.ts';
 import { memoryFlagHelp, memoryFlags, memoryFlagSpec, type MemoryFlagValues } from './memory-flags.ts';
+import { queryBudgetFlagHelp, queryBudgetFlags, queryBudgetFlagSpec, type QueryBudgetFlagValues } from './query-budget-flags.ts';
 import { memberNetworksFlag, memberNetworksFlagHelp, memberNetworksFlagSpec } from './member-networks-flag.ts';
 import { commonFlags, openStorage } from './serve.ts';
 import { storageReadFlagHelp, storageReadFlags, storageReadFlagSpec } from './storage-read-flags.ts';
@@ -30,6 +31,7 @@ export const serveFlagSpec = {
   'insecure-proxy-user': { type: 'string' },
   ...memberNetworksFlagSpec,
   ...memoryFlagSpec,
+  ...queryBudgetFlagSpec,
   ...secureFlagSpec,
 } as const;
 
@@ -45,6 +47,7 @@ export const serveFlagHelp = `  --insecure-listen HOST:PORT   plain HTTP, NO TLS
                                 member clusters impersonates for every request, since nobody is authenticated;
                                 without it the proxy refuses every request (403). Members' RBAC applies to that user
 ${memoryFlagHelp}
+${queryBudgetFlagHelp}
 ${secureFlagHelp}`;
 
 type ServeFlagValues = {
@@ -56,6 +59,7 @@ type ServeFlagValues = {
   'allow-member-networks'?: string;
   'insecure-proxy-user'?: string;
 } & MemoryFlagValues &
+  QueryBudgetFlagValues &
   SecureFlagValues;
 
 /** Where the proxy's member credentials come from (cli/commands/proxy-credentials.ts): the clusters file or kubeconfig synchro reads. */
@@ -124,12 +128,12 @@ export function externalMetricsFlag(values: { 'external-metrics-file'?: string }
 }
 
 /** --max-limit, --request-timeout, --proxy-write-wait. */
-export function servingLimits(values: ServeFlagValues): Pick<ApiserverLimits, 'maxLimit' | 'requestTimeoutMs' | 'proxyWriteWaitMs'> {
+export function servingLimits(values: ServeFlagValues): Pick<ApiserverLimits, 'maxLimit' | 'requestTimeoutMs' | 'proxyWriteWaitMs' | 'queryBudget'> {
   const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
   if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
   const proxyWriteWaitMs = durationFlag('proxy-write-wait', values['proxy-write-wait'], defaultProxyWriteWaitMs);
-  return { maxLimit, requestTimeoutMs, proxyWriteWaitMs };
+  return { maxLimit, requestTimeoutMs, proxyWriteWaitMs, ...queryBudgetFlags(values) };
 }
 
 const loopback = new Set(['127.0.0.1', '::1', 'localhost']);

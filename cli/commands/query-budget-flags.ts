@@ -1,0 +1,26 @@
+// The budget of list terms on unindexed JSON paths (storage/json-fields.ts), by flag
+// (apiserver, all-in-one): how many objects such a list may read, and on PostgreSQL how long
+// each of its statements may run.
+import type { ApiserverLimits } from '../../apiserver/deps.ts';
+import { defaultQueryBudget } from '../../storage/json-fields.ts';
+import { durationFlag, intFlag, UsageError } from '../command.ts';
+
+export const queryBudgetFlagSpec = {
+  'field-path-max-objects': { type: 'string' },
+  'field-path-timeout': { type: 'string' },
+} as const;
+
+export type QueryBudgetFlagValues = { [K in keyof typeof queryBudgetFlagSpec]?: string };
+
+export const queryBudgetFlagHelp = `  --field-path-max-objects N    a list with field selector terms on unindexed JSON paths reads at most N objects'
+                                documents; more is a 400 asking to narrow it (default ${defaultQueryBudget.rows})
+  --field-path-timeout DURATION and, on PostgreSQL, each of its statements at most this long, then 504 (default ${defaultQueryBudget.ms / 1000}s)`;
+
+/** The flags as apiserver limits; bad values are a UsageError. */
+export function queryBudgetFlags(values: QueryBudgetFlagValues): Pick<ApiserverLimits, 'queryBudget'> {
+  const rows = intFlag('field-path-max-objects', values['field-path-max-objects'], defaultQueryBudget.rows);
+  if (rows < 1) throw new UsageError('--field-path-max-objects must be at least 1');
+  const ms = durationFlag('field-path-timeout', values['field-path-timeout'], defaultQueryBudget.ms);
+  if (ms < 1) throw new UsageError('--field-path-timeout must be at least 1ms');
+  return { queryBudget: { rows, ms } };
+}
