@@ -4,7 +4,8 @@
 // which is the prev_object of their first change after R (the change log keeps it).
 import type { Knex } from 'knex';
 import type { Dialect } from './dialect.ts';
-import { decodeContinue, encodeContinue } from './continue.ts';
+import { kindQuery, kindsOf } from './collection.ts';
+import { decodeContinue, encodeContinue, invalidContinue } from './continue.ts';
 import { CompactedError, RvTooLargeError } from './errors.ts';
 import { objectMatches, whereMatches } from './filters.ts';
 import { readMeta } from './meta.ts';
@@ -15,6 +16,11 @@ import type { KubeObject, ListQuery, ListResult, StoredObject } from './types.ts
 
 /** Objects as they were at `rv`, for those that changed after it (in this snapshot). */
 async function rebuiltAt(trx: Knex.Transaction, q: ListQuery, rv: number): Promise<StoredObject[]> {
+  if (q.kinds) {
+    const each: StoredObject[] = [];
+    for (const kind of q.kinds) each.push(...(await rebuiltAt(trx, kindQuery(q, kind), rv))); // one query at a time on the transaction
+    return each.sort(compareKeys);
+  }
   const qb = trx('changes').where('rv', '>', rv).andWhere('grp', q.group).andWhere('resource', q.resource).orderBy('rv');
   if (q.clusters) qb.whereIn('cluster', q.clusters);
   if (q.namespaces) qb.whereIn('namespace', q.namespaces);
@@ -49,11 +55,15 @@ async function rebuiltAt(trx: Knex.Transaction, q: ListQuery, rv: number): Promi
  */
 async function countAll(trx: Knex.Transaction, q: ListQuery, historic: boolean, live: () => Knex.QueryBuilder, rebuilt: number): Promise<number | undefined> {
   if (q.labelSelector?.length || q.fieldSelector?.length || q.names || q.ownerUIDs) return undefined;
+  // Bare objects are not counted apart: a selection, like the selectors above.
+  if (kindsOf(q).some((k) => k.bare)) return undefined;
   if (historic) {
     const row = await live().count({ n: '*' }).first();
     return Number((row as { n: number | string }).n) + rebuilt;
   }
-  const qb = trx('object_counts').where({ grp: q.group, resource: q.resource });
+  const qb = trx('object_counts').where((any) => {
+    for (const k of kindsOf(q)) any.orWhere({ grp: k.group, resource: k.resource });
+  });
   if (q.clusters) qb.whereIn('cluster', q.clusters);
   if (q.namespaces) qb.whereIn('namespace', q.namespaces);
   const row = await qb.sum({ n: 'n' }).first();
@@ -62,6 +72,8 @@ async function countAll(trx: Knex.Transaction, q: ListQuery, historic: boolean, 
 
 export async function list(knex: Knex, dialect: Dialect, q: ListQuery): Promise<ListResult> {
   const token = q.continue !== undefined && q.continue !== '' ? decodeContinue(q.continue) : undefined;
+  // A collection's key names a kind, a single kind's does not: a token resumes the list it came from.
+  if (token && (token.group !== undefined) !== (q.kinds !== undefined)) throw invalidContinue(q.kinds ? 'not a token of a collection' : 'a token of a collection');
   const trx = await dialect.snapshot(knex);
   try {
     const meta = await readMeta(trx);
@@ -101,7 +113,8 @@ export async function list(knex: Knex, dialect: Dialect, q: ListQuery): Promise<
       let total = token?.total;
       if (total === undefined && !token) total = await countAll(trx, q, historic, live, rebuilt.length);
       const served = (token?.served ?? 0) + items.length;
-      result.continue = encodeContinue({ rv, namespace: last.namespace, name: last.name, cluster: last.cluster, total, served });
+      const kind = q.kinds ? { group: last.group, resource: last.resource } : {};
+      result.continue = encodeContinue({ rv, namespace: last.namespace, name: last.name, cluster: last.cluster, ...kind, total, served });
       if (total !== undefined) result.remainingItemCount = Math.max(0, total - served);
     }
     return result;
