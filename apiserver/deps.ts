@@ -6,6 +6,7 @@ import type { Logger } from '../lib/log.ts';
 import type { MemberNetworks } from '../member/networks.ts';
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
+import type { CollectionsDeps } from './collections/serve.ts';
 import type { Compression } from './compression.ts';
 import type { OpenAPIService } from './openapi/service.ts';
 import type { ExternalMetricsDeps } from './external/serve.ts';
@@ -50,6 +51,8 @@ export interface Deps {
   openapi: OpenAPIService;
   /** external.metrics.k8s.io: the metrics file's rules, their metrics, the authorizer (apiserver/external/). */
   externalMetrics: ExternalMetricsDeps;
+  /** collectionresources.panoptes.io: the collections served and the authorizer of their kinds (apiserver/collections/). */
+  collections: CollectionsDeps;
   /** Networks the operator lets API-registered clusters reach although they are refused by default (--allow-member-networks). */
   memberNetworks: MemberNetworks;
 }

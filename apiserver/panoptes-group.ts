@@ -44,7 +44,19 @@ export const mcsInfo: ResourceInfo = ownInfo(mcsResource, mcsKind, true, ['mcs']
 /** The writable kinds of panoptes.io. */
 export const ownInfos: readonly ResourceInfo[] = [clusterInfo, mcsInfo];
 
-export const panoptesGroup: GroupEntry = { name: panoptesGroupName, versions: [{ version: panoptesVersion, resources: [...ownInfos] }] };
+/** Collections (apiserver/collections/): read-only, cluster-scoped, not stored. */
+export const collectionResourcesInfo: ResourceInfo = {
+  group: panoptesGroupName,
+  version: panoptesVersion,
+  resource: 'collectionresources',
+  kind: 'CollectionResource',
+  singularName: 'collectionresource',
+  namespaced: false,
+  clusters: [],
+  verbs: ['get', 'list'],
+};
+
+export const panoptesGroup: GroupEntry = { name: panoptesGroupName, versions: [{ version: panoptesVersion, resources: [...ownInfos, collectionResourcesInfo] }] };
 
 /** An own kind's path below /apis/panoptes.io/v1alpha1/. */
 export interface OwnPath {

@@ -29,6 +29,7 @@ import { RulesSource } from './external/rules-source.ts';
 import { clusterObjectsCluster, clusterResource } from '../storage/cluster-objects.ts';
 import type { Change } from '../storage/types.ts';
 import { isOwnWritePath } from './panoptes-group.ts';
+import { builtinCollections, type CollectionDefinition } from './collections/definitions.ts';
 import { route, type MetricLabels } from './routes.ts';
 import { bodyTooLarge, limitWritesInFlight } from './write-request.ts';
 import { WatchHub, type HubOptions } from './watch/index.ts';
@@ -52,6 +53,8 @@ export interface ApiserverOptions {
   secure?: Pick<SecureServing, 'tls' | 'authenticator' | 'authorizer'>;
   /** external.metrics.k8s.io: the metrics file of declared metrics (watched), and how often it is checked (default 1 s). */
   externalMetrics?: { file?: string; reloadIntervalMs?: number };
+  /** The collections served (apiserver/collections/definitions.ts): the built-in ones unless given (--collections-file). */
+  collections?: CollectionDefinition[];
   /** --allow-member-networks: networks API-registered clusters may reach although refused by default (loopback, link-local, unspecified). */
   memberNetworks?: MemberNetworks;
 }
@@ -133,6 +136,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     watch: hub,
     openapi,
     externalMetrics: { rules, metrics, authorizer: opts.secure?.authorizer },
+    collections: { definitions: opts.collections ?? [...builtinCollections], authorizer: opts.secure?.authorizer },
     memberNetworks: opts.memberNetworks ?? new MemberNetworks(),
   };
   const checks = { healthz: [pingCheck], livez: [pingCheck], readyz: [pingCheck, storageCheck(opts.store), catalogCheck(catalog), ...(opts.readyChecks ?? [])] };

@@ -6,6 +6,7 @@ import { ApiserverMetrics } from '../../apiserver/metrics.ts';
 import { logger, type Logger } from '../../lib/log.ts';
 import type { Store } from '../../storage/store.ts';
 import { durationFlag, intFlag, parseFlags, UsageError, waitForSignal, type Command } from '../command.ts';
+import { collectionsFlag, collectionsFlagHelp, collectionsFlagSpec } from './collections-flag.ts';
 import { memoryFlagHelp, memoryFlags, memoryFlagSpec, type MemoryFlagValues } from './memory-flags.ts';
 import { memberNetworksFlag, memberNetworksFlagHelp, memberNetworksFlagSpec } from './member-networks-flag.ts';
 import { commonFlags, openStorage } from './serve.ts';
@@ -17,6 +18,7 @@ export const serveFlagSpec = {
   'request-timeout': { type: 'string' },
   'external-metrics-file': { type: 'string' },
   ...memberNetworksFlagSpec,
+  ...collectionsFlagSpec,
   ...memoryFlagSpec,
   ...secureFlagSpec,
 } as const;
@@ -27,10 +29,11 @@ export const serveFlagHelp = `  --insecure-listen HOST:PORT   plain HTTP, NO TLS
   --request-timeout DURATION    list and get end with 504 after this long (default 60s)
   --external-metrics-file FILE  declared metrics of external.metrics.k8s.io (env PANOPTES_EXTERNAL_METRICS_FILE);
                                 reloaded when it changes. Counts of synced resources need no file
+${collectionsFlagHelp}
 ${memoryFlagHelp}
 ${secureFlagHelp}`;
 
-type ServeFlagValues = { 'insecure-listen'?: string; 'max-limit'?: string; 'request-timeout'?: string; 'external-metrics-file'?: string; 'allow-member-networks'?: string } & MemoryFlagValues &
+type ServeFlagValues = { 'insecure-listen'?: string; 'max-limit'?: string; 'request-timeout'?: string; 'external-metrics-file'?: string; 'allow-member-networks'?: string; 'collections-file'?: string } & MemoryFlagValues &
   SecureFlagValues;
 
 /** --external-metrics-file, or PANOPTES_EXTERNAL_METRICS_FILE. */
@@ -64,7 +67,7 @@ export async function startServing(
   const maxLimit = intFlag('max-limit', values['max-limit'], 10_000);
   if (maxLimit < 1) throw new UsageError('--max-limit must be at least 1');
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
-  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memoryFlags(values) });
+  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), ...memoryFlags(values) });
   let url: string;
   try {
     url = await api.listen(host, port);
@@ -91,7 +94,7 @@ async function startSecureServing(
   const requestTimeoutMs = durationFlag('request-timeout', values['request-timeout'], 60_000);
   const memory = memoryFlags(values);
   const secure = await secureServingFromFlags(values, log);
-  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), ...memory });
+  const api = await createApiserver({ store, limits: { maxLimit, requestTimeoutMs }, metrics, log, secure, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), ...memory });
   let url: string;
   try {
     url = await api.listen(secure.host, secure.port);
