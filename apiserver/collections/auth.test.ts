@@ -1,34 +1,19 @@
 // Collections in aggregated mode: a collection is authorized as a get of
 // collectionresources.panoptes.io, and then kind by kind as a list (watch) of each resource
 // it reads through the view, so it never shows what the user could not list kind by kind.
-import { request } from 'node:https';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { makeCertSet } from '../../hack/certs.ts';
-import { authenticationConfigMap, startFakeHost } from '../../hack/testing/fakehost.ts';
+import { authenticationConfigMap, frontProxyGet, startFakeHost } from '../../hack/testing/fakehost.ts';
 import { logger, setLogLevel } from '../../lib/log.ts';
 import { openTestStore, podEvent, seedCluster } from '../../storage/testing.ts';
-import type { KeyPair } from '../auth/certs.ts';
 import { secureServingFromFlags } from '../auth/config.ts';
 import { createApiserver } from '../server.ts';
 
 if (!process.env.PANOPTES_LOG_LEVEL) setLogLevel('error');
 
-function call(base: string, path: string, ca: string, client: KeyPair, user: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const headers = { 'X-Remote-User': user, 'X-Remote-Group': ['system:authenticated'] };
-    const req = request(base + path, { ca, cert: client.cert, key: client.key, headers, agent: false, timeout: 10_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 t.test('a collection is authorized kind by kind', async (t) => {
   const certs = makeCertSet(['127.0.0.1', 'localhost']);
@@ -69,7 +54,7 @@ t.test('a collection is authorized kind by kind', async (t) => {
     await host.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const as = (user: string, path: string) => call(base, path, certs.servingCA.cert, certs.frontProxyClient, user);
+  const as = (user: string, path: string) => frontProxyGet(base, path, certs.servingCA.cert, certs.frontProxyClient, user);
   const C = '/apis/panoptes.io/v1alpha1/collectionresources';
 
   const ops = await as('ops', `${C}/any?resources=secrets,pods`);
