@@ -191,6 +191,39 @@ for (const backend of backends) {
       t.equal(post.status, 405);
     });
 
+    t.test('the list form (search.panoptes.io/collection, as kubectl -l reaches it): a List of the objects, paged by its ListMeta', async (t) => {
+      const all = (await GET(`${C}/workloads`)).json.items.map(key);
+      const selector = encodeURIComponent('search.panoptes.io/collection=workloads');
+      const items: KubeObject[] = [];
+      const rvs = new Set<string>();
+      let token = '';
+      for (let i = 0; i < 100; i++) {
+        const r = await GET(`${C}?labelSelector=${selector}&limit=6${token ? `&continue=${encodeURIComponent(token)}` : ''}`);
+        t.equal(r.status, 200, r.text);
+        t.equal(r.json.kind, 'List');
+        rvs.add(r.json.metadata.resourceVersion);
+        items.push(...r.json.items);
+        token = r.json.metadata.continue ?? '';
+        if (!token) break;
+      }
+      t.same(items.map(key), all);
+      t.equal(rvs.size, 1);
+      const byParam = await GET(`${C}?collection=any&resources=jobs.batch`);
+      t.equal(byParam.json.items.length, 16, 'collection= and resources= as query parameters');
+      const two = await GET(`${C}?labelSelector=${encodeURIComponent('search.panoptes.io/collection in (workloads,any)')}`);
+      t.equal(two.status, 400);
+      t.match(two.json.message, /name one collection/);
+      const both = await GET(`${C}/workloads?collection=any`);
+      t.equal(both.status, 400);
+      t.match(both.json.message, /the path names the collection/);
+      const bare = await GET(`${C}?resources=pods`);
+      t.equal(bare.status, 400);
+      t.match(bare.json.message, /name it \(collectionresources\/any, or search.panoptes.io\/collection=any\)/);
+      const partial = await GET(`${C}?collection=workloads&limit=2`, { Accept: 'application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io' });
+      t.equal(partial.json.kind, 'PartialObjectMetadataList');
+      t.equal(partial.json.items.length, 2);
+    });
+
     t.test('Table: KIND, CLUSTER, NAMESPACE, NAME, AGE', async (t) => {
       const r = await GET(`${C}/workloads?limit=3`, { Accept: TABLE });
       t.equal(r.status, 200);

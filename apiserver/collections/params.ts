@@ -1,4 +1,6 @@
-// The kinds of the `any` collection, chosen by the request as Clusterpedia's `any` takes them
+// The collection of a list (`search.panoptes.io/collection=workloads`: kubectl -l names no
+// object, so `kubectl get collectionresources -l ...` reaches a collection this way), and the
+// kinds of the `any` collection, chosen by the request as Clusterpedia's `any` takes them
 // (internalstorage/collectionresource_storage.go: `groups=apps,batch/v1`,
 // `resources=apps/deployments,/pods`), also as `<resource>[.<group>]` (`deployments.apps`,
 // `pods`), and as label keys so kubectl -l reaches them:
@@ -14,27 +16,30 @@ import { parseResourceName } from '../external/rules.ts';
 import { searchLabelPrefix } from '../params.ts';
 import { anyCollection, kindName, maxKinds } from './definitions.ts';
 
-const terms = ['groups', 'resources'] as const;
+const terms = ['groups', 'resources', 'collection'] as const;
 type Term = (typeof terms)[number];
 
 export interface KindTerms {
   groups: string[];
   resources: string[];
+  /** The collection, on the list path (so that kubectl -l reaches a collection's objects). */
+  collection: string[];
 }
 
 /**
- * Takes `groups=`, `resources=` and their `search.panoptes.io/` label keys out of a query, so
- * that the rest is parsed as any list's. Returns what was given (empty lists when nothing was).
+ * Takes `groups=`, `resources=`, `collection=` and their `search.panoptes.io/` label keys out of
+ * a query, so that the rest is parsed as any list's. Returns what was given (empty lists when
+ * nothing was); `given`: groups or resources were.
  */
 export function takeKindTerms(qs: URLSearchParams): { qs: URLSearchParams; terms: KindTerms; given: boolean } {
   const rest = new URLSearchParams(qs);
-  const out: KindTerms = { groups: [], resources: [] };
+  const out: KindTerms = { groups: [], resources: [], collection: [] };
   let given = false;
   for (const term of terms) {
     const raw = rest.getAll(term);
     rest.delete(term);
     if (raw.length === 0) continue;
-    given = true;
+    if (term !== 'collection') given = true;
     const values = raw.flatMap((v) => v.split(',')).map((v) => v.trim());
     if (values.some((v) => v === '')) throw badRequest(`${term}: empty value`);
     out[term].push(...values);
@@ -47,7 +52,7 @@ export function takeKindTerms(qs: URLSearchParams): { qs: URLSearchParams; terms
       const term = terms.find((t) => r.key === searchLabelPrefix + t);
       if (!term) continue;
       if (r.operator !== 'in') throw badRequest(`search key ${r.key} supports only =, == and in (...)`);
-      given = true;
+      if (term !== 'collection') given = true;
       out[term].push(...r.values);
     }
     if (keep.length !== parsed.length) {

@@ -115,22 +115,37 @@ function listOfCollections(deps: Deps, defs: CollectionDefinition[], view: View,
 /** Serves a collections path (see the header comment). */
 export async function serveCollections(ctx: Context, deps: Deps, path: { name?: string; legacyWatch: boolean }, view: View): Promise<Routed> {
   if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
-  const cdeps = deps.collections;
   const qs = new URLSearchParams(ctx.querystring);
   const w = qs.get('watch');
   const watch = path.legacyWatch || (w !== null && queryBool(w));
-  const metric = (verb: MetricLabels['verb']) => ((ctx.state as { metric?: MetricLabels }).metric = { verb, group: panoptesGroupName, resource: collectionResourcesInfo.resource });
-  if (path.name === undefined) {
-    if (watch) throw new StatusError('MethodNotAllowed', 'the collections do not change while the server runs: watch a collection by name (collectionresources/<name>?watch=true)', {});
-    metric('list');
-    return { reply: listOfCollections(deps, cdeps.definitions, view, qs, ctx.get('Accept')) };
-  }
-  const verb = watch ? 'watch' : 'get';
-  metric(verb);
-  const def = cdeps.definitions.find((d) => d.name === path.name);
-  if (!def) throw notFound(`collectionresources.${panoptesGroupName} "${path.name}" not found`, { name: path.name, group: panoptesGroupName, kind: collectionResourcesInfo.resource });
-
   const taken = takeKindTerms(qs);
+  const named = [...new Set(taken.terms.collection)];
+  if (path.name !== undefined) {
+    if (named.length) throw badRequest(`the path names the collection (${path.name}): search.panoptes.io/collection applies to the list of collections`);
+    return serveCollection(ctx, deps, path.name, taken, view, watch ? 'watch' : 'get');
+  }
+  if (named.length > 1) throw badRequest(`search.panoptes.io/collection: name one collection, not ${named.join(', ')}`);
+  if (named.length === 1) return serveCollection(ctx, deps, named[0], taken, view, watch ? 'watch' : 'list');
+  if (watch) throw new StatusError('MethodNotAllowed', 'the collections do not change while the server runs: watch a collection (collectionresources/<name>?watch=true, or search.panoptes.io/collection=<name>)', {});
+  if (taken.given) throw badRequest(`groups and resources choose the kinds of the ${anyCollection} collection: name it (collectionresources/${anyCollection}, or search.panoptes.io/collection=${anyCollection})`);
+  metric(ctx, 'list');
+  return { reply: listOfCollections(deps, deps.collections.definitions, view, qs, ctx.get('Accept')) };
+}
+
+function metric(ctx: Context, verb: MetricLabels['verb']): void {
+  (ctx.state as { metric?: MetricLabels }).metric = { verb, group: panoptesGroupName, resource: collectionResourcesInfo.resource };
+}
+
+/**
+ * One collection's objects: a get of collectionresources/<name> answers a CollectionResource
+ * (Table: one row per object); the list with search.panoptes.io/collection=<name> a List of
+ * the objects (Table: the same rows; PartialObjectMetadataList: the objects'), paged by its
+ * ListMeta as kubectl pages lists; watch: the objects' events.
+ */
+async function serveCollection(ctx: Context, deps: Deps, name: string, taken: ReturnType<typeof takeKindTerms>, view: View, verb: 'get' | 'list' | 'watch'): Promise<Routed> {
+  metric(ctx, verb);
+  const def = deps.collections.definitions.find((d) => d.name === name);
+  if (!def) throw notFound(`collectionresources.${panoptesGroupName} "${name}" not found`, { name, group: panoptesGroupName, kind: collectionResourcesInfo.resource });
   if (taken.given && def.name !== anyCollection) throw badRequest(`groups and resources choose the kinds of the ${anyCollection} collection; ${def.name} reads its own (${resourcesCell(def)})`);
   const catalog = deps.catalog.view(view.cluster);
   const declared = def.name === anyCollection ? resolveKindTerms(catalog, taken.terms) : def.kinds;
@@ -139,9 +154,9 @@ export async function serveCollections(ctx: Context, deps: Deps, path: { name?: 
   // Paging and resourceVersion as a list's; the collection's name is not a filter of its objects.
   const params = parseListParams(taken.qs, verb === 'watch' ? 'watch' : 'list', collectionResourcesInfo, deps.limits);
   await checkSearchClusters(deps, params.search.clusters);
-  const output = negotiateOutput(ctx.get('Accept'), verb, qs.get('includeObject') ?? undefined);
+  const output = negotiateOutput(ctx.get('Accept'), verb, taken.qs.get('includeObject') ?? undefined);
   if (verb === 'watch' && output.kind === 'table') throw notAcceptable('application/json, application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io (a collection is watched as its objects)');
-  await authorizeKinds(ctx, cdeps, verb === 'watch' ? 'watch' : 'list', view, served.map((s) => s.info), params.search.namespaces);
+  await authorizeKinds(ctx, deps.collections, verb === 'watch' ? 'watch' : 'list', view, served.map((s) => s.info), params.search.namespaces);
 
   const req: ResourceRequest = { verb: verb === 'watch' ? 'watch' : 'list', view, info: collectionResourcesInfo, params, output };
   const q: ListQuery = { ...toListQuery(req), kinds: served.map((s) => s.kind) };
@@ -149,6 +164,7 @@ export async function serveCollections(ctx: Context, deps: Deps, path: { name?: 
   params.limit ??= deps.limits.maxLimit;
   const { result, listMeta } = await readList(deps, params, q);
   const metadata = { name: def.name, resourceVersion: listMeta.resourceVersion };
+  const reply = (body: string): Routed => ({ reply: { type: output.contentType, body } });
   if (output.kind === 'table') {
     const now = Date.now();
     const rows = result.items.map((i) => {
@@ -156,12 +172,16 @@ export async function serveCollections(ctx: Context, deps: Deps, path: { name?: 
       const kind = `${obj.kind ?? ''}${i.group ? `.${i.group}` : ''}`;
       return tableRowJson([kind, i.cluster, i.namespace, i.name, since(obj.metadata?.creationTimestamp, now)], { group: i.group, resource: i.resource }, obj, i.object, output);
     });
-    return { reply: { type: output.contentType, body: tableJson(objectColumns, output.metaVersion, listMeta, rows) } };
+    return reply(tableJson(objectColumns, output.metaVersion, listMeta, rows));
   }
-  if (output.kind === 'partial') return { reply: { type: output.contentType, body: JSON.stringify({ kind: 'PartialObjectMetadata', apiVersion: `meta.k8s.io/${output.metaVersion}`, metadata }) } };
+  if (output.kind === 'partial') {
+    if (verb === 'list') return reply(partialObjectMetadataListJson(result.items.map((i) => JSON.parse(i.object) as KubeObject), output.metaVersion, listMeta));
+    return reply(JSON.stringify({ kind: 'PartialObjectMetadata', apiVersion: `meta.k8s.io/${output.metaVersion}`, metadata }));
+  }
+  const items = `"items":[${result.items.map((i) => i.object).join(',')}]`;
+  // The list form: the objects as kube's generic List (what kubectl -o yaml prints of any list), paged by its ListMeta.
+  if (verb === 'list') return reply(`{"kind":"List","apiVersion":"v1","metadata":${JSON.stringify(listMeta)},${items}}`);
   const head = { kind: 'CollectionResource', apiVersion: panoptesApiVersion, metadata, resourceTypes: served.map(resourceType) };
   const tail = (result.continue ? `,"continue":${JSON.stringify(result.continue)}` : '') + (listMeta.remainingItemCount !== undefined ? `,"remainingItemCount":${JSON.stringify(listMeta.remainingItemCount)}` : '');
-  const body = `${JSON.stringify(head).slice(0, -1)},"items":[${result.items.map((i) => i.object).join(',')}]${tail}}`;
-  return { reply: { type: output.contentType, body } };
+  return reply(`${JSON.stringify(head).slice(0, -1)},${items}${tail}}`);
 }
-
