@@ -12,6 +12,11 @@
 // one after reading them from the table; SQLite seeks each namespace of an IN from its start
 // and filters the rows before the continue key one by one.
 //
+// A collection (storage/collection.ts) is one such scan per kind (and value), merged in the list
+// order then the kind. SQLite merges them as they are; PostgreSQL does not carry the kind, a
+// constant of each scan, out of it as an order, so it sorts the merged rows again: at most
+// (limit + 1) per scan, each scan stopped by its own LIMIT (list-scan.test.ts checks both plans).
+//
 // The continue key is compared as `(cols) >= (key) AND (cols) <> (key)`, not `(cols) > (key)`:
 // PostgreSQL estimates a row comparison by its first column alone (clausesel.c, rowcomparesel),
 // and `namespace > 'ns'` leaves out the key's whole namespace. In the middle of a large
