@@ -49,6 +49,8 @@ for (const backend of backends) {
   t.test(backend, async (t) => {
     const { store, close } = await openTestStore(backend);
     for (const c of ['east', 'west']) await seedCluster(store, c, { phase: 'Ready', ready: true, apiResources });
+    // A cluster that syncs pods only, and is away: a Warning where a collection reads pods.
+    await seedCluster(store, 'lab', { phase: 'Unreachable', ready: false, message: 'GET /readyz: ECONNREFUSED', lastTransitionTime: '2026-01-01T00:00:00Z', apiResources: apiResources.slice(0, 1) });
     for (const c of ['east', 'west']) {
       const events: UpstreamEvent[] = [];
       for (const ns of ['shop', 'lab']) {
@@ -222,6 +224,28 @@ for (const backend of backends) {
       const partial = await GET(`${C}?collection=workloads&limit=2`, { Accept: 'application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io' });
       t.equal(partial.json.kind, 'PartialObjectMetadataList');
       t.equal(partial.json.items.length, 2);
+    });
+
+    t.test('resourceVersion as for a list; a Warning when a cluster read from is not Ready', async (t) => {
+      const now = (await GET(`${C}/workloads`)).json.metadata.resourceVersion as string;
+      const notOlder = await GET(`${C}/workloads?resourceVersion=${now}`);
+      t.equal(notOlder.status, 200, 'without a limit, N is a lower bound');
+      const future = await GET(`${C}/workloads?resourceVersion=${Number(now) + 1000}`);
+      t.equal(future.status, 504);
+      t.match(future.json, { reason: 'Timeout' });
+      const exact = await GET(`${C}/workloads?resourceVersion=${now}&resourceVersionMatch=Exact&limit=5`);
+      t.equal(exact.status, 200);
+      t.equal(exact.json.metadata.resourceVersion, now);
+      t.match(notOlder.headers.warning, /cluster lab is not Ready/, 'workloads reads pods, which lab syncs');
+      t.equal((await GET(`${C}/any?resources=jobs.batch`)).headers.warning, undefined, 'lab syncs no jobs');
+    });
+
+    t.test('a watch from resourceVersion 0 starts with every object of the collection', async (t) => {
+      const w = await openWatch(`${base}${C}/any?resources=jobs.batch&watch=true&resourceVersion=0`);
+      t.teardown(() => w.close());
+      const events = await w.waitFor(16, 5000);
+      t.equal(events.length, 16);
+      t.ok(events.every((e) => e.type === 'ADDED' && e.object.kind === 'Job'));
     });
 
     t.test('Table: KIND, CLUSTER, NAMESPACE, NAME, AGE', async (t) => {

@@ -30,7 +30,8 @@ import { readList } from '../list.ts';
 import { negotiateOutput, notAcceptable } from '../negotiate.ts';
 import { collectionResourcesInfo, panoptesApiVersion, panoptesGroupName } from '../panoptes-group.ts';
 import { parseListParams } from '../params.ts';
-import { toListQuery, type ResourceRequest, type View } from '../request.ts';
+import { clustersRead, toListQuery, type ResourceRequest, type View } from '../request.ts';
+import { staleWarnings } from '../warnings.ts';
 import type { MetricLabels, Routed } from '../routes.ts';
 import { checkSearchClusters } from '../routes.ts';
 import { serveWatch } from '../watch-route.ts';
@@ -158,13 +159,17 @@ async function serveCollection(ctx: Context, deps: Deps, name: string, taken: Re
   if (verb === 'watch' && output.kind === 'table') throw notAcceptable('application/json, application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io (a collection is watched as its objects)');
   await authorizeKinds(ctx, deps.collections, verb === 'watch' ? 'watch' : 'list', view, served.map((s) => s.info), params.search.namespaces);
 
-  const req: ResourceRequest = { verb: verb === 'watch' ? 'watch' : 'list', view, info: collectionResourcesInfo, params, output };
+  // The clusters that serve its kinds: whose staleness a Warning tells (as a list's, and a watch's through serveWatch).
+  const info: ResourceInfo = { ...collectionResourcesInfo, clusters: [...new Set(served.flatMap((s) => s.info.clusters))].sort() };
+  const req: ResourceRequest = { verb: verb === 'watch' ? 'watch' : 'list', view, info, params, output };
   const q: ListQuery = { ...toListQuery(req), kinds: served.map((s) => s.kind) };
   if (verb === 'watch') return { watch: () => serveWatch(ctx, req, deps, q) };
-  params.limit ??= deps.limits.maxLimit;
-  const { result, listMeta } = await readList(deps, params, q);
+  // Without a limit, a page of --max-limit; resourceVersion=N then keeps its meaning without a limit (not older than N).
+  const paged = params.limit !== undefined ? params : { ...params, limit: deps.limits.maxLimit, resourceVersionMatch: params.resourceVersionMatch ?? (params.resourceVersion !== '' && params.resourceVersion !== '0' ? ('NotOlderThan' as const) : undefined) };
+  const { result, listMeta } = await readList(deps, paged, q);
   const metadata = { name: def.name, resourceVersion: listMeta.resourceVersion };
-  const reply = (body: string): Routed => ({ reply: { type: output.contentType, body } });
+  const warnings = staleWarnings(deps.catalog, clustersRead(req, info.clusters));
+  const reply = (body: string): Routed => ({ reply: { type: output.contentType, body, headers: warnings.length ? { Warning: warnings } : undefined } });
   if (output.kind === 'table') {
     const now = Date.now();
     const rows = result.items.map((i) => {
