@@ -89,7 +89,7 @@ async function authorizeKinds(ctx: Context, deps: CollectionsDeps, verb: 'list' 
   if (!deps.authorizer || !user) return;
   const scopes: Array<string | undefined> = namespaces && namespaces.length * kinds.length <= 64 ? namespaces : [undefined];
   const checks: ResourceAttributes[] = kinds.flatMap((info) => scopes.map((namespace) => ({ verb, group: info.group, version: info.version, resource: info.resource, ...(namespace !== undefined && info.namespaced ? { namespace } : {}) })));
-  for (const attrs of checks) await deps.authorizer.authorize(user, { kind: 'resource', attrs, view: { cluster: view.cluster ?? '' } });
+  await Promise.all(checks.map((attrs) => deps.authorizer!.authorize(user, { kind: 'resource', attrs, view: { cluster: view.cluster ?? '' } })));
 }
 
 function listOfCollections(deps: Deps, defs: CollectionDefinition[], view: View, qs: URLSearchParams, accept: string): Reply {
@@ -148,8 +148,16 @@ async function serveCollection(ctx: Context, deps: Deps, name: string, taken: Re
   const def = deps.collections.definitions.find((d) => d.name === name);
   if (!def) throw notFound(`collectionresources.${panoptesGroupName} "${name}" not found`, { name, group: panoptesGroupName, kind: collectionResourcesInfo.resource });
   if (taken.given && def.name !== anyCollection) throw badRequest(`groups and resources choose the kinds of the ${anyCollection} collection; ${def.name} reads its own (${resourcesCell(def)})`);
-  const catalog = deps.catalog.view(view.cluster);
-  const declared = def.name === anyCollection ? resolveKindTerms(catalog, taken.terms) : def.kinds;
+  let catalog = deps.catalog.view(view.cluster);
+  let declared: CollectionKind[];
+  try {
+    declared = def.name === anyCollection ? resolveKindTerms(catalog, taken.terms) : def.kinds;
+  } catch {
+    // A resource just synced may not be in the catalog yet: one refresh before the 400.
+    await deps.catalog.refreshOnMiss();
+    catalog = deps.catalog.view(view.cluster);
+    declared = resolveKindTerms(catalog, taken.terms);
+  }
   const served = servedKinds(catalog, declared);
 
   // Paging and resourceVersion as a list's; the collection's name is not a filter of its objects.
