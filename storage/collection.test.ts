@@ -146,6 +146,20 @@ for (const backend of backends) {
       t.ok(n > 5, 'written between pages');
     });
 
+    t.test('a list at an older rv counts and rebuilds every kind', async (t) => {
+      const plainKinds: CollectionKind[] = [{ group: 'apps', resource: 'deployments' }, { group: '', resource: 'configmaps' }];
+      const q = { group: '', resource: '', kinds: plainKinds };
+      const before = await store.list(q);
+      const want = before.items.map(id);
+      await store.applyBatch('west', [event('', 'configmaps', 'a', 'late', '9000'), event('apps', 'deployments', 'a', 'w1', '9001', { type: 'DELETED' }), event('', 'configmaps', 'b', 'w2', '9002', { type: 'MODIFIED', labels: { app: 'x' } })]);
+      const first = await store.list({ ...q, exactRv: before.resourceVersion, limit: 10 });
+      t.equal(first.resourceVersion, before.resourceVersion);
+      t.equal(first.remainingItemCount, want.length - 10, 'counted at that rv, over both kinds');
+      const { seen, rvs } = await pageAll(store, { ...q, exactRv: before.resourceVersion, limit: 7 });
+      t.same(seen, want, 'the objects as they were, the deleted one included, the late one not');
+      t.same([...rvs], [before.resourceVersion]);
+    });
+
     t.test('a token resumes only the kind of list it came from', async (t) => {
       const pods = await store.list({ group: '', resource: 'pods', limit: 1 });
       await t.rejects(store.list(collection({ continue: pods.continue })), { code: 400 }, 'a token of one kind, for a collection');

@@ -186,6 +186,7 @@ for (const backend of backends) {
       await bad(`${C}/any?labelSelector=${encodeURIComponent('search.panoptes.io/resources notin (pods)')}`, /supports only =, == and in/);
       await bad(`${C}/workloads?clusters=nosuch`, /unknown cluster "nosuch"/);
       await bad(`${C}/workloads?bogus=1`, /unknown query parameter "bogus"/);
+      await bad(`${C}/workloads?fieldSelector=status.phase%3DRunning`, /fieldSelector status\.phase: the kinds of a collection share only the fields metadata\.name and metadata\.namespace/);
       const missing = await GET(`${C}/nosuch`);
       t.equal(missing.status, 404);
       t.match(missing.json, { reason: 'NotFound', message: /collectionresources.panoptes.io "nosuch" not found/ });

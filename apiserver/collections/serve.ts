@@ -13,6 +13,7 @@
 // resource through the view (and per namespace when the request names namespaces), so a
 // collection never shows what the user could not list kind by kind.
 import type { Context } from 'koa';
+import { parseFieldSelector } from '../../kube/fields.ts';
 import { matchesLabels } from '../../kube/labels.ts';
 import { queryBool } from '../../kube/query.ts';
 import { StatusError, badRequest, notFound } from '../../kube/status.ts';
@@ -160,6 +161,9 @@ async function serveCollection(ctx: Context, deps: Deps, name: string, taken: Re
   }
   const served = servedKinds(catalog, declared);
 
+  // Fields of one kind mean nothing to another: kube's field selectors of every kind are metadata.name and metadata.namespace.
+  const kindField = parseFieldSelector(taken.qs.get('fieldSelector') ?? '').find((f) => f.field !== 'metadata.name' && f.field !== 'metadata.namespace');
+  if (kindField) throw badRequest(`fieldSelector ${kindField.field}: the kinds of a collection share only the fields metadata.name and metadata.namespace; select ${kindField.field} in a list of one kind`);
   // Paging and resourceVersion as a list's; the collection's name is not a filter of its objects.
   const params = parseListParams(taken.qs, verb === 'watch' ? 'watch' : 'list', collectionResourcesInfo, deps.limits);
   await checkSearchClusters(deps, params.search.clusters);
