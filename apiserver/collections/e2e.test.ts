@@ -1,7 +1,7 @@
 // Collections end to end on both backends: the real kubectl (get, -o yaml, -l with the
 // search.panoptes.io/ keys, explain) and @kubernetes/client-node (get, list, Watch) against the
-// apiserver, and paging a collection while its kinds change (no duplicates, no losses, one rv).
-import { execFile } from 'node:child_process';
+// apiserver (get -w of a collection too), and paging a collection while its kinds change (no duplicates, no losses, one rv).
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,6 +111,20 @@ for (const backend of backends) {
       t.equal(chunked.code, 0, chunked.stderr);
       t.same(chunked.stdout.trim().split('\n').slice(1), lines.slice(1), 'kubectl pages the list form (limit 7, continue) to the same rows');
 
+      // kubectl get -w: the list form, then its watch, as Tables.
+      const watcher = spawn('kubectl', ['--server', `${base}/apis/panoptes.io/v1alpha1/resources`, '--cache-dir', join(dir, 'cache'), 'get', 'collectionresources', '-l', 'search.panoptes.io/collection=workloads,app=watched', '-w'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let watched = '';
+      watcher.stdout.on('data', (d: Buffer) => (watched += d.toString()));
+      watcher.stderr.on('data', (d: Buffer) => (watched += d.toString()));
+      t.teardown(() => watcher.kill());
+      for (let i = 0; i < 100 && !/No resources found/.test(watched); i++) await new Promise((r) => setTimeout(r, 100));
+      const watchedEvent = deployment('shop', 'watched', '800');
+      watchedEvent.object.metadata!.labels = { app: 'watched' };
+      await store.applyBatch('east', [watchedEvent]);
+      for (let i = 0; i < 100 && !/Deployment\.apps\s+east\s+shop\s+watched/.test(watched); i++) await new Promise((r) => setTimeout(r, 100));
+      t.match(watched, /Deployment\.apps\s+east\s+shop\s+watched\s+\d+d/, `kubectl -w shows the new object of the collection: ${watched}`);
+      watcher.kill();
+
       const noTerms = await kubectl(['get', 'collectionresources', 'any']);
       t.not(noTerms.code, 0);
       t.match(noTerms.stderr, /groups= or resources=/);
@@ -130,7 +144,7 @@ for (const backend of backends) {
       const all = (await custom.listClusterCustomObject({ group: 'panoptes.io', version: 'v1alpha1', plural: 'collectionresources' })) as { items: Array<{ metadata: { name: string } }> };
       t.same(all.items.map((i) => i.metadata.name), ['any', 'workloads']);
       const workloads = (await custom.getClusterCustomObject({ group: 'panoptes.io', version: 'v1alpha1', name: 'workloads', plural: 'collectionresources' })) as { metadata: { resourceVersion: string }; items: KubeObject[] };
-      t.equal(workloads.items.length, 30);
+      t.equal(workloads.items.length, 31, 'and the one kubectl -w saw added');
 
       const events: Array<{ type: string; id: string; rv: number }> = [];
       let done: (err?: unknown) => void = () => undefined;
@@ -159,7 +173,7 @@ for (const backend of backends) {
       let token = '';
       for (let page = 0; page < 100; page++) {
         const r = await get(`${base}${C}/workloads?limit=4${token ? `&continue=${encodeURIComponent(token)}` : ''}`);
-        t.equal(r.status, 200, r.text);
+        t.equal(r.status, 200, `page ${page}: ${r.status === 200 ? 'OK' : r.text}`);
         rvs.add(r.json.metadata.resourceVersion);
         seen.push(...(r.json.items as KubeObject[]).map(id));
         token = r.json.continue ?? '';

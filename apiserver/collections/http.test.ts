@@ -260,7 +260,7 @@ for (const backend of backends) {
       t.equal(r.json.rows[0].object.kind, 'PartialObjectMetadata');
     });
 
-    t.test('watch of a collection: each kind’s events in rv order, bare kinds by transition', async (t) => {
+    t.test('watch of a collection: each kind’s events in rv order, bare kinds by transition, as JSON and as Table', async (t) => {
       const rv = (await GET(`${C}/workloads`)).json.metadata.resourceVersion;
       const w = await openWatch(`${base}${C}/workloads?watch=true&resourceVersion=${rv}`);
       t.teardown(() => w.close());
@@ -271,8 +271,15 @@ for (const backend of backends) {
       t.same(events.map((e) => `${e.type} ${e.object.kind}/${e.object.metadata.name}`), ['ADDED Deployment/new', 'ADDED Job/new', 'ADDED Pod/web-1']);
       const rvs = events.map((e) => Number(e.object.metadata.resourceVersion));
       t.same(rvs, [...rvs].sort((a, b) => a - b), 'in rv order');
-      const table = await GET(`${C}/workloads?watch=true`, { Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' });
-      t.equal(table.status, 406);
+      // As kubectl get -w asks for it: Table events, the first with the columns.
+      const now = (await GET(`${C}/workloads`)).json.metadata.resourceVersion;
+      const tw = await openWatch(`${base}${C}?labelSelector=${encodeURIComponent('search.panoptes.io/collection=workloads')}&watch=true&resourceVersion=${now}`, { Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' });
+      t.teardown(() => tw.close());
+      await store.applyBatch('west', [ev('jobs', 'lab', 'tabled', '905')]);
+      const [row] = await tw.waitFor(1, 5000);
+      t.equal(row?.object.kind, 'Table');
+      t.same(row?.object.columnDefinitions.map((c: { name: string }) => c.name), ['Kind', 'Cluster', 'Namespace', 'Name', 'Age']);
+      t.match(row?.object.rows[0].cells, ['Job.batch', 'west', 'lab', 'tabled', /\d+d/]);
     });
   });
 }

@@ -17,8 +17,7 @@ import { parseFieldSelector } from '../../kube/fields.ts';
 import { matchesLabels } from '../../kube/labels.ts';
 import { queryBool } from '../../kube/query.ts';
 import { StatusError, badRequest, notFound } from '../../kube/status.ts';
-import { partialObjectMetadataListJson, tableJson, tableRowJson, type TableColumnDefinition } from '../../kube/table.ts';
-import { since } from '../../kube/printers.ts';
+import { partialObjectMetadataListJson, tableJson, tableRowJson } from '../../kube/table.ts';
 import type { CollectionKind, KubeObject, ListQuery } from '../../storage/types.ts';
 import type { ResourceAttributes } from '../auth/attributes.ts';
 import type { AuthState } from '../auth/middleware.ts';
@@ -28,7 +27,9 @@ import type { Deps, Reply } from '../deps.ts';
 import { readOnly } from '../errors.ts';
 import { findResource } from '../external/resolve.ts';
 import { readList } from '../list.ts';
-import { negotiateOutput, notAcceptable } from '../negotiate.ts';
+import { negotiateOutput } from '../negotiate.ts';
+import { tableJson as collectionTableJson, tableRowJson as collectionRowJson } from '../table.ts';
+import { collectionListColumns, collectionObjectsTable } from './table.ts';
 import { collectionResourcesInfo, panoptesApiVersion, panoptesGroupName } from '../panoptes-group.ts';
 import { parseListParams } from '../params.ts';
 import { clustersRead, toListQuery, type ResourceRequest, type View } from '../request.ts';
@@ -70,15 +71,6 @@ const resourceType = ({ kind, info }: { kind: CollectionKind; info: ResourceInfo
   ...(kind.bare ? { bare: true } : {}),
 });
 
-const column = (name: string, description: string, format = ''): TableColumnDefinition => ({ name, type: 'string', format, description, priority: 0 });
-const objectColumns = [
-  column('Kind', 'The kind of the object (its group after a dot, but for the core group).'),
-  column('Cluster', 'The member cluster the object is synced from (annotation panoptes.io/cluster).'),
-  column('Namespace', 'The namespace of the object.'),
-  column('Name', 'The name of the object.', 'name'),
-  column('Age', 'Since its creationTimestamp.'),
-];
-const collectionColumns = [column('Name', 'The collection.', 'name'), column('Resources', 'The kinds it reads (<resource>[.<group>]; bare: only objects without an owner).')];
 
 /** The kinds named in a Table row: `deployments.apps`, `pods (bare)`, `*` for any. */
 function resourcesCell(def: CollectionDefinition): string {
@@ -108,7 +100,7 @@ function listOfCollections(deps: Deps, defs: CollectionDefinition[], view: View,
   const listMeta = { resourceVersion: '' };
   if (out.kind === 'table') {
     const rows = chosen.map((d) => tableRowJson([d.name, resourcesCell(d)], collectionResourcesInfo, object(d), JSON.stringify(object(d)), out));
-    return { type: out.contentType, body: tableJson(collectionColumns, out.metaVersion, listMeta, rows) };
+    return { type: out.contentType, body: tableJson(collectionListColumns, out.metaVersion, listMeta, rows) };
   }
   if (out.kind === 'partial') return { type: out.contentType, body: partialObjectMetadataListJson(chosen.map(object), out.metaVersion, listMeta) };
   return { type: out.contentType, body: JSON.stringify({ kind: 'CollectionResourceList', apiVersion: panoptesApiVersion, metadata: listMeta, items: chosen.map(object) }) };
@@ -168,7 +160,6 @@ async function serveCollection(ctx: Context, deps: Deps, name: string, taken: Re
   const params = parseListParams(taken.qs, verb === 'watch' ? 'watch' : 'list', collectionResourcesInfo, deps.limits);
   await checkSearchClusters(deps, params.search.clusters);
   const output = negotiateOutput(ctx.get('Accept'), verb, taken.qs.get('includeObject') ?? undefined);
-  if (verb === 'watch' && output.kind === 'table') throw notAcceptable('application/json, application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io (a collection is watched as its objects)');
   await authorizeKinds(ctx, deps.collections, verb === 'watch' ? 'watch' : 'list', view, served.map((s) => s.info), params.search.namespaces);
 
   // The clusters that serve its kinds: whose staleness a Warning tells (as a list's, and a watch's through serveWatch).
@@ -184,12 +175,8 @@ async function serveCollection(ctx: Context, deps: Deps, name: string, taken: Re
   const reply = (body: string): Routed => ({ reply: { type: output.contentType, body, headers: warnings.length ? { Warning: warnings } : undefined } });
   if (output.kind === 'table') {
     const now = Date.now();
-    const rows = result.items.map((i) => {
-      const obj = JSON.parse(i.object) as KubeObject;
-      const kind = `${obj.kind ?? ''}${i.group ? `.${i.group}` : ''}`;
-      return tableRowJson([kind, i.cluster, i.namespace, i.name, since(obj.metadata?.creationTimestamp, now)], { group: i.group, resource: i.resource }, obj, i.object, output);
-    });
-    return reply(tableJson(objectColumns, output.metaVersion, listMeta, rows));
+    const rows = result.items.map((i) => collectionRowJson(collectionObjectsTable, info, JSON.parse(i.object) as KubeObject, i.object, i.cluster, output, now));
+    return reply(collectionTableJson(collectionObjectsTable, output.metaVersion, listMeta, rows));
   }
   if (output.kind === 'partial') {
     if (verb === 'list') return reply(partialObjectMetadataListJson(result.items.map((i) => JSON.parse(i.object) as KubeObject), output.metaVersion, listMeta));
