@@ -5,8 +5,10 @@
 // over every kind (storage/collection.ts): one resourceVersion, `limit` and `continue` resume
 // exactly across kinds, and selectors and the search parameters apply to every kind; a get
 // without `limit` answers a page of --max-limit. `?watch=true` on a collection streams the
-// changes of every kind in rv order. Served at /apis/panoptes.io/v1alpha1/collectionresources
-// and in each view (a one-cluster view reads that cluster only).
+// changes of every kind in rv order. kubectl -l names no object, so the list of collections with
+// `search.panoptes.io/collection=<name>` answers that collection's objects as a List (and
+// watches them: kubectl get -w). Served at /apis/panoptes.io/v1alpha1/collectionresources and
+// in each view (a one-cluster view reads that cluster only).
 //
 // Authorization: the request is authorized as a get (list) of collectionresources like any
 // other; reading the objects is authorized again, kind by kind, as a list (watch) of that
@@ -70,7 +72,6 @@ const resourceType = ({ kind, info }: { kind: CollectionKind; info: ResourceInfo
   resource: info.resource,
   ...(kind.bare ? { bare: true } : {}),
 });
-
 
 /** The kinds named in a Table row: `deployments.apps`, `pods (bare)`, `*` for any. */
 function resourcesCell(def: CollectionDefinition): string {
