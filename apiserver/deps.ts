@@ -9,6 +9,7 @@ import { defaultQueryBudget, type QueryBudget } from '../storage/json-fields.ts'
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
 import { defaultProxyWriteWaitMs } from './proxy/write-consistency.ts';
+import type { CollectionsDeps } from './collections/serve.ts';
 import type { Compression } from './compression.ts';
 import type { OpenAPIService } from './openapi/service.ts';
 import type { ProxyDeps } from './proxy/proxy-deps.ts';
@@ -63,6 +64,8 @@ export interface Deps {
   openapi: OpenAPIService;
   /** external.metrics.k8s.io: the metrics file's rules, their metrics, the authorizer (apiserver/external/). */
   externalMetrics: ExternalMetricsDeps;
+  /** collectionresources.panoptes.io: the collections served and the authorizer of their kinds (apiserver/collections/). */
+  collections: CollectionsDeps;
   /** Networks the operator lets API-registered clusters reach although they are refused by default (--allow-member-networks). */
   memberNetworks: MemberNetworks;
   /** The proxy to member clusters (writes, subresources, unsynced reads of a one-cluster view). */

@@ -4,7 +4,7 @@
 // N not older than N (waits, then 504); Exact N — or N with a limit and no
 // resourceVersionMatch — the snapshot at N (410 when compacted); continue pins the first
 // page's snapshot.
-import type { KubeObject, ListQuery } from '../storage/types.ts';
+import type { KubeObject, ListQuery, ListResult } from '../storage/types.ts';
 import type { Deps, Reply } from './deps.ts';
 import { apiVersionOf, clustersRead, toListQuery, type ResourceRequest } from './request.ts';
 import { readFresh } from './rv.ts';
@@ -21,18 +21,21 @@ function isExact(p: ResourceRequest['params']): boolean {
   return p.resourceVersionMatch === 'Exact' || (p.resourceVersionMatch === undefined && p.limit !== undefined);
 }
 
-export async function serveList(deps: Deps, req: ResourceRequest): Promise<Reply> {
-  const p = req.params;
-  const q: ListQuery = toListQuery(req);
+/** Reads the list `q` of a request with its paging and resourceVersion semantics; the ListMeta of the answer. */
+export async function readList(deps: Deps, p: ResourceRequest['params'], q: ListQuery): Promise<{ result: ListResult; listMeta: Record<string, unknown>; warnings: string[] }> {
   if (p.limit) q.limit = p.limit;
   if (q.jsonFields) q.budget = deps.limits.queryBudget;
   if (p.continue) q.continue = p.continue;
   if (!p.continue && p.resourceVersion !== '' && p.resourceVersion !== '0' && isExact(p)) q.exactRv = Number(p.resourceVersion);
-  const { value: result, warnings: readWarnings } = await readFresh(deps, p, (store, minRv) => store.list(minRv === undefined ? q : { ...q, minRv }));
-
+  const { value: result, warnings } = await readFresh(deps, p, (store, minRv) => store.list(minRv === undefined ? q : { ...q, minRv }));
   const listMeta: Record<string, unknown> = { resourceVersion: String(result.resourceVersion) };
   if (result.continue) listMeta.continue = result.continue;
   if (result.remainingItemCount !== undefined && result.continue) listMeta.remainingItemCount = result.remainingItemCount;
+  return { result, listMeta, warnings };
+}
+
+export async function serveList(deps: Deps, req: ResourceRequest): Promise<Reply> {
+  const { result, listMeta, warnings: readWarnings } = await readList(deps, req.params, toListQuery(req));
 
   const out = req.output;
   let body: string;

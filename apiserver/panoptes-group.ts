@@ -48,7 +48,19 @@ export const clusterSourceInfo: ResourceInfo = ownInfo(clusterSourceResource, cl
 /** The writable kinds of panoptes.io. */
 export const ownInfos: readonly ResourceInfo[] = [clusterInfo, mcsInfo, clusterSourceInfo];
 
-export const panoptesGroup: GroupEntry = { name: panoptesGroupName, versions: [{ version: panoptesVersion, resources: [...ownInfos] }] };
+/** Collections (apiserver/collections/): read-only, cluster-scoped, not stored. */
+export const collectionResourcesInfo: ResourceInfo = {
+  group: panoptesGroupName,
+  version: panoptesVersion,
+  resource: 'collectionresources',
+  kind: 'CollectionResource',
+  singularName: 'collectionresource',
+  namespaced: false,
+  clusters: [],
+  verbs: ['get', 'list'],
+};
+
+export const panoptesGroup: GroupEntry = { name: panoptesGroupName, versions: [{ version: panoptesVersion, resources: [...ownInfos, collectionResourcesInfo] }] };
 
 /** An own kind's path below /apis/panoptes.io/v1alpha1/. */
 export interface OwnPath {

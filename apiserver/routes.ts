@@ -11,6 +11,7 @@ import { fleetMetrics, isFleetMetrics } from './proxy/fleet-metrics.ts';
 import { forward } from './proxy/forward.ts';
 import type { GroupEntry, ResourceInfo, ViewCatalog } from './catalog.ts';
 import { ownObjectsCluster } from '../storage/own-objects.ts';
+import { collectionPath, serveCollections } from './collections/serve.ts';
 import { ownKind } from './own-kinds.ts';
 import { serveOwnWrite, writeVerbOf } from './own-writes.ts';
 import { clusterInfo, ownPath, panoptesGroup, panoptesGroupName, panoptesVersion, type OwnPath } from './panoptes-group.ts';
@@ -183,7 +184,8 @@ function resolve(view: ViewCatalog, group: string, version: string, segs: string
   return { info, name: segs[1], legacyWatch };
 }
 
-async function checkSearchClusters(deps: Deps, clusters: string[] | undefined): Promise<void> {
+/** 400 naming the clusters of a clusters search that are not known (after one refresh of the catalog). */
+export async function checkSearchClusters(deps: Deps, clusters: string[] | undefined): Promise<void> {
   if (!clusters) return;
   let unknown = clusters.filter((c) => !deps.catalog.hasCluster(c));
   if (unknown.length) {
@@ -218,6 +220,8 @@ async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[
   const rest = segs.slice(segs[0] === 'api' ? 2 : 3);
   const own = group === panoptesGroupName && version === panoptesVersion ? ownPath(rest) : undefined;
   if (own) return ownRoute(ctx, deps, own, view.cluster);
+  const collection = group === panoptesGroupName && version === panoptesVersion ? collectionPath(rest) : undefined;
+  if (collection) return serveCollections(ctx, deps, collection, view);
   const attrs = resourceAttrs(ctx.method, new URLSearchParams(ctx.querystring), group, version, rest);
   if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || attrs?.subresource !== undefined) return proxyRoute(ctx, deps, view, segs, attrs);
 
@@ -288,6 +292,8 @@ export async function route(ctx: Context, deps: Deps): Promise<Routed> {
   const segs = decodeSegments(path);
   const ownKindPath = segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion ? ownPath(segs.slice(3)) : undefined;
   if (ownKindPath) return ownRoute(ctx, deps, ownKindPath, undefined);
+  const collection = segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion ? collectionPath(segs.slice(3)) : undefined;
+  if (collection) return serveCollections(ctx, deps, collection, {});
   if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
   if (segs[0] === 'apis' && segs[1] === externalMetricsGroupName && segs[2] === externalMetricsVersion && segs.length > 3) return { reply: await serveExternalMetric(ctx, deps, segs.slice(3)) };
   // The server's own groups: panoptes.io, and external.metrics.k8s.io in discovery (not in OpenAPI: its metrics are not objects).

@@ -38,6 +38,7 @@ import { createWriteConsistency, syncedInCatalog } from './proxy/write-consisten
 import { MemberPool, noMemberCredentials, type MemberCredentials } from './proxy/members.ts';
 import type { ConnectOptions } from '../member/client.ts';
 import { defaultStreamLimits, UpgradeProxy, type StreamLimits } from './proxy/upgrade.ts';
+import { builtinCollections, type CollectionDefinition } from './collections/definitions.ts';
 import { bodyTooLarge, limitWritesInFlight } from './write-request.ts';
 import { WatchHub, type HubOptions } from './watch/index.ts';
 
@@ -62,6 +63,8 @@ export interface ApiserverOptions {
   secure?: Pick<SecureServing, 'tls' | 'authenticator' | 'authorizer'>;
   /** external.metrics.k8s.io: the metrics file of declared metrics (watched), and how often it is checked (default 1 s). */
   externalMetrics?: { file?: string; reloadIntervalMs?: number };
+  /** The collections served (apiserver/collections/definitions.ts): the built-in ones unless given (--collections-file). */
+  collections?: CollectionDefinition[];
   /** --allow-member-networks: networks API-registered clusters may reach although refused by default (loopback, link-local, unspecified). */
   memberNetworks?: MemberNetworks;
   /**
@@ -161,6 +164,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     watch: hub,
     openapi,
     externalMetrics: { rules, metrics, authorizer: opts.secure?.authorizer },
+    collections: { definitions: opts.collections ?? [...builtinCollections], authorizer: opts.secure?.authorizer },
     memberNetworks: opts.memberNetworks ?? new MemberNetworks(),
     proxy: {
       members: new MemberPool(opts.proxy?.credentials ?? noMemberCredentials, log.child({ part: 'proxy' }), opts.proxy?.connect),

@@ -5,6 +5,7 @@ import { tableJson as kubeTableJson, tablePrinter, tableRowJson as kubeTableRowJ
 import { ownGroup } from '../storage/own-objects.ts';
 import type { ResourceInfo } from './catalog.ts';
 import { clusterTable } from './cluster-table.ts';
+import { collectionObjectsTable } from './collections/table.ts';
 import { mcsTable } from './mcs-table.ts';
 import { clusterSourceTable } from './cluster-source-table.ts';
 import type { View } from './request.ts';
@@ -25,8 +26,8 @@ export interface TableRenderer {
   cells(object: KubeObject, cluster: string, now: number): unknown[];
 }
 
-/** The Tables of Panoptes's own kinds, by resource. */
-const ownTables: Record<string, TableRenderer> = { clusters: clusterTable, multiclusterservices: mcsTable, clustersources: clusterSourceTable };
+/** The Tables of Panoptes's own kinds, by resource (a collection's: its objects, apiserver/collections/table.ts). */
+const ownTables: Record<string, TableRenderer> = { clusters: clusterTable, multiclusterservices: mcsTable, clustersources: clusterSourceTable, collectionresources: collectionObjectsTable };
 
 /** The Table renderer of a resource in a view (Panoptes's own kinds: `kubectl get clusters`, `kubectl get mcs`). */
 export function tableRenderer(info: ResourceInfo, view: View): TableRenderer {

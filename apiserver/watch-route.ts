@@ -12,7 +12,8 @@ import { parseWatchOptions } from './watch/index.ts';
 import { watchContentType, watchEncoders } from './watch-encoders.ts';
 import { pipeWatchResponse } from './watch-response.ts';
 
-export async function serveWatch(ctx: Context, request: ResourceRequest, deps: Deps): Promise<void> {
+/** `query`: what the watch selects, the request's own unless given (a collection's names its kinds). */
+export async function serveWatch(ctx: Context, request: ResourceRequest, deps: Deps, query = toListQuery(request)): Promise<void> {
   const options = parseWatchOptions(new URLSearchParams(ctx.querystring));
   const { encoder, firstEncoder } = watchEncoders(request);
   if (ctx.method === 'HEAD') {
@@ -21,7 +22,7 @@ export async function serveWatch(ctx: Context, request: ResourceRequest, deps: D
     return;
   }
   const stream = deps.watch.watch({
-    query: toListQuery(request),
+    query,
     kind: request.info.kind,
     apiVersion: apiVersionOf(request.info),
     options,

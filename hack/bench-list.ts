@@ -10,6 +10,7 @@
 // first), and (4) on the first backend, `kubectl get pods -A` over the whole set through
 // Panoptes against `kubectl get pods -A` on each simulated cluster one after the other.
 import { percentile } from './fixtures.ts';
+import { benchCollections } from './bench-list/search-collections.ts';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -290,6 +291,7 @@ async function main(): Promise<void> {
     console.log(`PostgreSQL / SQLite, same data, same run: first page JSON ${r(pg.json, sq.json).toFixed(2)}x (${ok(r(pg.json, sq.json))}), Table ${r(pg.table, sq.table).toFixed(2)}x, all pages JSON ${r(pg.pagesJson, sq.pagesJson).toFixed(2)}x (${ok(r(pg.pagesJson, sq.pagesJson))}); target within 1.5x`);
   }
   await benchSearchTerms({ objects: total, samples: Math.min(samples, 30), backends: backendsToRun });
+  await benchCollections({ backends: backendsToRun, objects: total, samples: Math.min(samples, 60) });
   const base = held!.base;
   if (process.env.BENCH_LIST_HOLD) {
     console.log(`holding: ${base}${P} and ${sims.map((s) => s.url).join(' ')}`);

@@ -9,6 +9,9 @@ export interface ContinueToken {
   namespace: string;
   name: string;
   cluster: string;
+  /** A collection's: the kind of the last item (storage/collection.ts). */
+  group?: string;
+  resource?: string;
   /** Matching items in the whole snapshot, when counted. */
   total?: number;
   /** Items served by the pages so far. */
@@ -21,7 +24,8 @@ export interface ContinueToken {
 }
 
 export function encodeContinue(t: ContinueToken): string {
-  const body = { v: 1, rv: t.rv, k: [t.namespace, t.name, t.cluster], t: t.total, s: t.served, o: t.order, sk: t.sortValues, c: t.created };
+  const k = t.group !== undefined && t.resource !== undefined ? [t.namespace, t.name, t.cluster, t.group, t.resource] : [t.namespace, t.name, t.cluster];
+  const body = { v: 1, rv: t.rv, k, t: t.total, s: t.served, o: t.order, sk: t.sortValues, c: t.created };
   return Buffer.from(JSON.stringify(body)).toString('base64url');
 }
 
@@ -42,15 +46,16 @@ export function decodeContinue(token: string): ContinueToken {
   const isCount = (n: unknown) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
   if (
     typeof b !== 'object' || b === null || b.v !== 1 || !isCount(b.rv) || (b.rv as number) < 1 ||
-    !Array.isArray(b.k) || b.k.length !== 3 || !b.k.every((x) => typeof x === 'string') ||
+    !Array.isArray(b.k) || (b.k.length !== 3 && b.k.length !== 5) || !b.k.every((x) => typeof x === 'string') ||
     !(b.t === undefined || isCount(b.t)) || !isCount(b.s) ||
     !(b.o === undefined || typeof b.o === 'string') || (b.o === undefined) !== (b.sk === undefined) || !(b.sk === undefined || strings(b.sk)) ||
     !(b.c === undefined || (Array.isArray(b.c) && b.c.length === 2 && b.c.every((x) => x === null || typeof x === 'string')))
   ) {
     throw invalidToken('not a token issued by this server');
   }
-  const [namespace, name, cluster] = b.k as string[];
-  const t: ContinueToken = { rv: b.rv as number, namespace, name, cluster, total: b.t as number | undefined, served: b.s as number };
+  const [namespace, name, cluster, group, resource] = b.k as string[];
+  const kind = group !== undefined ? { group, resource } : {};
+  const t: ContinueToken = { rv: b.rv as number, namespace, name, cluster, ...kind, total: b.t as number | undefined, served: b.s as number };
   if (b.o !== undefined) {
     t.order = b.o as string;
     t.sortValues = b.sk as string[];

@@ -6,6 +6,7 @@ import { kindFieldValues } from '../kube/fields.ts';
 import { matchesLabels, type Requirement } from '../kube/labels.ts';
 import { createdMatches, whereCreated } from './created-range.ts';
 import type { Dialect } from './dialect.ts';
+import { kindOf, kindQuery } from './collection.ts';
 import { labelNumber } from './label-number.ts';
 import { nameContainsMatches, whereNameContains } from './name-contains.ts';
 import { jsonFieldsMatch, whereJsonFields } from './json-fields.ts';
@@ -36,7 +37,15 @@ function requireLabel(qb: Knex.QueryBuilder, knex: Knex, r: Requirement): void {
 
 /** Adds the query's filters (everything but snapshot and paging) to a query over `objects o`. */
 export function whereMatches(qb: Knex.QueryBuilder, knex: Knex, dialect: Dialect, q: ListQuery): Knex.QueryBuilder {
+  if (q.kinds) {
+    // A collection: any of its kinds, each with its own filters (list-scan.ts reads one scan per kind).
+    qb.where((any) => {
+      for (const kind of q.kinds!) any.orWhere((one) => whereMatches(one, knex, dialect, kindQuery(q, kind)));
+    });
+    return qb;
+  }
   qb.where('o.grp', q.group).andWhere('o.resource', q.resource);
+  if (q.withoutOwner) qb.whereNull('o.owner_uid');
   // Keys hold no NUL and no lone surrogate (storage refuses them): such a value names nothing.
   if (q.clusters) qb.whereIn('o.cluster', q.clusters.filter(isSqlSafe));
   if (q.namespaces) qb.whereIn('o.namespace', q.namespaces.filter(isSqlSafe));
@@ -78,7 +87,12 @@ export function filtersBeyondKeys(q: ListQuery): boolean {
 
 /** The same filters, for one object outside SQL; an owner query needs its owners resolved in the same snapshot. */
 export function objectMatches(q: ListQuery, key: ObjectKey, obj: KubeObject, owners?: ResolvedOwners): boolean {
+  if (q.kinds) {
+    const kind = kindOf(q, key.group, key.resource);
+    return kind !== undefined && objectMatches(kindQuery(q, kind), key, obj, owners);
+  }
   if (key.group !== q.group || key.resource !== q.resource) return false;
+  if (q.withoutOwner && ownerUid(obj) !== null) return false;
   if (q.clusters && !q.clusters.includes(key.cluster)) return false;
   if (q.namespaces && !q.namespaces.includes(key.namespace)) return false;
   if (q.names && !q.names.includes(key.name)) return false;

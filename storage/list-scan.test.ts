@@ -164,6 +164,8 @@ const skewedQueries: Array<[string, ListQuery]> = [
   ['two clusters', pods({ clusters: ['c1', 'c2'] })],
   ['two clusters, three namespaces', pods({ clusters: ['c1', 'c2'], namespaces: ['bench', 'ns-1', 'ns-3'] })],
   ['three namespaces', pods({ namespaces: ['bench', 'ns-1', 'ns-3'] })],
+  ['a collection of two kinds', { group: '', resource: '', kinds: [{ group: '', resource: 'pods' }, { group: 'apps', resource: 'deployments' }] }],
+  ['a collection of two kinds, two clusters', { group: '', resource: '', kinds: [{ group: '', resource: 'pods' }, { group: 'apps', resource: 'deployments' }], clusters: ['c1', 'c2'] }],
 ];
 
 t.test('postgres: a continue page with several clusters and namespaces is a merge of ordered index scans', async (t) => {
@@ -183,8 +185,15 @@ t.test('postgres: a continue page with several clusters and namespaces is a merg
         scans.every((n) => n['Node Type'] === 'Index Scan' && n['Index Name'] === 'objects_list_order'),
         `${what}, ${page}: every read of objects is an index scan in list order (${scans.map((n) => n['Node Type']).join(', ')})`,
       );
-      t.notOk(types.includes('Sort') || types.includes('Incremental Sort'), `${what}, ${page}: nothing is sorted (${types.join(', ')})`);
       t.equal(types[0], 'Limit', `${what}, ${page}: the page's LIMIT stops the scans`);
+      if (q.kinds) {
+        // The kind is a constant of each scan, which the planner does not carry out of it as an
+        // order: the merged rows are sorted again, at most (limit + 1) per scan, each scan
+        // stopped by its own LIMIT.
+        t.equal(all.filter((n) => n['Node Type'] === 'Limit').length, scans.length + 1, `${what}, ${page}: every scan stops at the page's end (${types.join(', ')})`);
+        continue;
+      }
+      t.notOk(types.includes('Sort') || types.includes('Incremental Sort'), `${what}, ${page}: nothing is sorted (${types.join(', ')})`);
       if ((q.clusters?.length ?? 0) > 1 || (q.namespaces?.length ?? 0) > 1) t.ok(types.includes('Merge Append'), `${what}, ${page}: one scan per value, merged in order`);
     }
   }

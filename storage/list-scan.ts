@@ -12,6 +12,11 @@
 // one after reading them from the table; SQLite seeks each namespace of an IN from its start
 // and filters the rows before the continue key one by one.
 //
+// A collection (storage/collection.ts) is one such scan per kind (and value), merged in the list
+// order then the kind. SQLite merges them as they are; PostgreSQL does not carry the kind, a
+// constant of each scan, out of it as an order, so it sorts the merged rows again: at most
+// (limit + 1) per scan, each scan stopped by its own LIMIT (list-scan.test.ts checks both plans).
+//
 // The continue key is compared as `(cols) >= (key) AND (cols) <> (key)`, not `(cols) > (key)`:
 // PostgreSQL estimates a row comparison by its first column alone (clausesel.c, rowcomparesel),
 // and `namespace > 'ns'` leaves out the key's whole namespace. In the middle of a large
@@ -20,12 +25,13 @@
 import type { Knex } from 'knex';
 import type { Dialect } from './dialect.ts';
 import { whereMatches } from './filters.ts';
-import { compareText, objectColumns } from './rows.ts';
+import { kindQuery, kindsOf } from './collection.ts';
+import { compareKinds, compareText, objectColumns } from './rows.ts';
 import { isSqlSafe } from './sql-values.ts';
-import type { ListQuery } from './types.ts';
+import type { CollectionKind, ListQuery } from './types.ts';
 
-/** The last key a page served. */
-export type Key = { namespace: string; name: string; cluster: string };
+/** The last key a page served; a collection's also names the kind (storage/collection.ts). */
+export type Key = { namespace: string; name: string; cluster: string; group?: string; resource?: string };
 
 /** At most this many scans merged for one page (each reads at least one index entry). */
 export const maxScans = 32;
@@ -45,14 +51,14 @@ function several(values: string[] | undefined): string[] | undefined {
  * and the pairs are few; else one per namespace (each a range of the index), else one per
  * cluster (each filtered inside the index), else one.
  */
-export function scansOf(q: Pick<ListQuery, 'namespaces' | 'clusters'>): Fixed[] {
+export function scansOf(q: Pick<ListQuery, 'namespaces' | 'clusters'>, budget = maxScans): Fixed[] {
   const namespaces = several(q.namespaces);
   const clusters = several(q.clusters);
   const per = (ns: string[] | undefined, cl: string[] | undefined): Fixed[] =>
     (ns ?? [undefined]).flatMap((namespace) => (cl ?? [undefined]).map((cluster) => ({ namespace, cluster })));
-  if ((namespaces?.length ?? 1) * (clusters?.length ?? 1) <= maxScans) return per(namespaces, clusters);
-  if (namespaces && namespaces.length <= maxScans) return per(namespaces, undefined);
-  if (clusters && clusters.length <= maxScans) return per(undefined, clusters);
+  if ((namespaces?.length ?? 1) * (clusters?.length ?? 1) <= budget) return per(namespaces, clusters);
+  if (namespaces && namespaces.length <= budget) return per(namespaces, undefined);
+  if (clusters && clusters.length <= budget) return per(undefined, clusters);
   return [{}];
 }
 
@@ -70,7 +76,7 @@ function pin(qb: Knex.QueryBuilder, column: string, value: string, from = true):
  * Adds a scan's values and, with `after`, "after the key" to the scan; false when nothing in
  * the scan comes after the key (its namespace sorts before the key's).
  */
-function narrow(qb: Knex.QueryBuilder, fixed: Fixed, after: Key | undefined): boolean {
+function narrow(qb: Knex.QueryBuilder, fixed: Fixed, kind: CollectionKind, after: Key | undefined): boolean {
   if (fixed.cluster !== undefined) pin(qb, 'o.cluster', fixed.cluster);
   const sinceKey = after !== undefined && (fixed.namespace === undefined || compareText(fixed.namespace, after.namespace) === 0);
   if (fixed.namespace !== undefined) {
@@ -80,10 +86,13 @@ function narrow(qb: Knex.QueryBuilder, fixed: Fixed, after: Key | undefined): bo
   }
   if (!after || !sinceKey) return true;
   // A scan of one cluster holds rows equal to the key in namespace and name: after the key
-  // when its cluster sorts after the key's.
+  // when its cluster (then its kind) sorts after the key's. Every scan is of one kind: its
+  // rows equal to the key in namespace, name and cluster are after it when the kind sorts
+  // after the key's (a collection's key names its kind; a single kind's has none: equal).
   const cols = fixed.cluster === undefined ? ['o.namespace', 'o.name', 'o.cluster'] : ['o.namespace', 'o.name'];
   const vals = fixed.cluster === undefined ? [after.namespace, after.name, after.cluster] : [after.namespace, after.name];
-  const strict = fixed.cluster === undefined || compareText(fixed.cluster, after.cluster) <= 0;
+  const byKind = compareKinds(kind, after);
+  const strict = (fixed.cluster === undefined ? byKind : compareText(fixed.cluster, after.cluster) || byKind) <= 0;
   const row = `(${cols.join(', ')})`;
   const marks = `(${cols.map(() => '?').join(', ')})`;
   qb.andWhereRaw(`${row} >= ${marks}`, vals);
@@ -98,21 +107,29 @@ function narrow(qb: Knex.QueryBuilder, fixed: Fixed, after: Key | undefined): bo
  */
 export function pageQuery(knex: Knex, dialect: Dialect, q: ListQuery, opts: { after?: Key; limit?: number; atRv?: number }): Knex.QueryBuilder | undefined {
   const scans: Knex.QueryBuilder[] = [];
-  for (const fixed of scansOf(q)) {
-    const rest: ListQuery = { ...q };
-    if (fixed.namespace !== undefined) delete rest.namespaces;
-    if (fixed.cluster !== undefined) delete rest.clusters;
-    const qb = knex('objects as o').select(objectColumns.map((c) => `o.${c}`));
-    whereMatches(qb, knex, dialect, rest);
-    if (opts.atRv !== undefined) qb.andWhere('o.rv', '<=', opts.atRv);
-    if (narrow(qb, fixed, opts.after)) scans.push(qb);
+  const kinds = kindsOf(q);
+  // A collection: the scans of every kind, within one budget.
+  const fixedScans = scansOf(q, Math.max(1, Math.floor(maxScans / kinds.length)));
+  for (const kind of kinds) {
+    for (const fixed of fixedScans) {
+      const rest: ListQuery = kindQuery(q, kind);
+      if (fixed.namespace !== undefined) delete rest.namespaces;
+      if (fixed.cluster !== undefined) delete rest.clusters;
+      const qb = knex('objects as o').select(objectColumns.map((c) => `o.${c}`));
+      whereMatches(qb, knex, dialect, rest);
+      if (opts.atRv !== undefined) qb.andWhere('o.rv', '<=', opts.atRv);
+      if (narrow(qb, fixed, kind, opts.after)) scans.push(qb);
+    }
   }
+  const order = q.kinds ? collectionOrder : listOrder;
   if (scans.length === 0) return undefined;
-  if (scans.length > 1) return dialect.mergeInOrder(knex, scans, listOrder, opts.limit);
-  const page = scans[0].orderBy(listOrder.map((c) => `o.${c}`));
+  if (scans.length > 1) return dialect.mergeInOrder(knex, scans, order, opts.limit);
+  const page = scans[0].orderBy(order.map((c) => `o.${c}`));
   if (opts.limit !== undefined) page.limit(opts.limit);
   return page;
 }
 
 /** The list order: objects_list_order after its group and resource. */
 const listOrder = ['namespace', 'name', 'cluster'];
+/** A collection's: the list order, then the kind (each scan reads one kind, so its index order is the same). */
+const collectionOrder = [...listOrder, 'grp', 'resource'];

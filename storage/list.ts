@@ -4,7 +4,9 @@
 // which is the prev_object of their first change after R (the change log keeps it).
 import type { Knex } from 'knex';
 import type { Dialect } from './dialect.ts';
+import { kindQuery, kindsOf } from './collection.ts';
 import { decodeContinue, encodeContinue, invalidToken, type ContinueToken } from './continue.ts';
+import { badRequest } from '../kube/status.ts';
 import { CompactedError, RvTooLargeError } from './errors.ts';
 import { objectMatches, whereMatches } from './filters.ts';
 import { budgetTimeout, enforceBudget } from './json-fields.ts';
@@ -19,6 +21,11 @@ import type { KubeObject, ListQuery, ListResult, StoredObject } from './types.ts
 
 /** Objects as they were at `rv`, for those that changed after it (in this snapshot). */
 async function rebuiltAt(trx: Knex.Transaction, q: ListQuery, rv: number): Promise<StoredObject[]> {
+  if (q.kinds) {
+    const each: StoredObject[] = [];
+    for (const kind of q.kinds) each.push(...(await rebuiltAt(trx, kindQuery(q, kind), rv))); // one query at a time on the transaction
+    return each.sort(compareKeys);
+  }
   const qb = trx('changes').where('rv', '>', rv).andWhere('grp', q.group).andWhere('resource', q.resource).orderBy('rv');
   if (q.clusters) qb.whereIn('cluster', q.clusters);
   if (q.namespaces) qb.whereIn('namespace', q.namespaces);
@@ -54,11 +61,15 @@ async function rebuiltAt(trx: Knex.Transaction, q: ListQuery, rv: number): Promi
  */
 async function countAll(trx: Knex.Transaction, q: ListQuery, historic: boolean, live: () => Knex.QueryBuilder, rebuilt: number): Promise<number | undefined> {
   if (q.labelSelector?.length || q.fieldSelector?.length || q.names || q.ownerUIDs || q.owners || q.jsonFields?.length || q.nameContains || q.createdSince !== undefined || q.createdBefore !== undefined) return undefined;
+  // Bare objects are not counted apart: a selection, like the selectors above.
+  if (kindsOf(q).some((k) => k.bare)) return undefined;
   if (historic) {
     const row = await live().count({ n: '*' }).first();
     return Number((row as { n: number | string }).n) + rebuilt;
   }
-  const qb = trx('object_counts').where({ grp: q.group, resource: q.resource });
+  const qb = trx('object_counts').where((any) => {
+    for (const k of kindsOf(q)) any.orWhere({ grp: k.group, resource: k.resource });
+  });
   if (q.clusters) qb.whereIn('cluster', q.clusters);
   if (q.namespaces) qb.whereIn('namespace', q.namespaces);
   const row = await qb.sum({ n: 'n' }).first();
@@ -70,6 +81,8 @@ async function countAll(trx: Knex.Transaction, q: ListQuery, historic: boolean, 
  * creationTimestamp range its first page resolved.
  */
 function continuedQuery(q: ListQuery, token: ContinueToken): ListQuery {
+  // A collection's key names a kind, a single kind's does not: a token resumes the list it came from.
+  if ((token.group !== undefined) !== (q.kinds !== undefined)) throw invalidToken(q.kinds ? 'not a token of a collection' : 'a token of a collection');
   if ((q.orderBy ? orderSignature(q.orderBy) : undefined) !== token.order) throw invalidToken('it was issued for a list in another orderBy');
   const hasRange = q.createdSince !== undefined || q.createdBefore !== undefined;
   if (hasRange !== (token.created !== undefined)) throw invalidToken('it was issued for a list with other createdSince/createdBefore');
@@ -82,10 +95,11 @@ function continuedQuery(q: ListQuery, token: ContinueToken): ListQuery {
   return out;
 }
 
-/** One row of a page with its place in the sort (sort values only with orderBy). */
-type Placed = SortPosition & { item: StoredObject };
+/** One row of a page with its place in the sort (sort values only with orderBy; the kind only in a collection). */
+type Placed = SortPosition & { item: StoredObject; group?: string; resource?: string };
 
 export async function list(knex: Knex, dialect: Dialect, query: ListQuery): Promise<ListResult> {
+  if (query.kinds && query.orderBy?.length) throw badRequest('orderBy cannot be combined with a collection: its kinds are merged in list order (namespace, name, cluster, then kind)');
   const token = query.continue !== undefined && query.continue !== '' ? decodeContinue(query.continue) : undefined;
   let q = token ? continuedQuery(query, token) : query;
   const order = q.orderBy?.length ? q.orderBy : undefined;
@@ -123,13 +137,13 @@ export async function list(knex: Knex, dialect: Dialect, query: ListQuery): Prom
     const rows = page ? ((await page.catch((err: unknown) => Promise.reject(budgetTimeout(err, q)))) as Array<ObjectRow & Record<string, unknown>>) : [];
     let placed: Placed[] = rows.map((r) => {
       const item = toStored(r);
-      return { item, namespace: item.namespace, name: item.name, cluster: item.cluster, values: order ? order.map((_, i) => String(r[`sk${i}`])) : [] };
+      return { item, namespace: item.namespace, name: item.name, cluster: item.cluster, ...(q.kinds ? { group: item.group, resource: item.resource } : {}), values: order ? order.map((_, i) => String(r[`sk${i}`])) : [] };
     });
 
     const rebuilt = historic ? await rebuiltAt(trx, q, rv) : [];
     if (rebuilt.length > 0) {
       const compare = (a: SortPosition, b: SortPosition) => (order ? comparePositions(order, a, b) : compareKeys(a, b));
-      const more: Placed[] = rebuilt.map((item) => ({ item, namespace: item.namespace, name: item.name, cluster: item.cluster, values: order ? sortValues(order, item, JSON.parse(item.object) as KubeObject) : [] }));
+      const more: Placed[] = rebuilt.map((item) => ({ item, namespace: item.namespace, name: item.name, cluster: item.cluster, ...(q.kinds ? { group: item.group, resource: item.resource } : {}), values: order ? sortValues(order, item, JSON.parse(item.object) as KubeObject) : [] }));
       const start = position ?? (after ? { ...after, values: [] } : undefined);
       placed = placed.concat(start ? more.filter((o) => compare(o, start) > 0) : more).sort(compare);
     }
@@ -143,6 +157,10 @@ export async function list(knex: Knex, dialect: Dialect, query: ListQuery): Prom
       if (total === undefined && !token) total = await countAll(trx, q, historic, live, rebuilt.length);
       const served = (token?.served ?? 0) + items.length;
       const next: ContinueToken = { rv, namespace: last.namespace, name: last.name, cluster: last.cluster, total, served };
+      if (q.kinds) {
+        next.group = last.item.group;
+        next.resource = last.item.resource;
+      }
       if (order) {
         next.order = orderSignature(order);
         next.sortValues = last.values;

@@ -83,9 +83,18 @@ export function keyOf(group: string, resource: string, namespace: string, name: 
   return `${group}\u0000${resource}\u0000${namespace}\u0000${name}`;
 }
 
-/** Total order of list results: namespace, name, cluster (byte order, as the SQL columns). */
-export function compareKeys(a: Pick<ObjectKey, 'namespace' | 'name' | 'cluster'>, b: Pick<ObjectKey, 'namespace' | 'name' | 'cluster'>): number {
-  return compareText(a.namespace, b.namespace) || compareText(a.name, b.name) || compareText(a.cluster, b.cluster);
+/** Total order of list results: namespace, name, cluster (byte order, as the SQL columns), then the kind. */
+export function compareKeys(a: ListKey, b: ListKey): number {
+  return compareText(a.namespace, b.namespace) || compareText(a.name, b.name) || compareText(a.cluster, b.cluster) || compareKinds(a, b);
+}
+
+/** A key in list order; group and resource order the kinds of a collection (storage/collection.ts). */
+export type ListKey = Pick<ObjectKey, 'namespace' | 'name' | 'cluster'> & { group?: string; resource?: string };
+
+/** Order of two kinds (group, then resource); 0 when either has none (a single-kind list's key). */
+export function compareKinds(a: { group?: string; resource?: string }, b: { group?: string; resource?: string }): number {
+  if (a.group === undefined || b.group === undefined || a.resource === undefined || b.resource === undefined) return 0;
+  return compareText(a.group, b.group) || compareText(a.resource, b.resource);
 }
 
 /**

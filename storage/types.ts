@@ -77,9 +77,21 @@ export interface Change extends ObjectKey {
   epoch: number | null;
 }
 
+/** One kind of a collection (storage/collection.ts). */
+export interface CollectionKind {
+  group: string;
+  resource: string;
+  /** Only its objects without an owner (no metadata.ownerReferences). */
+  bare?: boolean;
+}
+
 export interface ListQuery {
   group: string;
   resource: string;
+  /** A collection: the objects of these kinds, instead of group and resource, in one list. */
+  kinds?: CollectionKind[];
+  /** Only objects without an owner (no metadata.ownerReferences). */
+  withoutOwner?: boolean;
   /** Only these clusters (search.panoptes.io/clusters, or the one-cluster view). */
   clusters?: string[];
   namespaces?: string[];

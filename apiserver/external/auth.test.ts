@@ -5,7 +5,6 @@
 // allowed in one namespace cannot widen the scope to another or to all namespaces, neither by
 // its selector nor through a declared rule's namespaces; an unknown cluster is refused
 // without naming the clusters there are.
-import { request } from 'node:https';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,28 +12,14 @@ import t from 'tap';
 import { makeCertSet } from '../../hack/certs.ts';
 import { logger, setLogLevel } from '../../lib/log.ts';
 import { openTestStore, podEvent, seedCluster } from '../../storage/testing.ts';
-import type { KeyPair } from '../auth/certs.ts';
 import { secureServingFromFlags } from '../auth/config.ts';
-import { authenticationConfigMap, startFakeHost } from '../../hack/testing/fakehost.ts';
+import { authenticationConfigMap, frontProxyGet, startFakeHost } from '../../hack/testing/fakehost.ts';
 import { createApiserver } from '../server.ts';
 
 if (!process.env.PANOPTES_LOG_LEVEL) setLogLevel('error');
 
 const hpa = 'system:serviceaccount:kube-system:horizontal-pod-autoscaler';
 
-function call(base: string, path: string, ca: string, client: KeyPair, user: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const headers = { 'X-Remote-User': user, 'X-Remote-Group': ['system:authenticated'], Accept: 'application/vnd.kubernetes.protobuf, */*' };
-    const req = request(base + path, { ca, cert: client.cert, key: client.key, headers, agent: false, timeout: 10_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 t.test('external metrics are authorized like every other request', async (t) => {
   const certs = makeCertSet(['127.0.0.1', 'localhost']);
@@ -80,7 +65,7 @@ t.test('external metrics are authorized like every other request', async (t) => 
     rmSync(dir, { recursive: true, force: true });
   });
   const ca = certs.servingCA.cert;
-  const as = (user: string, path: string) => call(base, path, ca, certs.frontProxyClient, user);
+  const as = (user: string, path: string) => frontProxyGet(base, path, ca, certs.frontProxyClient, user, { Accept: 'application/vnd.kubernetes.protobuf, */*' });
   const EM = '/apis/external.metrics.k8s.io/v1beta1';
   const pending = `?labelSelector=${encodeURIComponent('field.panoptes.io/status.phase=Pending')}`;
 

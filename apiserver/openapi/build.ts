@@ -9,6 +9,7 @@ import { kubeListParams, prettyParam, resourcePaths, type ParamSpec } from '../.
 import { servedVerbs, type ResourceInfo } from '../catalog.ts';
 import { panoptesVersion } from '../discovery.ts';
 import { clusterDefinitions } from './cluster-schema.ts';
+import { collectionDefinitions } from './collection-schema.ts';
 import { mcsDefinitions } from './mcs-schema.ts';
 import { clusterSourceDefinitions } from './cluster-source-schema.ts';
 import { listMetaName, metaDefinitions, objectMetaName, watchEventName } from './own-schema.ts';
@@ -26,8 +27,8 @@ export interface ServedGroupVersion {
   kinds: ServedKind[];
 }
 
-/** Panoptes's own definitions: the Cluster and MultiClusterService kinds and the metadata kinds, as one source document. */
-export const panoptesSource: SourceDoc = sourceDoc('panoptes.io/v1alpha1', 'v2', { definitions: { ...metaDefinitions, ...clusterDefinitions, ...mcsDefinitions, ...clusterSourceDefinitions } }, 0);
+/** Panoptes's own definitions: the Cluster, MultiClusterService, ClusterSource and CollectionResource kinds and the metadata kinds, as one source document. */
+export const panoptesSource: SourceDoc = sourceDoc('panoptes.io/v1alpha1', 'v2', { definitions: { ...metaDefinitions, ...clusterDefinitions, ...mcsDefinitions, ...clusterSourceDefinitions, ...collectionDefinitions } }, 0);
 
 /** The query parameters of Panoptes's list and watch (apiserver/params.ts). */
 const panoptesListParams: ParamSpec[] = [

@@ -6,6 +6,7 @@
 import type { Registry } from 'prom-client';
 import { StatusError } from '../../kube/status.ts';
 import { logger, type Logger } from '../../lib/log.ts';
+import { kindsOf } from '../../storage/collection.ts';
 import { CompactedError, RvTooLargeError } from '../../storage/errors.ts';
 import { listenForCommits, type CommitSubscription } from '../../storage/listen.ts';
 import type { Store } from '../../storage/store.ts';
@@ -418,7 +419,6 @@ export class WatchHub implements WatcherHost {
 
   private indexKeys(w: Watcher): Array<[string, string, string]> {
     const q = w.query;
-    const gr = `${q.group}/${q.resource}`;
     const clusters = q.clusters ?? [ALL];
     let namespaces: string[] = q.namespaces ?? [ALL];
     if (!q.namespaces) {
@@ -427,7 +427,8 @@ export class WatchHub implements WatcherHost {
     }
     if (clusters.length * namespaces.length > 256) namespaces = [ALL];
     const keys: Array<[string, string, string]> = [];
-    for (const c of new Set(clusters)) for (const n of new Set(namespaces)) keys.push([gr, c, n]);
+    // A collection is indexed under each of its kinds.
+    for (const gr of new Set(kindsOf(q).map((k) => `${k.group}/${k.resource}`))) for (const c of new Set(clusters)) for (const n of new Set(namespaces)) keys.push([gr, c, n]);
     return keys;
   }
 

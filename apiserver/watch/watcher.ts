@@ -5,6 +5,7 @@
 // client re-watches from the last rv it received), so a slow client cannot grow memory.
 import { Readable } from 'node:stream';
 import { StatusError } from '../../kube/status.ts';
+import { kindOf, kindsOf } from '../../storage/collection.ts';
 import { filtersBeyondKeys, objectMatches } from '../../storage/filters.ts';
 import type { ListQuery } from '../../storage/types.ts';
 import { bookmarkEvent, errorEvent, type ChangeEvent, type Encoder, type OutEvent } from './encode.ts';
@@ -87,7 +88,7 @@ export class Watcher extends Readable {
     super({ highWaterMark: 16 * 1024 });
     this.query = request.query;
     const q = request.query;
-    this.needsObject = filtersBeyondKeys(q);
+    this.needsObject = filtersBeyondKeys(q) || kindsOf(q).some((k) => k.bare);
     timeoutMs = Math.min(Math.max(0, timeoutMs), MAX_TIMER_MS); // setTimeout fires at once beyond 2^31-1 ms
     this.deadline = Date.now() + timeoutMs;
     this.timers.push(setTimeout(() => this.close('timeout'), timeoutMs));
@@ -111,7 +112,7 @@ export class Watcher extends Readable {
   transition(ev: ChangeEvent): 'ADDED' | 'MODIFIED' | 'DELETED' | null {
     const c = ev.change;
     const q = this.query;
-    if (c.group !== q.group || c.resource !== q.resource) return null;
+    if (!kindOf(q, c.group, c.resource)) return null; // a collection: any of its kinds
     if (q.clusters && !q.clusters.includes(c.cluster)) return null;
     if (q.namespaces && !q.namespaces.includes(c.namespace)) return null;
     if (q.names && !q.names.includes(c.name)) return null;

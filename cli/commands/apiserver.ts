@@ -8,6 +8,7 @@ import { defaultProxyWriteWaitMs } from '../../apiserver/proxy/write-consistency
 import { logger, type Logger } from '../../lib/log.ts';
 import type { Store } from '../../storage/store.ts';
 import { durationFlag, intFlag, parseFlags, UsageError, waitForSignal, type Command } from '../command.ts';
+import { collectionsFlag, collectionsFlagHelp, collectionsFlagSpec } from './collections-flag.ts';
 import { memoryFlagHelp, memoryFlags, memoryFlagSpec, type MemoryFlagValues } from './memory-flags.ts';
 import { queryBudgetFlagHelp, queryBudgetFlags, queryBudgetFlagSpec, type QueryBudgetFlagValues } from './query-budget-flags.ts';
 import { memberNetworksFlag, memberNetworksFlagHelp, memberNetworksFlagSpec } from './member-networks-flag.ts';
@@ -30,6 +31,7 @@ export const serveFlagSpec = {
   'external-metrics-file': { type: 'string' },
   'insecure-proxy-user': { type: 'string' },
   ...memberNetworksFlagSpec,
+  ...collectionsFlagSpec,
   ...memoryFlagSpec,
   ...queryBudgetFlagSpec,
   ...secureFlagSpec,
@@ -46,6 +48,7 @@ export const serveFlagHelp = `  --insecure-listen HOST:PORT   plain HTTP, NO TLS
   --insecure-proxy-user NAME[:GROUP,...]  with --insecure-listen only: the user (and groups) the proxy to
                                 member clusters impersonates for every request, since nobody is authenticated;
                                 without it the proxy refuses every request (403). Members' RBAC applies to that user
+${collectionsFlagHelp}
 ${memoryFlagHelp}
 ${queryBudgetFlagHelp}
 ${secureFlagHelp}`;
@@ -58,6 +61,7 @@ type ServeFlagValues = {
   'external-metrics-file'?: string;
   'allow-member-networks'?: string;
   'insecure-proxy-user'?: string;
+  'collections-file'?: string;
 } & MemoryFlagValues &
   QueryBudgetFlagValues &
   SecureFlagValues;
@@ -161,7 +165,7 @@ export async function startServing(
   const { host, port } = parseInsecureListen(values['insecure-listen']);
   const limits = servingLimits(values);
   const { proxy, stop: stopProxy } = await proxyOptions(store, values, members, log, false);
-  const api = await createApiserver({ store, reads, limits, metrics, log, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memoryFlags(values) });
+  const api = await createApiserver({ store, reads, limits, metrics, log, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memoryFlags(values) });
   let url: string;
   try {
     url = await api.listen(host, port);
@@ -200,7 +204,7 @@ async function startSecureServing(
     secure.stop();
     throw err;
   });
-  const api = await createApiserver({ store, reads, limits, metrics, log, secure, externalMetrics: externalMetricsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memory });
+  const api = await createApiserver({ store, reads, limits, metrics, log, secure, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memory });
   let url: string;
   try {
     url = await api.listen(secure.host, secure.port);

@@ -1,7 +1,7 @@
 // Test helper: a fake HOST cluster API over HTTPS on 127.0.0.1 with its own CA. Answers
 // the extension-apiserver-authentication ConfigMap, TokenReview (from a token table) and
 // SubjectAccessReview (from a policy function), and records every request.
-import { createServer, type Server } from 'node:https';
+import { createServer, request, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { createCA, createCert } from '../../apiserver/auth/certs.ts';
 import type { UserInfo } from '../../apiserver/auth/authn.ts';
@@ -103,4 +103,19 @@ export async function startFakeHost(o: FakeHostOptions): Promise<FakeHost> {
         server.closeAllConnections();
       }),
   };
+}
+
+/** A GET through the front proxy (its client certificate and X-Remote-User), as kube-apiserver forwards an aggregated request. */
+export function frontProxyGet(base: string, path: string, ca: string, client: { cert: string; key: string }, user: string, extraHeaders: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const headers = { 'X-Remote-User': user, 'X-Remote-Group': ['system:authenticated'], ...extraHeaders };
+    const req = request(base + path, { ca, cert: client.cert, key: client.key, headers, agent: false, timeout: 10_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
 }
