@@ -146,6 +146,17 @@ for (const backend of backends) {
       t.ok(n > 5, 'written between pages');
     });
 
+    t.test('a fuzzy name applies to every kind; orderBy is refused (kinds merge in list order)', async (t) => {
+      // The pods `new<n>` written by the churn above, and nothing of the other kinds.
+      const q = collection({ nameContains: ['new'], limit: 2 });
+      const want = await expected({ ...q, limit: undefined });
+      const { seen, rvs } = await pageAll(store, q);
+      t.same(seen, want, 'SQL and objectMatches agree, page by page');
+      t.ok(seen.length > 2 && seen.every((k) => k.includes('/new')), 'only the matching names');
+      t.equal(rvs.size, 1);
+      await t.rejects(store.list(collection({ orderBy: [{ key: 'name', desc: false }] })), { code: 400, message: /orderBy cannot be combined with a collection/ });
+    });
+
     t.test('a list at an older rv counts and rebuilds every kind', async (t) => {
       const plainKinds: CollectionKind[] = [{ group: 'apps', resource: 'deployments' }, { group: '', resource: 'configmaps' }];
       const q = { group: '', resource: '', kinds: plainKinds };
