@@ -147,9 +147,11 @@ for (const backend of backends) {
 
       const current = await getJson(['configmap', 'settings']);
       t.not(current.metadata?.resourceVersion, memberCm().metadata?.resourceVersion, "Panoptes' rv is not the member's here");
+      t.equal(current.metadata?.annotations?.['panoptes.io/cluster'], 'east', "the body got through Panoptes carries Panoptes' stamps");
       const ok = await k(['replace', '-f', manifest('fresh.json', { ...current, data: { color: 'teal' } })]);
       t.equal(ok.code, 0, ok.stderr);
       t.equal(memberCm().data.color, 'teal');
+      t.same(Object.keys(memberCm().metadata?.annotations ?? {}).filter((a) => a.startsWith('panoptes.io/')), [], 'and none of them reaches the member');
       t.same((await getJson(['configmap', 'settings']) as { data?: unknown }).data, { color: 'teal' });
     });
 

@@ -41,6 +41,43 @@ const deployment = (name: string, rv: string, replicas: number): UpstreamEvent =
   object: { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name, namespace: 'n', uid: `uid-${name}`, resourceVersion: rv }, spec: { replicas } },
 });
 
+t.test("translateBody: Panoptes' stamped annotations never reach a member", async (t) => {
+  // Storage is not asked: nothing here carries a resourceVersion.
+  const wc = createWriteConsistency({ store: { get: async () => undefined, isVersionOf: async () => false }, changes: { onDispatch: () => () => undefined }, waitMs: 0, synced: (_c, group) => group !== 'metrics.k8s.io' });
+  const stamps = { 'panoptes.io/cluster': 'c', 'panoptes.io/upstream-resource-version': '105', keep: 'me' };
+  const annotationsIn = (b: Buffer) => (JSON.parse(b.toString()) as KubeObject).metadata?.annotations;
+  const obj = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'a', namespace: 'n', annotations: stamps }, spec: {} };
+  for (const [verb, type] of [['update', 'application/json'], ['create', 'application/json'], ['patch', 'application/merge-patch+json'], ['patch', 'application/strategic-merge-patch+json'], ['patch', 'application/apply-patch+yaml']]) {
+    const out = await wc.translateBody(podWrite(verb, verb === 'create' ? undefined : 'a'), json(obj), type);
+    t.same(annotationsIn(out), { keep: 'me' }, `${verb} ${type}: the stamps dropped, the rest kept`);
+  }
+  const unsynced = await wc.translateBody(podWrite('update', 'a', { group: 'metrics.k8s.io' }), json(obj), 'application/json');
+  t.same(annotationsIn(unsynced), { keep: 'me' }, 'a resource Panoptes does not sync too');
+  const ops = [
+    { op: 'add', path: '/metadata/annotations/panoptes.io~1cluster', value: 'c' },
+    { op: 'replace', path: '/metadata/annotations', value: { ...stamps } },
+    { op: 'replace', path: '/metadata', value: { name: 'a', annotations: { ...stamps } } },
+    { op: 'replace', path: '', value: obj },
+    { op: 'add', path: '/metadata/annotations/keep', value: 'me' },
+  ];
+  const jp = JSON.parse((await wc.translateBody(podWrite('patch', 'a'), json(ops), 'application/json-patch+json')).toString()) as typeof ops;
+  t.same(jp, [
+    { op: 'replace', path: '/metadata/annotations', value: { keep: 'me' } },
+    { op: 'replace', path: '/metadata', value: { name: 'a', annotations: { keep: 'me' } } },
+    { op: 'replace', path: '', value: { ...obj, metadata: { ...obj.metadata, annotations: { keep: 'me' } } } },
+    { op: 'add', path: '/metadata/annotations/keep', value: 'me' },
+  ], 'JSON patch: an op setting a stamp dropped, stamps taken out of the annotations, metadata or object an op sets');
+  const yamlBody = Buffer.from(`# mine\napiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  annotations:\n    panoptes.io/cluster: c\n    keep: me\n    panoptes.io/upstream-resource-version: "105"\nspec: {}\n`);
+  t.equal((await wc.translateBody(podWrite('patch', 'a'), yamlBody, 'application/apply-patch+yaml')).toString(), '# mine\napiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  annotations:\n    keep: me\nspec: {}\n', 'server-side apply, YAML');
+  // Protobuf: ObjectMeta annotations are field 12, one entry { key: 1, value: 2 } each.
+  const entry = (k: string, v: string) => pbField(12, pbField(1, k), pbField(2, v));
+  const withAnnotations = (...entries: Buffer[]) => envelope('Pod', pbField(1, pbField(1, 'a'), pbField(3, 'n'), ...entries), pbField(2, pbField(10, 'node-1')));
+  const pb = withAnnotations(entry('panoptes.io/cluster', 'c'), entry('keep', 'me'), entry('panoptes.io/upstream-resource-version', '105'));
+  t.same(await wc.translateBody(podWrite('update', 'a'), pb, 'application/vnd.kubernetes.protobuf'), withAnnotations(entry('keep', 'me')), 'protobuf: the stamp entries dropped, every other byte kept');
+  const plain = json({ ...obj, metadata: { name: 'a', annotations: { keep: 'me' } } });
+  t.equal(await wc.translateBody(podWrite('update', 'a'), plain, 'application/json'), plain, 'a body without stamps goes out as it came');
+});
+
 for (const backend of backends) {
   t.test(backend, async (t) => {
     const { store, close } = await openTestStore(backend);
