@@ -2,7 +2,7 @@
 // with synchro syncing it into storage and the apiserver proxying writes (SQLite and
 // PostgreSQL). Each write's answer comes after its sync (read-your-writes), so a `get` right
 // after it shows it; a watch through Panoptes sees it; a PUT with a stale Panoptes
-// resourceVersion is a 409, one with the current one goes through (translated to the member's).
+// resourceVersion is the member's 409, one with the current one goes through (translated to the member's).
 import { execFile, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
