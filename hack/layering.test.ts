@@ -8,6 +8,7 @@ import t from 'tap';
 const root = normalize(join(dirname(new URL(import.meta.url).pathname), '..'));
 
 function sources(dir: string): string[] {
+  if (dir.endsWith('.ts')) return [dir]; // one file
   const out: string[] = [];
   for (const name of readdirSync(join(root, dir))) {
     const rel = join(dir, name);
@@ -31,8 +32,12 @@ function importsOf(file: string): { folders: string[]; packages: string[] } {
   return { folders, packages };
 }
 
+/** The cli's wiring of the apiserver process (`panoptes apiserver`): held to the apiserver's rule. */
+const apiserverWiring = ['cli/commands/apiserver.ts', 'cli/commands/proxy-credentials.ts'];
+
 const rules: Array<{ dirs: string[]; forbidden: string[]; why: string }> = [
   { dirs: ['apiserver'], forbidden: ['synchro'], why: 'the apiserver and synchro meet only in storage' },
+  { dirs: apiserverWiring, forbidden: ['synchro'], why: "the apiserver's member credentials come from member/, not synchro" },
   { dirs: ['synchro'], forbidden: ['apiserver'], why: 'the apiserver and synchro meet only in storage' },
   { dirs: ['api', 'member', 'kube', 'lib'], forbidden: ['apiserver', 'synchro', 'cli', 'hack'], why: 'shared modules depend on neither process' },
   { dirs: ['api', 'member', 'kube', 'lib'], forbidden: ['storage'], why: 'shared modules hold no SQL and need no database' },
@@ -64,4 +69,6 @@ t.test('the checker sees imports', async (t) => {
   // A guard against a checker that passes because it finds nothing.
   t.ok(importsOf('apiserver/cluster-object.ts').folders.includes('api'));
   t.ok(importsOf('storage/store.ts').packages.length + importsOf('storage/connect.ts').packages.length > 0);
+  for (const file of apiserverWiring) t.same(sources(file), [file], `${file} is checked`);
+  t.ok(importsOf('cli/commands/proxy-credentials.ts').folders.includes('member'), "the proxy's credentials come from member/");
 });

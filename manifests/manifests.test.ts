@@ -18,7 +18,7 @@ interface Obj {
   kind: string;
   metadata: { name: string; namespace?: string; labels?: Record<string, string> };
   spec?: Record<string, unknown>;
-  rules?: { apiGroups?: string[]; resources?: string[]; verbs: string[] }[];
+  rules?: { apiGroups?: string[]; resources?: string[]; resourceNames?: string[]; verbs: string[] }[];
 }
 
 const dir = new URL('.', import.meta.url).pathname;
@@ -32,6 +32,32 @@ function kustomizeAbs(cacheDir: string, path: string): Promise<{ code: number; s
 const kustomize = (cacheDir: string, path: string) => kustomizeAbs(cacheDir, join(dir, path));
 
 const find = (objs: Obj[], kind: string, name: string) => objs.find((o) => o.kind === kind && o.metadata.name === name);
+
+interface RbacAttributes {
+  verb: string;
+  group: string;
+  resource: string;
+  subresource?: string;
+  name?: string;
+}
+
+/**
+ * Whether RBAC rules allow a request, as kube-apiserver's RBAC authorizer evaluates them
+ * (plugin/pkg/auth/authorizer/rbac/rbac.go RuleAllows, pkg/apis/rbac/v1/evaluation_helpers.go):
+ * "*" matches every resource and subresource, "*\/<sub>" a subresource of any resource, and
+ * nothing else is a wildcard (no "<resource>/*"); resourceNames match only a request's name.
+ */
+function rbacAllows(rules: NonNullable<Obj['rules']>, a: RbacAttributes): boolean {
+  const combined = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
+  const has = (list: string[] | undefined, v: string) => (list ?? []).includes('*') || (list ?? []).includes(v);
+  return rules.some(
+    (r) =>
+      has(r.verbs, a.verb) &&
+      has(r.apiGroups, a.group) &&
+      (r.resources ?? []).some((x) => x === '*' || x === combined || (a.subresource !== undefined && x === `*/${a.subresource}`)) &&
+      (!r.resourceNames?.length || (a.name !== undefined && r.resourceNames.includes(a.name))),
+  );
+}
 
 t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t) => {
   const c = await simCluster(t);
@@ -149,7 +175,19 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   const exporter = find(all, 'ClusterRole', 'panoptes:service-exporter');
   t.same(exporter?.rules, [{ apiGroups: ['panoptes.io'], resources: ['multiclusterservices'], verbs: ['create', 'update', 'patch', 'delete', 'get', 'list', 'watch'] }]);
   t.notOk(Object.keys(exporter?.metadata.labels ?? {}).some((k) => k.startsWith('rbac.authorization.k8s.io/aggregate-to-')), 'exporting is granted explicitly');
-  t.match(find(all, 'ClusterRole', 'panoptes:aggregate-to-view')?.rules, [{ apiGroups: ['panoptes.io'], resources: ['*'], verbs: ['get', 'list', 'watch'] }], 'view reads MultiClusterServices');
+  // view: every read through Panoptes, never the proxy (granted apart, per team).
+  const view = find(all, 'ClusterRole', 'panoptes:aggregate-to-view')?.rules ?? [];
+  const read = (resource: string, name?: string, subresource?: string) => ['get', 'list', 'watch'].map((verb) => ({ verb, group: 'panoptes.io', resource, subresource, name }));
+  const viewAllows = (as: RbacAttributes[]) => as.every((a) => rbacAllows(view, a));
+  t.ok(viewAllows(read('multiclusterservices')), 'view reads MultiClusterServices');
+  for (const own of ['clusters', 'clustersources', 'collectionresources']) t.ok(viewAllows([...read(own), ...read(own, 'x', 'status')]), `view reads ${own} and their status`);
+  t.ok(viewAllows(read('clusters', 'east', 'resources')) && viewAllows(read('clusters', undefined, 'resources')), "Panoptes' cluster review of a read, one cluster and all");
+  t.ok(viewAllows(read('resources', 'clusters', 'east')), "kube-apiserver's check of a one-cluster view");
+  t.ok(viewAllows([...read('resources', 'api', 'v1'), ...read('resources', 'apis', 'apps'), ...read('resources', 'api'), ...read('resources')]), "kube-apiserver's check of the all-clusters view and its discovery");
+  for (const verb of ['get', 'list', 'watch', 'create', 'patch', 'delete']) {
+    t.notOk(rbacAllows(view, { verb, group: 'panoptes.io', resource: 'clusters', subresource: 'proxy', name: 'east' }), `view does not ${verb} through the proxy`);
+  }
+  t.notOk(rbacAllows(view, { verb: 'create', group: 'panoptes.io', resource: 'resources', name: 'clusters', subresource: 'east' }), 'view writes nothing');
   const reg = rendered['examples/cluster-registration'];
   const exCluster = find(reg, 'Cluster', 'east');
   t.same(validateClusterSpec(exCluster?.spec), [], 'the example Cluster is valid');

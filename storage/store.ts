@@ -19,7 +19,7 @@ import type { ClusterObjectResult, ClusterObjectState, ClusterObjectWrite, Clust
 import { compact } from './compact.ts';
 import { repairCounts, type CountRepair } from './counts.ts';
 import { list } from './list.ts';
-import { isVersionOf } from './object-versions.ts';
+import { memberRvAt } from './object-versions.ts';
 import { readMeta, type Meta } from './meta.ts';
 import * as openapi from './openapi.ts';
 import { objectColumns, rowsOf, toStored, type ObjectRow } from './rows.ts';
@@ -188,9 +188,9 @@ export class Store {
     return row ? toStored(row) : undefined;
   }
 
-  /** Whether the change at Panoptes rv `rv` is one of the object's versions (storage/object-versions.ts). */
-  isVersionOf(key: ObjectKey, rv: number): Promise<boolean> {
-    return isVersionOf(this.conn.knex, key, rv);
+  /** The member rv of the object's version at Panoptes rv `rv`, if that change is one of its versions (storage/object-versions.ts). */
+  memberRvAt(key: ObjectKey, rv: number): Promise<string | undefined> {
+    return memberRvAt(this.conn.knex, key, rv);
   }
 
   list(query: ListQuery): Promise<ListResult> {

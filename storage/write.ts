@@ -17,6 +17,8 @@ import type { BatchResult, EventType, KubeObject, UpstreamEvent } from './types.
 
 export const clusterAnnotation = 'panoptes.io/cluster';
 export const upstreamRvAnnotation = 'panoptes.io/upstream-resource-version';
+/** The annotations storage stamps on every stored object: Panoptes' alone, never a member's (synchro drops them on the way in, the proxy from write bodies on the way out). */
+export const stampedAnnotations: readonly string[] = [clusterAnnotation, upstreamRvAnnotation];
 
 export interface WriteOptions {
   /** Runs inside the transaction after all rows are written, just before commit (tests). */

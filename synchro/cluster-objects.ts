@@ -13,7 +13,7 @@ import type { ClusterObjectState, ClusterObjectWrite } from '../storage/cluster-
 import type { Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import type { KubeObject } from '../storage/types.ts';
-import type { CredentialsSource } from './config.ts';
+import type { CredentialsSource } from '../member/cluster-config.ts';
 import { clusterFinalizer } from '../api/cluster.ts';
 import { isFileObject } from './registrations.ts';
 import { importConflictCondition } from './import/apply.ts';

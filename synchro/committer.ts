@@ -17,7 +17,7 @@ import type { Logger } from '../lib/log.ts';
 import { FencedError } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import { describeWriteError, writeErrorKind } from '../storage/write-errors.ts';
-import { Backoff } from './backoff.ts';
+import { Backoff } from '../lib/backoff.ts';
 import type { Batcher, Item } from './batcher.ts';
 import type { SynchroMetrics } from './metrics.ts';
 

@@ -4,7 +4,7 @@
 // not join the synchro members until it can work), and says so.
 import { FileWatcher } from '../lib/file-watcher.ts';
 import type { Logger } from '../lib/log.ts';
-import { ConfigError, loadClustersFile, loadKubeconfigClusters, type ParsedConfig } from './config.ts';
+import { ConfigError, loadClustersFile, loadKubeconfigClusters, type ParsedConfig } from '../member/cluster-config.ts';
 import type { SynchroMetrics } from './metrics.ts';
 
 export interface ConfigSourceOptions {

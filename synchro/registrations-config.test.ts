@@ -7,7 +7,7 @@
 import t from 'tap';
 import { MemberNetworks } from '../member/networks.ts';
 import type { ClusterRegistration } from '../storage/cluster-objects.ts';
-import type { HostSecret, SecretSource } from './host-secrets.ts';
+import type { HostSecret, SecretSource } from '../member/host-secrets.ts';
 import { apiClusters, needsSecrets } from './registrations.ts';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');

@@ -3,8 +3,7 @@
 // annotations; synchro drops what is noise for readers and anything that could spoof those two.
 import { lastAppliedAnnotation } from '../kube/annotations.ts';
 import type { KubeObject } from '../storage/types.ts';
-
-const stamped = ['panoptes.io/cluster', 'panoptes.io/upstream-resource-version'];
+import { stampedAnnotations } from '../storage/write.ts';
 
 /**
  * Prepares an object for storage, in place (objects come fresh from JSON.parse): drops
@@ -24,7 +23,7 @@ export function transform(obj: KubeObject, apiVersion: string, kind: string): Ku
       delete ann[lastAppliedAnnotation];
       removed = true;
     }
-    for (const k of stamped) {
+    for (const k of stampedAnnotations) {
       if (k in ann) {
         delete ann[k];
         removed = true;

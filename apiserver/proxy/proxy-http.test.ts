@@ -12,7 +12,7 @@ import { simCluster, http } from '../../hack/sim/testutil.ts';
 import { impersonatorRules, readVerbs } from '../../hack/sim/auth.ts';
 import { authenticationConfigMap, startFakeHost } from '../../hack/testing/fakehost.ts';
 import { logger, setLogLevel } from '../../lib/log.ts';
-import { openTestStore, seedCluster } from '../../storage/testing.ts';
+import { openTestStore, podEvent, seedCluster } from '../../storage/testing.ts';
 import { secureServingFromFlags } from '../auth/config.ts';
 import { createApiserver } from '../server.ts';
 import { memberTarget } from './member-request.ts';
@@ -162,6 +162,24 @@ t.test('proxied requests go to the member as the user (TLS, front proxy)', async
     t.equal(r.status, 403, r.body);
     t.match(r.json.message, 'configmaps is forbidden: User "bob" cannot create resource "configmaps" in API group "" in the namespace "shop"');
     t.ok(east.auth.denied.some((d) => d.user === 'bob'), 'refused in the member, as bob');
+  });
+
+  await t.test("a stale resourceVersion is judged by the member, after its RBAC: a user it refuses learns nothing of the object", async (t) => {
+    const pods = east.registry.lookup('', 'v1', 'pods')!;
+    east.crud.create(pods, 'v1', 'shop', { metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'i' }] } }, {});
+    // Storage holds two versions of it (member rvs 100 and 105); the first is stale.
+    const first = (await store.applyBatch('east', [podEvent('ADDED', 'shop', 'p', '100')])).changes[0].rv;
+    await store.applyBatch('east', [podEvent('MODIFIED', 'shop', 'p', '105')]);
+    const put = (user: string, rv: string) => as(user, 'PUT', `${P}/clusters/east/api/v1/namespaces/shop/pods/p`, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'shop', resourceVersion: rv }, spec: { containers: [{ name: 'c', image: 'i2' }] } });
+    for (const rv of [String(first), '99999']) {
+      const bob = await put('bob', rv);
+      t.equal(bob.status, 403, `bob, rv ${rv}: ${bob.body}`);
+      t.match(bob.json.message, 'pods "p" is forbidden: User "bob" cannot update resource "pods"', "the member's refusal, not a Conflict that tells the object is there");
+      const alice = await put('alice', rv);
+      t.equal(alice.status, 409, `alice, rv ${rv}: ${alice.body}`);
+      t.match(alice.json.message, 'Operation cannot be fulfilled on pods "p"', "the member's own Conflict");
+    }
+    t.equal(east.auth.denied.filter((d) => d.user === 'bob' && d.verb === 'update').length, 2, 'both reached the member as bob');
   });
 
   await t.test('a user Panoptes does not allow on clusters/proxy never reaches the member', async (t) => {

@@ -9,7 +9,11 @@
 // - A JSON patch `test` of it: the patch fails unless the object is at that version.
 // - `preconditions.resourceVersion` of the DeleteOptions of a delete, and of the
 //   `deleteOptions` of an Eviction (pods/eviction).
-// Nothing else in a body names a version of the object, so nothing else is rewritten. The body
+// Nothing else in a body names a version of the object, so nothing else is rewritten for it.
+// Apart from rvs, withoutStamps drops the annotations storage stamps (panoptes.io/cluster and
+// panoptes.io/upstream-resource-version) from the object of a create, update or patch: a
+// client that got the object through Panoptes sends them back (`kubectl get -o yaml` then
+// `replace -f`, an apply or a patch carrying the whole object), and they are Panoptes' alone. The body
 // is rewritten in place where its text allows (the value's only occurrence), so the member
 // gets the client's bytes with only the rv changed; otherwise it is written again from its
 // parsed form. Protobuf bodies (typed clients' PUT, DELETE, evictions): rv-protobuf.ts.
@@ -17,7 +21,8 @@ import { isDocument, parseDocument } from 'yaml';
 import { StatusError } from '../../kube/status.ts';
 import { jsonEqual, maxYamlBodyBytes, requestEntityTooLarge } from '../../kube/json-limits.ts';
 import { mediaType } from '../write-request.ts';
-import { protobufType, rewriteProtobufRv } from './rv-protobuf.ts';
+import { stampedAnnotations } from '../../storage/write.ts';
+import { dropProtobufAnnotations, protobufType, rewriteProtobufRv } from './rv-protobuf.ts';
 
 /** What a resourceVersion in a body means: the object's version, a delete precondition, or a JSON patch test (with its path). */
 export type RvPlace = { kind: 'object' } | { kind: 'precondition' } | { kind: 'test'; path: string };
@@ -139,4 +144,73 @@ export async function refuseCollectionPrecondition(body: Buffer, contentType: st
   await rewriteRvs(body, contentType, 'deleteOptions', async (rv) => {
     throw new StatusError('BadRequest', `preconditions.resourceVersion ${JSON.stringify(rv)} cannot be used in a deletecollection through Panoptes: a resourceVersion names one object's version; delete each object by name with its precondition`);
   });
+}
+
+/** Whether an object's annotations hold a stamp; drops them (in place). */
+function dropStamps(o: unknown): boolean {
+  if (!isObj(o)) return false;
+  let dropped = false;
+  for (const k of stampedAnnotations) {
+    if (Object.hasOwn(o, k)) {
+      delete o[k];
+      dropped = true;
+    }
+  }
+  return dropped;
+}
+
+const annotationsOf = (o: unknown): unknown => (isObj(o) && isObj(o.metadata) ? o.metadata.annotations : undefined);
+
+/** The stamp an annotation path of a JSON patch names (RFC 6901: `~1` is `/`, `~0` is `~`), if any. */
+const stampAt = (path: string): boolean =>
+  path.startsWith('/metadata/annotations/') && stampedAnnotations.includes(path.slice('/metadata/annotations/'.length).replaceAll('~1', '/').replaceAll('~0', '~'));
+
+/** A JSON patch without its add/replace operations that set a stamp (alone, or in the annotations, metadata or object they set). */
+function stripJsonPatch(ops: unknown[]): boolean {
+  let dropped = false;
+  for (let i = ops.length - 1; i >= 0; i--) {
+    const op = ops[i];
+    if (!isObj(op) || typeof op.path !== 'string' || !['add', 'replace'].includes(op.op as string)) continue;
+    if (stampAt(op.path)) {
+      ops.splice(i, 1);
+      dropped = true;
+    } else if (op.path === '/metadata/annotations') dropped = dropStamps(op.value) || dropped;
+    else if (op.path === '/metadata') dropped = (isObj(op.value) && dropStamps(op.value.annotations)) || dropped;
+    else if (op.path === '') dropped = dropStamps(annotationsOf(op.value)) || dropped;
+  }
+  return dropped;
+}
+
+/**
+ * The object body of a create, update or patch without the annotations storage stamps (JSON,
+ * every patch type, YAML and protobuf); as it is when it has none, or cannot be parsed (the
+ * member rejects it as it would). Removing a key from a merge or apply patch leaves the
+ * member's value alone: a member object holds no stamps.
+ */
+export function withoutStamps(body: Buffer, contentType: string): Buffer {
+  const type = mediaType(contentType);
+  if (body.length === 0 || !readableBody(type)) return body;
+  if (type === protobufType) return dropProtobufAnnotations(body, stampedAnnotations);
+  const text = body.toString('utf8');
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    return yamlTypes.has(type) ? stripYaml(text, body) : body;
+  }
+  const dropped = type === 'application/json-patch+json' ? Array.isArray(doc) && stripJsonPatch(doc) : dropStamps(annotationsOf(doc));
+  return dropped ? Buffer.from(JSON.stringify(doc), 'utf8') : body;
+}
+
+function stripYaml(text: string, body: Buffer): Buffer {
+  if (Buffer.byteLength(text) > maxYamlBodyBytes) throw requestEntityTooLarge(maxYamlBodyBytes);
+  const doc = parseDocument(text, { uniqueKeys: false });
+  if (doc.errors.length > 0 || !isDocument(doc)) return body;
+  let dropped = false;
+  for (const k of stampedAnnotations) {
+    if (!doc.hasIn(['metadata', 'annotations', k])) continue;
+    doc.deleteIn(['metadata', 'annotations', k]);
+    dropped = true;
+  }
+  return dropped ? Buffer.from(doc.toString(), 'utf8') : body;
 }

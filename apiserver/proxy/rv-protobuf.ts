@@ -26,6 +26,7 @@ const malformed = (why: string) => new StatusError('BadRequest', `the protobuf b
 /** One length-delimited field of a message: where its length prefix starts and its value lies. */
 interface Field {
   field: number;
+  tagAt: number;
   lengthAt: number;
   start: number;
   end: number;
@@ -57,6 +58,7 @@ function lengthDelimited(m: Buffer): Field[] {
   const out: Field[] = [];
   let at = 0;
   while (at < m.length) {
+    const tagAt = at;
     const tag = readVarint(m, at);
     const field = Math.floor(tag.value / 8);
     const wire = tag.value % 8;
@@ -69,7 +71,7 @@ function lengthDelimited(m: Buffer): Field[] {
       const start = len.next;
       const end = start + len.value;
       if (end > m.length) throw malformed('a field longer than its message');
-      out.push({ field, lengthAt: at, start, end });
+      out.push({ field, tagAt, lengthAt: at, start, end });
       at = end;
     } else throw malformed(`wire type ${wire}`);
     if (at > m.length) throw malformed('a field longer than its message');
@@ -98,12 +100,54 @@ async function rewrite(m: Buffer, path: number[], place: RvPlace, map: MapRv): P
   return Buffer.concat([m.subarray(0, f.lengthAt), varint(replaced.length), replaced, m.subarray(f.end)]);
 }
 
-/** A protobuf body with its resourceVersion mapped; a body without one is returned as it is. */
-export async function rewriteProtobufRv(body: Buffer, shape: BodyShape, map: MapRv): Promise<Buffer> {
+/** The runtime.Unknown message of a kube protobuf body (after its magic), checked to be readable here. */
+function envelopeOf(body: Buffer): Buffer {
   if (body.length < magic.length || !body.subarray(0, magic.length).equals(magic)) throw malformed('no k8s protobuf envelope');
   const unknown = body.subarray(magic.length);
   // runtime.Unknown field 3: contentEncoding of `raw`; kube leaves it empty (an encoded raw could not be read here).
   if (lengthDelimited(unknown).some((f) => f.field === 3 && f.end > f.start)) throw new StatusError('UnsupportedMediaType', 'a protobuf body with a content encoding is not supported through Panoptes');
+  return unknown;
+}
+
+/** A protobuf body with its resourceVersion mapped; a body without one is returned as it is. */
+export async function rewriteProtobufRv(body: Buffer, shape: BodyShape, map: MapRv): Promise<Buffer> {
+  const unknown = envelopeOf(body);
   const out = await rewrite(unknown, paths[shape], shape === 'object' ? { kind: 'object' } : { kind: 'precondition' }, map);
+  return out === unknown ? body : Buffer.concat([magic, out]);
+}
+
+/** `m` with the fields `path[last]` of the message at `path` (a single message per level) dropped where `drop` says; `m` itself when unchanged. */
+function withoutFields(m: Buffer, path: number[], drop: (value: Buffer) => boolean): Buffer {
+  const fields = lengthDelimited(m);
+  if (path.length === 1) {
+    const gone = fields.filter((f) => f.field === path[0] && drop(m.subarray(f.start, f.end)));
+    if (gone.length === 0) return m;
+    const parts: Buffer[] = [];
+    let at = 0;
+    for (const f of gone) {
+      parts.push(m.subarray(at, f.tagAt));
+      at = f.end;
+    }
+    parts.push(m.subarray(at));
+    return Buffer.concat(parts);
+  }
+  const hits = fields.filter((f) => f.field === path[0]);
+  if (hits.length === 0) return m;
+  if (hits.length > 1) throw malformed(`field ${path[0]} given ${hits.length} times`);
+  const f = hits[0];
+  const value = m.subarray(f.start, f.end);
+  const replaced = withoutFields(value, path.slice(1), drop);
+  if (replaced === value) return m;
+  return Buffer.concat([m.subarray(0, f.lengthAt), varint(replaced.length), replaced, m.subarray(f.end)]);
+}
+
+/**
+ * A protobuf object body without the annotations named in `keys`: ObjectMeta (field 1 of the
+ * object) keeps its annotations as field 12, one map entry { key: 1, value: 2 } each.
+ */
+export function dropProtobufAnnotations(body: Buffer, keys: readonly string[]): Buffer {
+  const unknown = envelopeOf(body);
+  const named = (entry: Buffer) => lengthDelimited(entry).some((f) => f.field === 1 && keys.includes(entry.subarray(f.start, f.end).toString('utf8')));
+  const out = withoutFields(unknown, [2, 1, 12], named);
   return out === unknown ? body : Buffer.concat([magic, out]);
 }

@@ -2,7 +2,7 @@
 // with synchro syncing it into storage and the apiserver proxying writes (SQLite and
 // PostgreSQL). Each write's answer comes after its sync (read-your-writes), so a `get` right
 // after it shows it; a watch through Panoptes sees it; a PUT with a stale Panoptes
-// resourceVersion is a 409, one with the current one goes through (translated to the member's).
+// resourceVersion is the member's 409, one with the current one goes through (translated to the member's).
 import { execFile, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -147,9 +147,11 @@ for (const backend of backends) {
 
       const current = await getJson(['configmap', 'settings']);
       t.not(current.metadata?.resourceVersion, memberCm().metadata?.resourceVersion, "Panoptes' rv is not the member's here");
+      t.equal(current.metadata?.annotations?.['panoptes.io/cluster'], 'east', "the body got through Panoptes carries Panoptes' stamps");
       const ok = await k(['replace', '-f', manifest('fresh.json', { ...current, data: { color: 'teal' } })]);
       t.equal(ok.code, 0, ok.stderr);
       t.equal(memberCm().data.color, 'teal');
+      t.same(Object.keys(memberCm().metadata?.annotations ?? {}).filter((a) => a.startsWith('panoptes.io/')), [], 'and none of them reaches the member');
       t.same((await getJson(['configmap', 'settings']) as { data?: unknown }).data, { color: 'teal' });
     });
 

@@ -2,18 +2,29 @@
 //
 // Clients read through Panoptes (Panoptes' rv: the change log's) and write through the proxy
 // to the member (whose rvs are its own). Before a write goes out, translateBody rewrites the
-// rvs its body carries (apiserver/proxy/rv-fields.ts) from Panoptes' to the member's, for the
-// object's current stored version only: kube-apiserver refuses an update whose rv is not the
-// object's current one, so an older Panoptes rv is stale and refused here as kube words it
-// (409; a JSON patch `test` 422), without asking the member. When storage is behind the
-// member, the current stored version's member rv is older than the member's, and the member
-// itself refuses it (409). A body without an rv is unconditional and left as it is.
+// rvs its body carries (apiserver/proxy/rv-fields.ts) from Panoptes' to the member's: a
+// Panoptes rv R of one of the object's versions, the current one or an older one, becomes the
+// member rv of that same version (the change log keeps each version with its member rv:
+// storage/object-versions.ts). The member then judges it as kube does, after its own RBAC: a
+// user it refuses gets its 403 and learns nothing of the object, one it allows gets its 409
+// (a JSON patch `test` its 422) when R is not the current version. Panoptes never refuses a
+// stale rv itself, since that would tell a user allowed on `clusters/proxy` but not on the
+// object that it exists, and its current version.
+//
+// When R is no version of the object here (compacted from the log, another object's rv, or
+// garbage), Panoptes cannot name the version it meant, and sends a member rv that cannot
+// match: one below the stored version's member rv S. A member object's rv only grows (etcd's
+// mod revision), so the member's current rv is S or above and the member refuses it as stale,
+// again after its RBAC. Only when S is not an integer above 1 (no etcd member has one: etcd's
+// first write is revision 2) is there no such rv, and the write is refused here with kube's
+// 409 (it names no member rv). When storage is behind the member, the member's own check does
+// the rest. A body without an rv is unconditional and left as it is.
 //
 // Panoptes' rvs and a member's are both integers. An rv equal to the stored object's member
 // rv, and not one of the object's own Panoptes versions in the change log, is the member's: a
 // client got it in the answer of a write that Panoptes had not synced yet (below), and it is
 // sent on as it is. Only rvs of synced resources are Panoptes'; for a resource Panoptes does
-// not sync, bodies go to the member untouched.
+// not sync, bodies go to the member untouched (but for the stamps: rv-fields.ts withoutStamps).
 //
 // After the member answered a write, settle waits (at most `waitMs`, --proxy-write-wait) until
 // synchro has stored the object at the member rv of the answer or later (for a delete: until
@@ -34,7 +45,7 @@ import type { Change, ObjectKey, StoredObject } from '../../storage/types.ts';
 import { upstreamRvAnnotation } from '../../storage/write.ts';
 import type { Catalog } from '../catalog.ts';
 import type { ProxiedWrite, WriteConsistency } from './consistency.ts';
-import { refuseCollectionPrecondition, rewriteRvs, type BodyShape, type RvPlace } from './rv-fields.ts';
+import { refuseCollectionPrecondition, rewriteRvs, withoutStamps, type BodyShape, type RvPlace } from './rv-fields.ts';
 
 export type { ProxiedWrite, WriteConsistency };
 
@@ -49,7 +60,7 @@ export type { ProxiedWrite, WriteConsistency };
 export const defaultProxyWriteWaitMs = 5000;
 
 export interface WriteConsistencyOptions {
-  store: Pick<Store, 'get' | 'isVersionOf'>;
+  store: Pick<Store, 'get' | 'memberRvAt'>;
   /** The process's watch hub: each dispatched change may end a wait. `wake` asks its poller to look at once. */
   changes: { onDispatch(listener: (changes: readonly Change[]) => void): () => void; wake?(): void };
   /** Whether Panoptes syncs this resource of this cluster: only then are its rvs Panoptes' and its writes waited for. */
@@ -179,6 +190,8 @@ class ProxyWriteConsistency implements WriteConsistency {
   }
 
   async translateBody(w: ProxiedWrite, body: Buffer, contentType: string): Promise<Buffer> {
+    // Panoptes' stamps never reach a member, whatever the resource (rv-fields.ts withoutStamps).
+    if (w.verb === 'create' || w.verb === 'update' || w.verb === 'patch') body = withoutStamps(body, contentType);
     if (body.length === 0 || !this.opts.synced(w.cluster, w.group, w.resource)) return body;
     if (w.verb === 'deletecollection') {
       await refuseCollectionPrecondition(body, contentType);
@@ -201,8 +214,13 @@ class ProxyWriteConsistency implements WriteConsistency {
     const stored = await current();
     if (!stored) return rv; // not in storage: not a version Panoptes served; the member decides
     if (rv === String(stored.rv)) return stored.upstreamRv;
-    if (rv === stored.upstreamRv && !(await this.opts.store.isVersionOf(key, Number(rv)))) return rv;
-    throw stale(w, key.name, place, rv, stored.rv);
+    // An older version: the member's rv of it, which the member refuses as stale (after its RBAC).
+    const at = /^\d+$/.test(rv) ? await this.opts.store.memberRvAt(key, Number(rv)) : undefined;
+    if (at) return at;
+    if (rv === stored.upstreamRv) return rv; // the member's own rv, from a write's answer
+    const below = belowMemberRv(stored.upstreamRv);
+    if (below !== undefined) return below;
+    throw stale(w, key.name, place);
   }
 
   async settle(w: ProxiedWrite, memberObject: unknown): Promise<{ object: unknown; warnings: string[] }> {
@@ -257,16 +275,22 @@ class ProxyWriteConsistency implements WriteConsistency {
   }
 }
 
-/** A stale rv in a body, refused as kube-apiserver refuses it. */
-function stale(w: ProxiedWrite, name: string, place: RvPlace, rv: string, current: number): StatusError {
+/** A member rv below `memberRv` (an integer above 1), which no version the member object has now can be; undefined when there is none. */
+function belowMemberRv(memberRv: string): string | undefined {
+  if (!/^\d+$/.test(memberRv) || BigInt(memberRv) < 2n) return undefined;
+  return String(BigInt(memberRv) - 1n);
+}
+
+/** A stale rv in a body that has no member rv to send, refused as kube-apiserver refuses it (naming no version). */
+function stale(w: ProxiedWrite, name: string, place: RvPlace): StatusError {
   const on = `Operation cannot be fulfilled on ${qualified(w)} ${JSON.stringify(name)}`;
   switch (place.kind) {
     case 'object':
       // registry.Store.Update: errors.NewConflict(resource, name, fmt.Errorf(OptimisticLockErrorMsg)).
       return new StatusError('Conflict', `${on}: the object has been modified; please apply your changes to the latest version and try again`, details(w, name));
     case 'precondition':
-      // storage.Preconditions.Check, answered as a Conflict by InterpretDeleteError.
-      return new StatusError('Conflict', `${on}: Precondition failed: ResourceVersion in precondition: ${rv}, ResourceVersion in object meta: ${current}`, details(w, name));
+      // storage.Preconditions.Check, answered as a Conflict by InterpretDeleteError (whose message also names both rvs).
+      return new StatusError('Conflict', `${on}: Precondition failed: ResourceVersion in precondition does not match the object`, details(w, name));
     case 'test':
       // A JSON patch whose test fails: patch.go answers NewGenericServerResponse(422, ..., err.Error()), with
       // evanphx/json-patch's "testing value <path> failed: test failed" as the cause.

@@ -20,7 +20,7 @@ import { parseProxyUser, proxyCredentials, type ProxyCredentialsOptions } from '
 import type { ApiserverOptions } from '../../apiserver/server.ts';
 import { existsSync } from 'node:fs';
 import { connectCluster, type ClusterConnection } from '../../member/client.ts';
-import { HostSecrets } from '../../synchro/host-secrets.ts';
+import { HostSecrets } from '../../member/host-secrets.ts';
 import { credentialsNamespace, hostClusterConnection } from './synchro-flags.ts';
 
 export const serveFlagSpec = {

@@ -5,9 +5,9 @@
 //     standalone apiserver is given the file itself (mounted from the same Secret as
 //     synchro's, or a file of its own when the proxy's identity should differ from synchro's).
 //   - Clusters registered through the API: their Cluster objects and inline credentials from
-//     storage, checked by the same rules as synchro's (synchro/registrations.ts: credentials
+//     storage, checked by the same rules as synchro's (member/registrations.ts: credentials
 //     bound to the endpoint they were written with, the network guard), and those held in a
-//     Secret of the host cluster, read as synchro reads them (synchro/host-secrets.ts: the
+//     Secret of the host cluster, read as synchro reads them (member/host-secrets.ts: the
 //     labelled Secrets of the credentials namespace, listed and watched once a Cluster names
 //     one) when the apiserver has the host cluster; without it such a cluster is a 503 naming why.
 // Both are read again at most every `refreshMs` (default 2 s), so a rotated credential is
@@ -18,9 +18,9 @@ import type { MemberConnectionInfo, MemberCredentials } from '../../apiserver/pr
 import type { Logger } from '../../lib/log.ts';
 import type { MemberNetworks } from '../../member/networks.ts';
 import type { Store } from '../../storage/store.ts';
-import { ConfigError, loadClustersFile, loadKubeconfigClusters, type ClusterConfig, type ParsedConfig } from '../../synchro/config.ts';
-import type { SecretSource } from '../../synchro/host-secrets.ts';
-import { apiClusters, needsSecrets } from '../../synchro/registrations.ts';
+import { ConfigError, loadClustersFile, loadKubeconfigClusters, type ClusterConfig, type ParsedConfig } from '../../member/cluster-config.ts';
+import type { SecretSource } from '../../member/host-secrets.ts';
+import { apiClusters, needsSecrets } from '../../member/registrations.ts';
 
 export interface ProxyCredentialsOptions {
   store: Store;

@@ -3,7 +3,7 @@
 // the credentials are used for that endpoint only), or the reason it cannot be used.
 import { secretClusterLabel, type SourceObjectRef } from '../../api/cluster.ts';
 import type { ClusterSourceSpec } from '../../api/cluster-source.ts';
-import type { HostObject } from '../list-watch.ts';
+import type { HostObject } from '../../member/list-watch.ts';
 
 /** A member's endpoint and the credentials its source gives for it. */
 export interface ImportedConnection {

@@ -14,16 +14,17 @@ import { rememberSecrets } from '../../lib/redact.ts';
 import type { ClusterConnection } from '../../member/client.ts';
 import type { MemberNetworks } from '../../member/networks.ts';
 import type { ClusterRegistration } from '../../storage/cluster-objects.ts';
-import { settingsConfig, type ClusterConfig } from '../config.ts';
+import { settingsConfig } from '../../member/cluster-config.ts';
+import { withoutImporter, type ImportedConfig } from '../../member/registrations.ts';
 import { describe } from './candidate.ts';
 import type { Importer } from './importer.ts';
 
-export type ImportedConfig = { state: 'pending' } | { state: 'invalid'; message: string } | { state: 'ready'; config: ClusterConfig };
+export type { ImportedConfig };
 
 export function importedConfig(reg: ClusterRegistration, importer: Importer | undefined, networks: MemberNetworks): ImportedConfig {
   const source = importedFrom(reg.object.spec)!;
   const spec = reg.object.spec as ClusterSpec;
-  if (!importer) return { state: 'invalid', message: `imported by ClusterSource ${source}, but this synchro process has no host cluster client to read its source objects: give --host-kubeconfig, or run it in the host cluster` };
+  if (!importer) return withoutImporter(source);
   const view = importer.view(source);
   if (!view || view.state === 'pending') return { state: 'pending' };
   if (view.state === 'error') return { state: 'invalid', message: view.message };

@@ -1,5 +1,5 @@
 // The clusters the ClusterSources describe, as every synchro process with a host cluster sees
-// them: the collections each source reads are listed and watched (synchro/list-watch.ts,
+// them: the collections each source reads are listed and watched (member/list-watch.ts,
 // one watch per collection however many sources read it), and each source's candidates
 // (synchro/import/sources/) are named into the Clusters it imports. Two readers use it: the
 // shards, which take an imported Cluster's connection from here (the credentials stay in the
@@ -11,7 +11,7 @@ import type { Logger } from '../../lib/log.ts';
 import type { ClusterClient } from '../../member/client.ts';
 import type { OwnObjectState } from '../../storage/own-objects.ts';
 import { describe, type ImportCandidate, type SourceKind, type SourceObjects } from './candidate.ts';
-import { ListWatch } from '../list-watch.ts';
+import { ListWatch } from '../../member/list-watch.ts';
 import { clusterName } from './naming.ts';
 import { argoCD } from './sources/argocd.ts';
 import { clusterAPI } from './sources/cluster-api.ts';

@@ -7,7 +7,7 @@ import { stringify } from 'yaml';
 import type { ClusterSourceSpec } from '../../api/cluster-source.ts';
 import { MemberNetworks } from '../../member/networks.ts';
 import type { ClusterRegistration } from '../../storage/cluster-objects.ts';
-import type { HostObject } from '../list-watch.ts';
+import type { HostObject } from '../../member/list-watch.ts';
 import type { SourceObjects } from './candidate.ts';
 import { importedConfig } from './connection.ts';
 import type { Importer, SourceView } from './importer.ts';

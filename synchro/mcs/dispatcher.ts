@@ -25,7 +25,7 @@ import type { OwnObjectState, OwnObjectWrite } from '../../storage/own-objects.t
 import type { Store } from '../../storage/store.ts';
 import type { Change, KubeObject } from '../../storage/types.ts';
 import { upstreamRvAnnotation } from '../../storage/write.ts';
-import { Backoff, Waker, type BackoffOptions } from '../backoff.ts';
+import { Backoff, Waker, type BackoffOptions } from '../../lib/backoff.ts';
 import type { ClusterPhase } from '../cluster.ts';
 import type { Membership } from '../membership.ts';
 import type { SynchroMetrics } from '../metrics.ts';

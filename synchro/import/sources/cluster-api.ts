@@ -8,7 +8,7 @@
 import { selectorQuery, type ClusterSourceSpec } from '../../../api/cluster-source.ts';
 import { describe, secretCollections, secretRef, unb64, type Collection, type ImportCandidate, type SourceKind } from '../candidate.ts';
 import { kubeconfigConnections } from '../kubeconfig.ts';
-import type { HostObject } from '../../list-watch.ts';
+import type { HostObject } from '../../../member/list-watch.ts';
 
 export const capiClusterNameLabel = 'cluster.x-k8s.io/cluster-name';
 export const capiSecretType = 'cluster.x-k8s.io/secret';

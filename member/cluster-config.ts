@@ -4,8 +4,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
-import type { ClusterConnection } from '../member/client.ts';
-import { readKubeconfig } from '../member/kubeconfig.ts';
+import type { ClusterConnection } from './client.ts';
+import { readKubeconfig } from './kubeconfig.ts';
 import { defaultResources, parsePattern, PatternError, type ResourcePattern } from '../api/resource-patterns.ts';
 import { servedSpec } from '../api/cluster.ts';
 

@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import t from 'tap';
-import { ConfigError, loadKubeconfigClusters, parseClustersYaml, publicSpec } from './config.ts';
+import { ConfigError, loadKubeconfigClusters, parseClustersYaml, publicSpec } from './cluster-config.ts';
 import { defaultResources } from '../api/resource-patterns.ts';
-import { tempDir } from './testutil.ts';
+import { tempDir } from '../synchro/testutil.ts';
 
 t.test('a valid file', async (t) => {
   const cfg = parseClustersYaml(

@@ -4,9 +4,10 @@
 // synchro reads no other), kept in memory and followed as they rotate. A change calls
 // onChange, so the clusters using it restart with the new credentials within a reconcile
 // pass. The host is just another cluster to this client (member/client.ts); the list+watch
-// is synchro/list-watch.ts, as for the importer's source objects.
+// is member/list-watch.ts, as for synchro's importer's source objects. The apiserver's proxy
+// reads them the same way when it is given the host cluster (cli/commands/proxy-credentials.ts).
 import type { Logger } from '../lib/log.ts';
-import type { ClusterClient } from '../member/client.ts';
+import type { ClusterClient } from './client.ts';
 import { ListWatch } from './list-watch.ts';
 import { secretClusterLabel } from '../api/cluster.ts';
 

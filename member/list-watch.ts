@@ -5,8 +5,8 @@
 // when the watch is quiet. A collection whose kind is not served (a CRD not installed) is
 // known and empty, with a message saying so.
 import type { Logger } from '../lib/log.ts';
-import { describeError, HttpError, isExpired, type ClusterClient } from '../member/client.ts';
-import { Backoff, sleep } from './backoff.ts';
+import { describeError, HttpError, isExpired, type ClusterClient } from './client.ts';
+import { Backoff, sleep } from '../lib/backoff.ts';
 
 /** An object of the host cluster as the importer reads it. */
 export interface HostObject {
