@@ -12,6 +12,23 @@ import { parsePattern, PatternError } from './resource-patterns.ts';
 
 export { dnsLabelProblem, dnsSubdomainProblem };
 
+/**
+ * Names no member cluster may have. kube-apiserver reads the fleet URLs as the resource
+ * `resources` named `clusters`, `api` or `apis` (`/apis/panoptes.io/v1alpha1/resources/clusters/<c>/...`,
+ * `/resources/api/v1/...`, `/resources/apis/...`), so the default view role grants those names
+ * (manifests/base/rbac.yaml, a `*` rule limited to them); a cluster of one of these names would
+ * match that rule in Panoptes' own `clusters/proxy` review and be open to every view holder.
+ */
+export const reservedClusterNames: readonly string[] = ['clusters', 'api', 'apis'];
+
+/** Why `name` cannot name a member cluster (every source: the API, clusters.yaml, kubeconfig contexts, ClusterSources), or undefined. */
+export function clusterNameProblem(name: string): string | undefined {
+  const why = dnsLabelProblem(name);
+  if (why) return why;
+  if (reservedClusterNames.includes(name)) return `${JSON.stringify(name)} is reserved (${reservedClusterNames.join(', ')} are the names of the fleet URLs that the view role grants)`;
+  return undefined;
+}
+
 /** spec.credentials: a Secret of the host cluster, or inline values (write-only: never served). */
 export interface ClusterSpecCredentials {
   secretRef?: { name: string };

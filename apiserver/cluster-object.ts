@@ -12,7 +12,7 @@
 // the request as a whole: its labels and annotations stay editable), its deletion with 403.
 // Stored by storage/cluster-objects.ts, which keeps the credentials
 // beside the row in the same transaction.
-import { clusterEndpoint, clusterFinalizer, clusterShape, dnsLabelProblem, endpointBindingRule, endpointChanges, servedSpec, splitCredentials, validateClusterSpec } from '../api/cluster.ts';
+import { clusterEndpoint, clusterFinalizer, clusterNameProblem, clusterShape, endpointBindingRule, endpointChanges, servedSpec, splitCredentials, validateClusterSpec } from '../api/cluster.ts';
 import { importedFrom } from '../api/cluster-source.ts';
 import { fieldForbidden, type FieldError } from '../kube/field-errors.ts';
 import { canonicalJson } from '../kube/patch.ts';
@@ -93,7 +93,7 @@ export const clusterKind: OwnKind<ClusterObjectState, ClusterCredentials | null>
   shape: clusterShape,
   servedSpec,
   nameProblem(name) {
-    const why = dnsLabelProblem(name);
+    const why = clusterNameProblem(name);
     return why && `a Cluster name is the member cluster's name in URLs: ${why}`;
   },
   shapeSpec: shapeClusterSpec,

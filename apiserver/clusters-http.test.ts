@@ -105,6 +105,11 @@ t.test('clusters.panoptes.io is writable', async (t) => {
     const both = await call('POST', C, { metadata: { name: 'both' }, spec: { server: 'https://x', credentials: { secretRef: { name: 's' }, token: TOKEN } } });
     t.match(both.json, { code: 422, details: { causes: [{ field: 'spec.credentials.token', reason: 'FieldValueForbidden' }] } });
     t.notOk(both.text.includes(TOKEN), 'an error never echoes a credential');
+    // The names of the fleet URLs (the view role grants them by name) are no member cluster's.
+    for (const name of ['clusters', 'api', 'apis']) {
+      const reserved = await call('POST', C, { metadata: { name }, spec: { server: 'https://r.example' } });
+      t.match(reserved, { status: 422, json: { reason: 'Invalid', details: { causes: [{ field: 'metadata.name', message: /is reserved/ }] } } }, `${name}: refused`);
+    }
   });
 
   t.test('unknown fields: Strict 400, Warn (the default) a Warning, Ignore silent', async (t) => {

@@ -57,12 +57,15 @@ clusters:
   - name: good
     server: http://127.0.0.1:2
   - 42
+  - name: apis
+    server: http://127.0.0.1:3
 `,
     '/',
   );
   t.same(cfg.clusters.map((c) => c.name), ['good']);
   const byIndex = Object.fromEntries(cfg.invalid.map((i) => [i.index, i]));
   t.match(byIndex[1].message, /DNS label/);
+  t.match(byIndex[9].message, /"apis" is reserved/, 'a name of the fleet URLs is no cluster name');
   t.equal(byIndex[1].name, undefined, 'an invalid name gets no status row');
   t.match(byIndex[2], { name: 'noserver', message: /give kubeconfig/ });
   t.match(byIndex[3].message, /not both/);

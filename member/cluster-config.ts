@@ -7,7 +7,7 @@ import { parse as parseYaml, YAMLParseError } from 'yaml';
 import type { ClusterConnection } from './client.ts';
 import { readKubeconfig } from './kubeconfig.ts';
 import { defaultResources, parsePattern, PatternError, type ResourcePattern } from '../api/resource-patterns.ts';
-import { servedSpec } from '../api/cluster.ts';
+import { clusterNameProblem, servedSpec } from '../api/cluster.ts';
 
 export interface NamespaceFilter {
   /** Only these namespaces (namespaced objects, and Namespace objects by name). */
@@ -123,6 +123,8 @@ function parseEntry(raw: Record<string, unknown>, baseDir: string, defaults: { r
   const name = raw.name;
   if (typeof name !== 'string' || name === '') throw new ConfigError('name is required');
   if (!clusterName.test(name) || name.length > 63) throw new ConfigError(`name ${JSON.stringify(name)} must be a DNS label: lowercase letters, digits and '-', at most 63 characters`);
+  const reserved = clusterNameProblem(name);
+  if (reserved) throw new ConfigError(`name ${reserved}`);
   for (const k of Object.keys(raw)) if (!entryKeys.has(k)) throw new ConfigError(`unknown key ${JSON.stringify(k)}`);
   const c: Record<string, unknown> = { name };
   for (const k of stringKeys) {

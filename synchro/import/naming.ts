@@ -4,14 +4,14 @@
 // long names stay apart) or refused (Reject).
 import { createHash } from 'node:crypto';
 import type { InvalidNameRule } from '../../api/cluster-source.ts';
-import { dnsLabelProblem } from '../../kube/names.ts';
+import { clusterNameProblem } from '../../api/cluster.ts';
 import type { ImportCandidate } from './candidate.ts';
 
 export function clusterName(c: ImportCandidate, naming: { template: string; prefix: string; invalidNames: InvalidNameRule }): { name: string } | { problem: string } {
   // With one Cluster per context and no {context} in the template, each context still gets a name of its own.
   const template = c.context !== undefined && !naming.template.includes('{context}') ? `${naming.template}-{context}` : naming.template;
   const raw = naming.prefix + template.replace(/\{(name|namespace|context)\}/g, (_m, v: string) => (v === 'name' ? c.baseName : v === 'namespace' ? c.namespace : (c.context ?? '')));
-  const problem = dnsLabelProblem(raw);
+  const problem = clusterNameProblem(raw);
   if (!problem) return { name: raw };
   if (naming.invalidNames === 'Reject') return { problem: `${JSON.stringify(raw)} is not a Cluster name: ${problem} (spec.naming.invalidNames: Reject)` };
   let name = raw.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/-+/g, '-').replace(/^-+|-+$/g, '');
@@ -19,5 +19,5 @@ export function clusterName(c: ImportCandidate, naming: { template: string; pref
     const hash = createHash('sha256').update(raw).digest('hex').slice(0, 6);
     name = `${name.slice(0, 56).replace(/-+$/, '')}-${hash}`.replace(/^-/, '');
   }
-  return dnsLabelProblem(name) ? { problem: `${JSON.stringify(raw)} cannot be made a Cluster name` } : { name };
+  return clusterNameProblem(name) ? { problem: `${JSON.stringify(raw)} cannot be made a Cluster name` } : { name };
 }

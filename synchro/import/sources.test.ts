@@ -106,6 +106,7 @@ t.test('names: prefix and template; Sanitize or Reject', async (t) => {
   t.same(clusterName({ ...c, baseName: 'east' }, { template: '{namespace}-{name}', prefix: '', invalidNames: 'Sanitize' }), { name: 'fleet-east' });
   t.match(clusterName(c, { template: '{name}', prefix: '', invalidNames: 'Sanitize' }), { name: /^prod-eu-[0-9a-f]{6}$/ });
   t.match(clusterName(c, { template: '{name}', prefix: '', invalidNames: 'Reject' }), { problem: /"Prod EU" is not a Cluster name/ });
+  t.match(clusterName({ ...c, baseName: 'api' }, { template: '{name}', prefix: '', invalidNames: 'Sanitize' }), { problem: /cannot be made a Cluster name/ }, 'a reserved name is refused, not taken');
   const long = clusterName({ ...c, baseName: 'x'.repeat(80) }, { template: '{name}', prefix: '', invalidNames: 'Sanitize' });
   t.ok('name' in long && long.name.length <= 63);
   t.same(clusterName({ ...c, baseName: 'east', context: 'admin' }, { template: '{name}', prefix: '', invalidNames: 'Sanitize' }), { name: 'east-admin' }, 'one per context: the context is added');
