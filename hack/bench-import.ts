@@ -6,7 +6,7 @@
 // ClusterSource created through the API; the clock runs from its creation until every
 // imported Cluster is Ready with its initial sync complete.
 // Usage: npm run bench:import -- [--clusters 200] [--storage sqlite|postgres]
-// Figures: docs/bench/import.json (SQLite) or import-postgres.json.
+// Figures: docs/bench/raw/import.json (SQLite) or raw/import-postgres.json (docs/bench/*.json are bench:report runs).
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
@@ -83,4 +83,4 @@ try {
   await sims.exit();
   await stopTestPostgres();
 }
-if (figures && process.exitCode !== 1) writeFileSync(new URL(`../docs/bench/${backend === 'sqlite' ? 'import' : `import-${backend}`}.json`, import.meta.url), JSON.stringify(figures, null, 2) + '\n');
+if (figures && process.exitCode !== 1) writeFileSync(new URL(`../docs/bench/raw/${backend === 'sqlite' ? 'import' : `import-${backend}`}.json`, import.meta.url), JSON.stringify(figures, null, 2) + '\n');

@@ -9,7 +9,7 @@
 // kubectl run elsewhere (this process and kubectl's), so the apiserver's figures are its own.
 //
 // Options: --samples N (200), --logs N (200), --forwards N (50), --seconds N (10, the CPU window);
-// docs/bench/proxy.json is written at these defaults only.
+// docs/bench/raw/proxy.json is written at these defaults only.
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -204,7 +204,7 @@ const figures = {
 console.log(JSON.stringify(figures, null, 2));
 // Recorded for the docs at the documented sizes only (a quick run with smaller ones is not).
 if (samples === 200 && logStreams === 200 && forwards === 50 && seconds === 10) {
-  writeFileSync(new URL('../docs/bench/proxy.json', import.meta.url), `${JSON.stringify(figures, null, 2)}\n`);
+  writeFileSync(new URL('../docs/bench/raw/proxy.json', import.meta.url), `${JSON.stringify(figures, null, 2)}\n`);
 }
 
 await call('exit');

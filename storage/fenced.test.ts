@@ -235,6 +235,8 @@ const reads = [
   'openAPIDocuments',
   'ping',
   'analyze',
+  'replicationStatus',
+  'memberRvAt',
   'close',
 ];
 const leaseOperations = ['heartbeat', 'members', 'removeMember', 'listLeases', 'listLeasesNamed', 'acquireLease', 'renewLeases', 'releaseLease', 'deleteLease'];
