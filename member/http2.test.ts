@@ -2,6 +2,7 @@
 // member's stream limit opens a second one, a member without h2 (or h2 turned off) gets
 // HTTP/1.1, a connection that goes silent is found by PING and replaced, and replaced
 // credentials get a new session while the old one ends with its streams.
+import { createSecureServer } from 'node:http2';
 import { connect as netConnect, createServer as createNetServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
@@ -166,4 +167,43 @@ t.test('h2: replaced credentials get a new session; the old one ends when its st
   t.equal(old.http2?.size, 0, 'the retired session closed once its last stream ended');
   t.equal(fresh.http2?.size, 1);
   t.same(sim.auth.seen, ['old-token', 'new-token'], 'each session sent its own credentials');
+});
+
+t.test('h2: the network guard checks the HTTP/2 connection’s address as the HTTP/1.1 one', async (t) => {
+  const named = createCert(ca, { commonName: 'member', hosts: ['member.example'], usage: 'server' });
+  const sim = await simCluster(t, { controllers: false, tls: { key: named.key, cert: named.cert } });
+  const resolved: string[] = [];
+  const resolve: ConnectOptions['resolve'] = (host, _o, cb) => {
+    resolved.push(host);
+    cb(null, [{ address: '127.0.0.1', family: 4 }]);
+  };
+  const server = `https://member.example:${sim.port}`;
+  const refused = await client(t, server, { http2: true, resolve }, { networkGuard: { allow: [] } });
+  await t.rejects(refused.get('/version'), { code: 'EREFUSEDADDRESS' }, 'a name that resolves to loopback is refused');
+  t.same(sim.tlsConnections, [], 'nothing reached the member');
+  const allowed = await client(t, server, { http2: true, resolve }, { networkGuard: { allow: ['127.0.0.0/8'] } });
+  t.same(await allowed.get('/version').then((v) => typeof v), 'object', 'allowed networks are reached');
+  t.same(sim.tlsConnections, ['h2'], 'over HTTP/2, verified for the name');
+  t.ok(resolved.length >= 2 && resolved.every((h) => h === 'member.example'), 'every connection resolved through the guard');
+});
+
+t.test('h2: a member that sends GOAWAY (restart, load balancing) gets the next requests on a new session', async (t) => {
+  let sessions = 0;
+  const server = createSecureServer({ key: serving.key, cert: serving.cert }, (req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ session: sessions }));
+    // kube-apiserver's --goaway-chance: a graceful GOAWAY after answering.
+    req.stream.session?.goaway();
+  });
+  const open = new Set<{ destroy(): void }>();
+  server.on('session', (s) => {
+    sessions++;
+    open.add(s);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => (server.close(() => r()), open.forEach((s) => s.destroy()))));
+  const c = await client(t, `https://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  const answers: unknown[] = [];
+  for (let i = 0; i < 3; i++) answers.push(await c.get('/version'));
+  t.same(answers, [{ session: 1 }, { session: 2 }, { session: 3 }], 'each request after a GOAWAY on a new session, none failed');
 });

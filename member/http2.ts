@@ -35,12 +35,23 @@ export interface Http2Options {
 
 export const defaultReadIdleMs = 30_000;
 export const defaultPingTimeoutMs = 15_000;
+/** A session without streams this long is closed (Go's http.DefaultTransport IdleConnTimeout, which client-go keeps). */
+const idleCloseMs = 90_000;
+/**
+ * Flow-control windows as Go's HTTP/2 transport (golang.org/x/net/http2: transportDefaultStreamFlow
+ * 4 MiB, transportDefaultConnFlow 1 GiB): a large list is not throttled by the 64 KiB default,
+ * a reader that stops reading still stops its stream.
+ */
+const streamWindow = 4 << 20;
+const connectionWindow = 1 << 30;
 
 /** Request headers HTTP/2 forbids (RFC 9113 8.2.2) or carries otherwise (host: :authority). */
 const connectionHeaders = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'host', 'http2-settings']);
 
 interface Session {
   session: ClientHttp2Session;
+  /** Closes the session when it has had no stream for idleCloseMs. */
+  idle?: NodeJS.Timeout;
   /** Streams open on it (ours, counted here: Node does not expose the count). */
   active: number;
   /** The member's SETTINGS_MAX_CONCURRENT_STREAMS (unlimited until its SETTINGS arrive). */
@@ -49,7 +60,19 @@ interface Session {
 
 const reserve = (s: Session): Session => {
   s.active++;
+  clearTimeout(s.idle);
+  s.session.ref();
   return s;
+};
+
+/** A stream of the session ended (or was never opened): an idle session lets the process exit, and closes after a while. */
+const release = (s: Session): void => {
+  s.active--;
+  if (s.active > 0 || s.session.destroyed) return;
+  s.session.unref();
+  clearTimeout(s.idle);
+  s.idle = setTimeout(() => s.session.close(), idleCloseMs);
+  s.idle.unref();
 };
 
 export interface H2Request {
@@ -105,8 +128,11 @@ export class Http2Sessions {
     }
   }
 
-  /** Opens a stream for the request on a session; undefined: use HTTP/1.1. */
-  async request(r: H2Request): Promise<ClientHttp2Stream | undefined> {
+  /**
+   * Opens a stream for the request on a session; undefined: use HTTP/1.1. A session that
+   * closed between being chosen and the stream (the member's GOAWAY) is passed over once.
+   */
+  async request(r: H2Request, retry = true): Promise<ClientHttp2Stream | undefined> {
     const s = await this.session();
     if (!s) return undefined;
     const headers: http2.OutgoingHttpHeaders = { ':method': r.method, ':path': r.path };
@@ -119,14 +145,13 @@ export class Http2Sessions {
     try {
       stream = s.session.request(headers, { endStream: false });
     } catch (err) {
-      s.active--;
+      release(s);
+      if (retry && (s.session.closed || s.session.destroyed)) return this.request(r, false);
       throw err;
     }
     // As an IncomingMessage whose connection breaks: no listener, no crash; readers see the error.
     stream.on('error', () => undefined);
-    stream.once('close', () => {
-      s.active--;
-    });
+    stream.once('close', () => release(s));
     return stream;
   }
 
@@ -161,11 +186,15 @@ export class Http2Sessions {
           socket.destroy();
           return resolve(undefined);
         }
-        const session = http2.connect(this.server.origin, { createConnection: () => socket });
+        const session = http2.connect(this.server.origin, { createConnection: () => socket, settings: { initialWindowSize: streamWindow } });
+        session.once('connect', () => session.setLocalWindowSize(connectionWindow));
         const s: Session = { session, active: 0, max: Infinity };
         this.sessions.add(s);
         session.on('error', () => undefined); // its streams get the error; the session is dropped on close
-        session.once('close', () => this.sessions.delete(s));
+        session.once('close', () => {
+          this.sessions.delete(s);
+          clearTimeout(s.idle);
+        });
         session.on('remoteSettings', (settings) => {
           s.max = settings.maxConcurrentStreams ?? Infinity;
         });
