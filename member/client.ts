@@ -1,6 +1,8 @@
 // HTTP to one member cluster: connection settings from a kubeconfig context or inline
-// credentials, JSON GETs with a timeout, and streaming GETs for watches. Plain node:http(s)
-// with a keep-alive agent: the list and watch paths parse JSON themselves. A connection with
+// credentials, JSON GETs with a timeout, and streaming GETs for watches. node:http(s) with a
+// keep-alive agent, or for an https:// member that offers it in ALPN one HTTP/2 session per
+// endpoint (member/http2.ts; --member-http2): the list and watch paths parse JSON themselves.
+// Connection upgrades use the agent (HTTP/1.1) always. A connection with
 // a network guard (clusters registered through the API) reaches no loopback, link-local or
 // unspecified address outside the operator's allowance, however its name resolves
 // (member/networks.ts). An answer that is not a success is reported by its HTTP status and
@@ -290,7 +292,7 @@ export interface ConnectOptions {
 }
 
 /** Whether member connections try HTTP/2 unless told otherwise (--member-http2). */
-export const memberHttp2Default = false;
+export const memberHttp2Default = true;
 
 /**
  * What opening a request to a member takes: its server, the pooled agent (TLS settings and
