@@ -5,6 +5,7 @@
 import { createSecureServer } from 'node:http2';
 import { connect as netConnect, createServer as createNetServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
 import t, { type Test } from 'tap';
 import { createCA, createCert } from '../apiserver/auth/certs.ts';
 import { simCluster } from '../hack/sim/testutil.ts';
@@ -206,4 +207,34 @@ t.test('h2: a member that sends GOAWAY (restart, load balancing) gets the next r
   const answers: unknown[] = [];
   for (let i = 0; i < 3; i++) answers.push(await c.get('/version'));
   t.same(answers, [{ session: 1 }, { session: 2 }, { session: 3 }], 'each request after a GOAWAY on a new session, none failed');
+});
+
+t.test('h2: a member that goes down and comes back: its streams fail, the next requests reconnect', async (t) => {
+  const sim = await tlsSim(t);
+  const c = await client(t, sim.url);
+  const w = await c.stream('/api/v1/namespaces/default/configmaps?watch=1', { timeoutMs: 5_000 });
+  const ended = new Promise<void>((resolve) => w.once('close', () => resolve()));
+  w.resume();
+  w.on('error', () => undefined);
+  await sim.faults.down({ mode: 'refuse' });
+  await t.resolves(Promise.race([ended, new Promise((_, reject) => setTimeout(() => reject(new Error('the watch is still open')), 3_000))]), 'the watch ended with the connection');
+  await t.rejects(c.get('/version', { timeoutMs: 2_000 }), 'refused while down');
+  await sim.faults.up();
+  t.same(await c.get('/version', { timeoutMs: 5_000 }).then((v) => typeof v), 'object', 'answers again once up');
+  t.same(sim.tlsConnections, ['h2', 'h2'], 'over a new HTTP/2 connection');
+});
+
+t.test('h2: a member that closes every connection after the handshake fails the request (bounded), no reconnect loop', async (t) => {
+  let connections = 0;
+  const server = createTlsServer({ key: serving.key, cert: serving.cert, ALPNProtocols: ['h2'] }, (socket) => {
+    connections++;
+    socket.destroy();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const c = await client(t, `https://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  const outcome = await Promise.race([c.get('/version').then(() => 'answered', (e: Error) => `failed: ${e.message}`), new Promise<string>((r) => setTimeout(() => r('hung'), 5_000))]);
+  t.match(outcome, /^failed: /, outcome);
+  await new Promise((r) => setTimeout(r, 300));
+  t.ok(connections <= 4, `a few connection attempts (${connections}), then it stops`);
 });

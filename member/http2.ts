@@ -114,13 +114,15 @@ export class Http2Sessions {
    * uses HTTP/1.1). Rejects when the connection cannot be made.
    */
   async session(): Promise<Session | undefined> {
-    for (;;) {
+    // Bounded: a member that accepts TLS and closes at once fails the request, not a loop.
+    for (let opened = 0; ; ) {
       if (this.onlyHttp1) return undefined;
       for (const s of this.sessions) if (s.active < s.max && !s.session.closed && !s.session.destroyed) return reserve(s);
       if (this.opening) {
         await this.opening;
         continue;
       }
+      if (opened++ === 3) throw new Error('the member closed its HTTP/2 connections as they opened');
       this.opening = this.open().finally(() => (this.opening = undefined));
       const s = await this.opening;
       if (!s) return undefined;
