@@ -72,6 +72,12 @@ t.test('h2: gets, writes and 40 watches share one TLS connection; events flow on
   );
   t.same(await c.get('/api/v1/namespaces/default/configmaps/one').then((o) => (o as { data: unknown }).data), { a: '1' }, 'a get after the watches');
   t.same(sim.tlsConnections, ['h2'], 'one TLS connection, HTTP/2');
+  t.equal(sim.hub.count, 40, 'the member serves 40 watches');
+  watches.slice(0, 30).forEach((w) => w.destroy());
+  const deadline = Date.now() + 3_000;
+  while (sim.hub.count > 10 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  t.equal(sim.hub.count, 10, 'a watch the reader destroys ends in the member (its stream is reset), the others stay');
+  t.same(sim.tlsConnections, ['h2'], 'on the same connection');
 });
 
 t.test('h2: the member’s SETTINGS_MAX_CONCURRENT_STREAMS is respected (a second session)', async (t) => {
