@@ -110,8 +110,8 @@ export class Http2Sessions {
 
   /**
    * A session with a stream reserved for the caller (counted at once, so that concurrent
-   * callers do not all pick the same last free stream), or undefined when the member does not speak h2 (the caller
-   * uses HTTP/1.1). Rejects when the connection cannot be made.
+   * callers do not all pick the same last free stream), or undefined when the member does not
+   * speak h2 (the caller uses HTTP/1.1). Rejects when the connection cannot be made.
    */
   async session(): Promise<Session | undefined> {
     // Bounded: a member that accepts TLS and closes at once fails the request, not a loop.
