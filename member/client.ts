@@ -1,6 +1,8 @@
 // HTTP to one member cluster: connection settings from a kubeconfig context or inline
-// credentials, JSON GETs with a timeout, and streaming GETs for watches. Plain node:http(s)
-// with a keep-alive agent: the list and watch paths parse JSON themselves. A connection with
+// credentials, JSON GETs with a timeout, and streaming GETs for watches. node:http(s) with a
+// keep-alive agent, or for an https:// member that offers it in ALPN one HTTP/2 session per
+// endpoint (member/http2.ts; --member-http2): the list and watch paths parse JSON themselves.
+// Connection upgrades use the agent (HTTP/1.1) always. A connection with
 // a network guard (clusters registered through the API) reaches no loopback, link-local or
 // unspecified address outside the operator's allowance, however its name resolves
 // (member/networks.ts). An answer that is not a success is reported by its HTTP status and
@@ -17,6 +19,7 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { dirname } from 'node:path';
 import { redact, rememberSecrets } from '../lib/redact.ts';
+import { h2Response, Http2Sessions, type Http2Options, type MemberResponse } from './http2.ts';
 import { kubeconfigContext, rawContext, readKubeconfig } from './kubeconfig.ts';
 import { allowHint, guardedLookup, MemberNetworks, memberNetworksFlag, RefusedAddressError, type Resolve } from './networks.ts';
 
@@ -74,7 +77,7 @@ export interface ClusterClient {
   readonly warnings: readonly string[];
   get<T = unknown>(path: string, opts?: RequestOptions): Promise<T>;
   /** Starts a streaming GET; resolves to the 200 response (the caller reads it), rejects on other codes. */
-  stream(path: string, opts?: RequestOptions): Promise<IncomingMessage>;
+  stream(path: string, opts?: RequestOptions): Promise<MemberResponse>;
   close(): void;
 }
 
@@ -281,12 +284,22 @@ function guard(c: ClusterConnection, server: URL, resolve: ConnectOptions['resol
 export interface ConnectOptions {
   /** The resolver behind a guarded connection's lookup (tests give their own). */
   resolve?: Resolve;
+  /**
+   * HTTP/2 to https:// members that offer it in ALPN (default: memberHttp2Default); false:
+   * HTTP/1.1 only. An object sets the PING health check's timings (tests).
+   */
+  http2?: boolean | Http2Options;
 }
+
+/** Whether member connections try HTTP/2 unless told otherwise (--member-http2). */
+export const memberHttp2Default = true;
 
 /**
  * What opening a request to a member takes: its server, the pooled agent (TLS settings and
- * network guard), the path prefix of the server URL, and the credential headers of the next
- * request (refreshed tokens). Used by connectCluster and by the apiserver's proxy.
+ * network guard), the HTTP/2 sessions when the member may speak h2, the path prefix of the
+ * server URL, and the credential headers of the next request (refreshed tokens). Used by
+ * connectCluster and by the apiserver's proxy; requests go through send(), connection
+ * upgrades (HTTP/1.1 only) through `transport` and `agent`.
  */
 export interface MemberEndpoint {
   server: URL;
@@ -294,9 +307,62 @@ export interface MemberEndpoint {
   base: string;
   agent: http.Agent;
   transport: typeof http | typeof https;
+  /** Set for https:// members when HTTP/2 is on: the sessions of this endpoint (this credential set). */
+  http2?: Http2Sessions;
   headers: () => Promise<Record<string, string>>;
   warnings: string[];
   tlsServerName?: string;
+  /** Replaced credentials: no new connections; idle ones close now, busy ones when their requests end. */
+  retire(): void;
+  /** Every connection ends now. */
+  close(): void;
+}
+
+/** One request to a member: its answer (any status), and a way to end it (timeout, abort). */
+export interface MemberCall {
+  response: Promise<MemberResponse>;
+  destroy(err: Error): void;
+}
+
+/**
+ * Sends a request over the endpoint: an HTTP/2 stream when the member speaks h2, else an
+ * HTTP/1.1 request on the keep-alive agent. `path` includes the endpoint's base and query.
+ */
+export function send(e: MemberEndpoint, r: { method: string; path: string; headers: Record<string, string | string[] | number>; body?: Buffer | string }): MemberCall {
+  let ended: Error | undefined;
+  let current: { destroy(err?: Error): void } | undefined;
+  let abort: (err: Error) => void = () => undefined;
+  const aborted = new Promise<never>((_, reject) => (abort = reject));
+  const work = (async (): Promise<MemberResponse> => {
+    const stream = e.http2 && !e.http2.onlyHttp1 ? await e.http2.request({ method: r.method, path: r.path, headers: r.headers }) : undefined;
+    if (ended) {
+      stream?.destroy();
+      throw ended;
+    }
+    if (stream) {
+      current = stream;
+      const answer = h2Response(stream);
+      stream.end(r.body);
+      return answer;
+    }
+    const req = e.transport.request({ protocol: e.server.protocol, hostname: e.server.hostname, port: e.server.port, path: r.path, method: r.method, headers: r.headers, agent: e.agent });
+    current = req;
+    return new Promise<IncomingMessage>((resolve, reject) => {
+      req.once('response', resolve);
+      req.once('error', reject);
+      req.end(r.body);
+    });
+  })();
+  work.catch(() => undefined);
+  aborted.catch(() => undefined);
+  return {
+    response: Promise.race([work, aborted]),
+    destroy(err) {
+      ended ??= err;
+      abort(err);
+      current?.destroy(err);
+    },
+  };
 }
 
 /** The endpoint of a cluster; throws when its settings cannot be loaded (bad kubeconfig, missing files) or its guard refuses the server. */
@@ -308,14 +374,27 @@ export async function memberEndpoint(c: ClusterConnection, opts: ConnectOptions 
   const agent = secure
     ? new https.Agent({ ...s.tls, ...guarded, keepAlive: true, maxSockets: Infinity, maxFreeSockets: 16 })
     : new http.Agent({ ...guarded, keepAlive: true, maxSockets: Infinity, maxFreeSockets: 16 });
+  const h2 = opts.http2 ?? memberHttp2Default;
+  // The same TLS options and guarded lookup as the agent's sockets.
+  const http2 = secure && h2 !== false ? new Http2Sessions(s.server, s.tls, guarded.lookup, typeof h2 === 'object' ? h2 : {}) : undefined;
   return {
     server: s.server,
     base: s.server.pathname.replace(/\/+$/, ''),
     agent,
     transport: secure ? https : http,
+    ...(http2 ? { http2 } : {}),
     headers: s.headers,
     warnings: s.warnings,
     ...(secure && typeof s.tls.servername === 'string' ? { tlsServerName: s.tls.servername } : {}),
+    retire() {
+      http2?.retire();
+      agent.on('free', (socket: { destroy(): void }) => socket.destroy());
+      for (const list of Object.values(agent.freeSockets)) for (const socket of list ?? []) socket.destroy();
+    },
+    close() {
+      http2?.destroy();
+      agent.destroy();
+    },
   };
 }
 
@@ -323,36 +402,32 @@ export async function memberEndpoint(c: ClusterConnection, opts: ConnectOptions 
 export async function connectCluster(c: ClusterConnection, opts: ConnectOptions = {}): Promise<WritableClusterClient> {
   const e = await memberEndpoint(c, opts);
   const s = { server: e.server, headers: e.headers, warnings: e.warnings };
-  const { agent, base, transport } = e;
+  const { base } = e;
 
-  const request = async (path: string, opts: RequestOptions, method = 'GET', body?: string): Promise<IncomingMessage> => {
+  const request = async (path: string, opts: RequestOptions, method = 'GET', body?: string): Promise<MemberResponse> => {
     const headers: Record<string, string | number> = { Accept: 'application/json', 'User-Agent': 'panoptes-synchro', ...(await s.headers()) };
     if (body !== undefined) {
       headers['Content-Type'] = 'application/json';
       headers['Content-Length'] = Buffer.byteLength(body);
     }
-    return new Promise((resolve, reject) => {
-      if (opts.signal?.aborted) return reject(new Error('aborted'));
-      const req = transport.request(
-        { protocol: s.server.protocol, hostname: s.server.hostname, port: s.server.port, path: base + path, method, headers, agent },
-        (res) => {
-          clearTimeout(timer);
-          resolve(res);
-        },
-      );
-      const timer = opts.timeoutMs ? setTimeout(() => req.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)), opts.timeoutMs) : undefined;
-      const onAbort = () => req.destroy(new Error('aborted'));
-      opts.signal?.addEventListener('abort', onAbort, { once: true });
-      req.on('close', () => opts.signal?.removeEventListener('abort', onAbort));
-      req.on('error', (err) => {
-        clearTimeout(timer);
-        reject(err);
-      });
-      req.end(body);
-    });
+    if (opts.signal?.aborted) throw new Error('aborted');
+    const call = send(e, { method, path: base + path, headers, ...(body !== undefined ? { body } : {}) });
+    const timer = opts.timeoutMs ? setTimeout(() => call.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)), opts.timeoutMs) : undefined;
+    const onAbort = () => call.destroy(new Error('aborted'));
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const res = await call.response;
+      res.once('close', () => opts.signal?.removeEventListener('abort', onAbort));
+      return res;
+    } catch (err) {
+      opts.signal?.removeEventListener('abort', onAbort);
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
   };
 
-  const readBody = async (res: IncomingMessage, timeoutMs?: number): Promise<string> => {
+  const readBody = async (res: MemberResponse, timeoutMs?: number): Promise<string> => {
     const chunks: Buffer[] = [];
     const timer = timeoutMs ? setTimeout(() => res.destroy(new Error(`body not complete within ${timeoutMs} ms`)), timeoutMs) : undefined;
     try {
@@ -395,14 +470,14 @@ export async function connectCluster(c: ClusterConnection, opts: ConnectOptions 
       const options = { apiVersion: 'v1', kind: 'DeleteOptions', ...(opts.preconditions ? { preconditions: opts.preconditions } : {}) };
       return exchange<T>('DELETE', path, opts, options);
     },
-    async stream(path: string, opts: RequestOptions = {}): Promise<IncomingMessage> {
+    async stream(path: string, opts: RequestOptions = {}): Promise<MemberResponse> {
       const res = await request(path, opts);
       const status = res.statusCode ?? 0;
       if (status !== 200) throw statusMessage(status, await readBody(res, 5000));
       return res;
     },
     close() {
-      agent.destroy();
+      e.close();
     },
   };
 }

@@ -78,6 +78,8 @@ export interface ClusterDeps {
   onCommit?: CommitHook;
   /** The problem with the configuration file, while its last good version is in effect. */
   configError?: () => string | undefined;
+  /** HTTP/2 to the member when it offers it (member/client.ts ConnectOptions.http2). */
+  http2?: boolean;
 }
 
 /** What a cluster's row in the clusters table says about its health and sync state. */
@@ -181,7 +183,7 @@ export class ClusterSync {
     const { store } = this.deps;
     await store.upsertCluster(this.name, publicSpec(this.config as unknown as Record<string, unknown>), this.lease.fence);
     try {
-      this.client = await connectCluster(this.config);
+      this.client = await connectCluster(this.config, this.deps.http2 !== undefined ? { http2: this.deps.http2 } : {});
     } catch (err) {
       this.deps.metrics.errors.inc({ cluster: this.name, kind: 'config' });
       this.transition('Invalid', 'InvalidConfig', `cannot use the connection settings: ${describeError(err)}`);

@@ -3,13 +3,13 @@
 // from the last resourceVersion seen; on 410 Expired, list again and reconcile against
 // what storage holds: objects that vanished get a DELETED change, unchanged ones are not
 // written at all. Errors back off exponentially with jitter.
-import type { IncomingMessage } from 'node:http';
 import type { Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
 import type { KubeObject, UpstreamEvent } from '../storage/types.ts';
 import { Backoff, Waker, type BackoffOptions } from '../lib/backoff.ts';
 import type { Batcher } from './batcher.ts';
 import { HttpError, describeError, isExpired, type ClusterClient } from '../member/client.ts';
+import type { MemberResponse } from '../member/http2.ts';
 import type { NamespaceFilter } from '../member/cluster-config.ts';
 import type { SynchroMetrics } from './metrics.ts';
 import { resourceLabel, type ApiResource } from './resources.ts';
@@ -290,7 +290,7 @@ export class Reflector {
     const min = this.o.minWatchTimeoutSeconds ?? 300;
     const timeoutSeconds = Math.floor(min * (1 + Math.random()));
     const q = new URLSearchParams({ watch: '1', allowWatchBookmarks: 'true', resourceVersion: this.lastRv, timeoutSeconds: String(timeoutSeconds) });
-    const res: IncomingMessage = await client.stream(`${this.path}?${q}`, { timeoutMs: 30_000, signal: this.abort.signal });
+    const res: MemberResponse = await client.stream(`${this.path}?${q}`, { timeoutMs: 30_000, signal: this.abort.signal });
     if (this.st.state !== 'synced') this.setStatus({ state: 'synced', error: undefined, errorTime: undefined });
     this.backoff.reset();
     // A stalled connection (no bytes, not even bookmarks) is given up after the timeout plus a minute.

@@ -50,6 +50,8 @@ export interface SynchroOptions {
   credentialsNamespace?: string;
   /** --allow-member-networks: networks API-registered clusters may reach although refused by default (loopback, link-local, unspecified). */
   memberNetworks?: MemberNetworks;
+  /** --member-http2: HTTP/2 to https:// members that offer it (default: memberHttp2Default in member/client.ts). */
+  memberHttp2?: boolean;
   /** ...all of them, or these (default: all). */
   contexts?: 'all' | string[];
   /** How often every ClusterSource's source objects are listed again, even when their watches are quiet (default 10 minutes). */
@@ -113,7 +115,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
 
   const committer = new Committer(store, batch, metrics, log.child({ part: 'committer' }));
   const config = new ConfigSource({ ...opts, metrics, log, onFileChange: () => void reload().catch(() => undefined) });
-  const deps = { store, metrics, log, batch, committer, timings, onCommit: opts.onCommit, configError: () => config.error };
+  const deps = { store, metrics, log, batch, committer, timings, onCommit: opts.onCommit, configError: () => config.error, ...(opts.memberHttp2 !== undefined ? { http2: opts.memberHttp2 } : {}) };
   // A lost cluster lease stops that cluster's work (and its dispatch) at once.
   const membership = new Membership(store, shards, metrics, log, (lease, epoch) => {
     if (!lease.startsWith(clusterLease(''))) return;

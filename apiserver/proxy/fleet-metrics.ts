@@ -5,7 +5,7 @@
 // panoptes.io/cluster, as every object Panoptes serves. Members that are away, refuse or fail
 // are left out and named in a Warning header. A get by name answers the one member that has
 // it (a 400 naming the clusters when several do, as a get of the all-clusters view).
-import type { IncomingMessage } from 'node:http';
+import type { MemberResponse } from '../../member/http2.ts';
 import type { Context } from 'koa';
 import { StatusError, badRequest, notFound } from '../../kube/status.ts';
 import type { ResourceAttributes } from '../auth/attributes.ts';
@@ -25,7 +25,7 @@ const maxAnswerBytes = 64 * 1024 * 1024;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-async function readJson(res: IncomingMessage): Promise<unknown> {
+async function readJson(res: MemberResponse): Promise<unknown> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of res) {

@@ -12,7 +12,6 @@
 // Timeouts as kube-apiserver's: long-running requests (logs, watches; kube's
 // --long-running-request-regexp covers log, watch, exec, attach, portforward, proxy) have
 // none; every other request ends with 504 after the request timeout (60 s by default).
-import type { IncomingMessage } from 'node:http';
 import type { Context } from 'koa';
 import { StatusError } from '../../kube/status.ts';
 import type { AuthState } from '../auth/middleware.ts';
@@ -22,6 +21,7 @@ import type { Deps } from '../deps.ts';
 import { warningValue } from '../warnings.ts';
 import { readBody } from '../write-request.ts';
 import type { ProxiedWrite } from './consistency.ts';
+import type { MemberResponse } from '../../member/http2.ts';
 import { memberRequest } from './member-request.ts';
 import { dryRunOf } from './write-consistency.ts';
 import { memberUnavailable } from './members.ts';
@@ -74,7 +74,7 @@ function impersonationRefused(cluster: string, user: UserInfo, memberMessage: st
   );
 }
 
-function readAll(res: IncomingMessage, limit: number): Promise<Buffer> {
+function readAll(res: MemberResponse, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

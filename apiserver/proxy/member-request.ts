@@ -4,9 +4,10 @@
 // the headers (the client's forwardable ones, the connection's credentials, the user's
 // impersonation), a timeout unless long-running, and an abort when the caller goes away.
 // Resolves with the member's answer (any status); a member that does not answer is a 503.
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import { StatusError, notFound } from '../../kube/status.ts';
-import { describeError, type MemberEndpoint } from '../../member/client.ts';
+import { describeError, send, type MemberEndpoint } from '../../member/client.ts';
+import type { MemberResponse } from '../../member/http2.ts';
 import { panoptesGroupName } from '../panoptes-group.ts';
 import type { UserInfo } from '../auth/authn.ts';
 import type { Deps } from '../deps.ts';
@@ -60,21 +61,13 @@ export async function memberTarget(deps: Deps, cluster: string, user: UserInfo, 
   };
 }
 
-export async function memberRequest(deps: Deps, r: MemberRequest): Promise<IncomingMessage> {
+export async function memberRequest(deps: Deps, r: MemberRequest): Promise<MemberResponse> {
   const target = await memberTarget(deps, r.cluster, r.user, r.verb);
   const endpoint = target.endpoint;
   const headers = await target.headers(r.headers);
   for (const h of r.drop ?? []) delete headers[h];
   if (r.body !== undefined) headers['content-length'] = String(r.body.length);
-  const member = endpoint.transport.request({
-    protocol: endpoint.server.protocol,
-    hostname: endpoint.server.hostname,
-    port: endpoint.server.port,
-    path: endpoint.base + r.path,
-    method: r.method,
-    headers,
-    agent: endpoint.agent,
-  });
+  const member = send(endpoint, { method: r.method, path: endpoint.base + r.path, headers, ...(r.body !== undefined ? { body: r.body } : {}) });
   let finished = false;
   const abort = () => {
     if (!finished) member.destroy(new Error('the client went away'));
@@ -86,13 +79,9 @@ export async function memberRequest(deps: Deps, r: MemberRequest): Promise<Incom
     clearTimeout(timer);
     r.signal?.removeEventListener('abort', abort);
   };
-  let res: IncomingMessage;
+  let res: MemberResponse;
   try {
-    res = await new Promise<IncomingMessage>((resolve, reject) => {
-      member.once('response', resolve);
-      member.once('error', reject);
-      member.end(r.body);
-    });
+    res = await member.response;
   } catch (err) {
     done();
     if (err instanceof StatusError) throw err;

@@ -1,7 +1,7 @@
 // Connections from the apiserver to member clusters, for the proxy: one pooled endpoint per
-// member (member/client.ts: TLS settings, credentials, network guard, keep-alive agent),
-// rebuilt when the member's credentials change (rotation: a new fingerprint), the old
-// agent's connections closed once their requests end.
+// member (member/client.ts: TLS settings, credentials, network guard, keep-alive agent and
+// HTTP/2 sessions), rebuilt when the member's credentials change (rotation: a new
+// fingerprint), the old endpoint's connections closed once their requests end.
 //
 // Where the credentials come from is the MemberCredentials given at start (the CLI builds
 // it: the same clusters file or kubeconfig contexts synchro is started with, and the Cluster
@@ -91,17 +91,11 @@ export class MemberPool {
   /** Closes the connections of replaced credentials: idle ones now, busy ones when their request ends. */
   private retire(cluster: string, p: Pooled): void {
     this.log.info('member credentials changed: new connections', { cluster });
-    p.endpoint.then(
-      ({ agent }) => {
-        agent.on('free', (socket: { destroy(): void }) => socket.destroy());
-        for (const list of Object.values(agent.freeSockets)) for (const s of list ?? []) s.destroy();
-      },
-      () => undefined,
-    );
+    p.endpoint.then((e) => e.retire(), () => undefined);
   }
 
   close(): void {
-    for (const p of this.pooled.values()) p.endpoint.then(({ agent }) => agent.destroy(), () => undefined);
+    for (const p of this.pooled.values()) p.endpoint.then((e) => e.close(), () => undefined);
     this.pooled.clear();
   }
 }

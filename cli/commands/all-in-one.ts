@@ -11,6 +11,7 @@ import { parseFlags, waitForSignal, type Command } from '../command.ts';
 import { parseInsecureListen, serveFlagHelp, serveFlagSpec, startServing } from './apiserver.ts';
 import { commonFlags, openStorage } from './serve.ts';
 import { parseSynchroFlags, synchroFlagHelp, synchroFlagSpec } from './synchro-flags.ts';
+import { memberHttp2FlagHelp } from './member-http2-flag.ts';
 import { memberNetworksFlagHelp } from './member-networks-flag.ts';
 import { summaries } from './summaries.ts';
 
@@ -30,6 +31,7 @@ Flags:
 ${synchroFlagHelp}
 ${serveFlagHelp}
 ${memberNetworksFlagHelp}
+${memberHttp2FlagHelp}
   --log-level LEVEL             debug, info (default), warn or error`,
   async run(argv) {
     const { values } = parseFlags(argv, {

@@ -11,6 +11,7 @@ import { durationFlag, intFlag, parseFlags, UsageError, waitForSignal, type Comm
 import { collectionsFlag, collectionsFlagHelp, collectionsFlagSpec } from './collections-flag.ts';
 import { memoryFlagHelp, memoryFlags, memoryFlagSpec, type MemoryFlagValues } from './memory-flags.ts';
 import { queryBudgetFlagHelp, queryBudgetFlags, queryBudgetFlagSpec, type QueryBudgetFlagValues } from './query-budget-flags.ts';
+import { memberHttp2Flag, memberHttp2FlagHelp, memberHttp2FlagSpec } from './member-http2-flag.ts';
 import { memberNetworksFlag, memberNetworksFlagHelp, memberNetworksFlagSpec } from './member-networks-flag.ts';
 import { commonFlags, openStorage } from './serve.ts';
 import { storageReadFlagHelp, storageReadFlags, storageReadFlagSpec } from './storage-read-flags.ts';
@@ -32,6 +33,7 @@ export const serveFlagSpec = {
   'insecure-proxy-user': { type: 'string' },
   ...memberNetworksFlagSpec,
   ...collectionsFlagSpec,
+  ...memberHttp2FlagSpec,
   ...memoryFlagSpec,
   ...queryBudgetFlagSpec,
   ...secureFlagSpec,
@@ -60,6 +62,7 @@ type ServeFlagValues = {
   'proxy-write-wait'?: string;
   'external-metrics-file'?: string;
   'allow-member-networks'?: string;
+  'member-http2'?: string;
   'insecure-proxy-user'?: string;
   'collections-file'?: string;
 } & MemoryFlagValues &
@@ -121,7 +124,7 @@ async function proxyOptions(store: Store, values: ServeFlagValues, members: Memb
     ? new HostSecrets({ client: await connectCluster(hostCluster), namespace: namespace ?? 'panoptes', log: log.child({ part: 'host-secrets' }), onChange: () => undefined })
     : undefined;
   const credentials = proxyCredentials({ store, ...files, networks: memberNetworksFlag(values), log: log.child({ part: 'proxy' }), ...(secrets ? { secrets } : {}) });
-  return { proxy: { credentials, ...(user ? { unauthenticatedUser: user } : {}) }, stop: async () => secrets?.stop() };
+  return { proxy: { credentials, connect: { http2: memberHttp2Flag(values) }, ...(user ? { unauthenticatedUser: user } : {}) }, stop: async () => secrets?.stop() };
 }
 
 /** --external-metrics-file, or PANOPTES_EXTERNAL_METRICS_FILE. */
@@ -250,6 +253,7 @@ ${storageReadFlagHelp}
 ${serveFlagHelp}
 ${memberSourceFlagHelp}
 ${memberNetworksFlagHelp}
+${memberHttp2FlagHelp}
   --log-level LEVEL             debug, info (default), warn or error`,
   async run(argv) {
     const { values: parsed } = parseFlags(argv, { storage: { type: 'string' }, 'log-level': { type: 'string' }, ...storageReadFlagSpec, ...serveFlagSpec, ...memberSourceFlagSpec });
@@ -259,6 +263,7 @@ ${memberNetworksFlagHelp}
     const standbys = storageReadFlags(values, storage);
     parseInsecureListen(values['insecure-listen']);
     memberNetworksFlag(values);
+    memberHttp2Flag(values);
     const members = memberSourceFlags(values);
     const log = logger('apiserver');
     const store = await openStorage(storage, 'apiserver');

@@ -6,6 +6,7 @@ import { defaultDispatcherOptions } from '../../synchro/mcs/dispatcher.ts';
 import type { ClusterConnection } from '../../member/client.ts';
 import type { SynchroOptions } from '../../synchro/synchro.ts';
 import { durationFlag, intFlag, UsageError } from '../command.ts';
+import { memberHttp2Flag, memberHttp2FlagSpec } from './member-http2-flag.ts';
 import { memberNetworksFlag, memberNetworksFlagSpec } from './member-networks-flag.ts';
 
 export const synchroFlagSpec = {
@@ -23,6 +24,7 @@ export const synchroFlagSpec = {
   'host-kubeconfig': { type: 'string' },
   'credentials-namespace': { type: 'string' },
   ...memberNetworksFlagSpec,
+  ...memberHttp2FlagSpec,
 } as const;
 
 export const synchroFlagHelp = `  --clusters FILE               clusters.yaml: member clusters and what to sync (env PANOPTES_CLUSTERS);
@@ -75,7 +77,7 @@ export function credentialsNamespace(flag: string | undefined, saDir = serviceAc
 /** Where the member clusters come from, timings and retention; bad combinations are UsageErrors. */
 export function parseSynchroFlags(
   values: SynchroFlagValues,
-): Pick<SynchroOptions, 'clustersFile' | 'kubeconfig' | 'contexts' | 'resources' | 'timings' | 'compaction' | 'shards' | 'hostCluster' | 'credentialsNamespace' | 'memberNetworks' | 'mcs'> {
+): Pick<SynchroOptions, 'clustersFile' | 'kubeconfig' | 'contexts' | 'resources' | 'timings' | 'compaction' | 'shards' | 'hostCluster' | 'credentialsNamespace' | 'memberNetworks' | 'memberHttp2' | 'mcs'> {
   const clustersFile = values.clusters ?? (values.kubeconfig ? undefined : process.env.PANOPTES_CLUSTERS);
   if (clustersFile && values.kubeconfig) throw new UsageError('give --clusters or --kubeconfig, not both');
   const ns = values['credentials-namespace'];
@@ -97,6 +99,7 @@ export function parseSynchroFlags(
     hostCluster: hostClusterConnection(hostKubeconfig),
     credentialsNamespace: credentialsNamespace(ns),
     memberNetworks: memberNetworksFlag(values),
+    memberHttp2: memberHttp2Flag(values),
     contexts,
     resources: values.resources?.split(',').map((s) => s.trim()).filter(Boolean),
     timings: {

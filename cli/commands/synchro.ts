@@ -4,6 +4,7 @@ import { IdentityConflictError } from '../../synchro/membership.ts';
 import { logger } from '../../lib/log.ts';
 import { parseFlags, UsageError, type Command } from '../command.ts';
 import { parseSynchroFlags, synchroFlagHelp, synchroFlagSpec } from './synchro-flags.ts';
+import { memberHttp2FlagHelp } from './member-http2-flag.ts';
 import { memberNetworksFlagHelp } from './member-networks-flag.ts';
 import { commonFlags, openStorage } from './serve.ts';
 import { summaries } from './summaries.ts';
@@ -33,6 +34,7 @@ Flags:
                                 sqlite:PATH (default sqlite:./data/panoptes.db) or postgres://user@host:5432/db
 ${synchroFlagHelp}
 ${memberNetworksFlagHelp}
+${memberHttp2FlagHelp}
   --metrics-listen HOST:PORT    Prometheus metrics at /metrics (default 127.0.0.1:9091; "off" disables)
   --log-level LEVEL             debug, info (default), warn or error`,
   async run(argv) {

@@ -1,7 +1,12 @@
 // A simulated member cluster: one HTTP listener on 127.0.0.1 with its own store,
 // resourceVersion counter, watch hub, faults and churn generator. Several per process.
-import { createServer, type Server } from 'node:http';
+// With `tls` it serves HTTPS as a kube-apiserver does: HTTP/2 and HTTP/1.1 on one port
+// (ALPN h2, http/1.1; connection upgrades over HTTP/1.1), or HTTP/1.1 only.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createSecureServer, type Http2ServerRequest } from 'node:http2';
+import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { StatusError } from '../../kube/status.ts';
 import { Churn } from './churn.ts';
 import { Controllers, type ControllerOptions } from './controllers.ts';
@@ -47,13 +52,23 @@ export interface SimClusterOptions {
   mcsCRDs?: boolean | McsRelease;
   /** Install Cluster API's and Karmada's Cluster CRDs: a host cluster Panoptes imports clusters from. */
   importCRDs?: boolean;
+  /**
+   * Serve HTTPS with this serving certificate: HTTP/2 (ALPN h2) and HTTP/1.1, or with
+   * `http2: false` HTTP/1.1 only; `maxConcurrentStreams` is the HTTP/2 SETTINGS limit
+   * (default 1000, as the generic apiserver's recommended options).
+   */
+  tls?: { key: string; cert: string; http2?: boolean; maxConcurrentStreams?: number };
 }
 
 export interface SimCluster {
   name: string;
-  /** http://127.0.0.1:<port> */
+  /** http://127.0.0.1:<port> (https:// with `tls`) */
   url: string;
   port: number;
+  /** With `tls`: the ALPN protocol of each TLS connection accepted so far ('' for none), in order. */
+  tlsConnections: string[];
+  /** Every open client connection (its raw socket): tests cut or stall them. */
+  sockets: ReadonlySet<Socket>;
   store: Store;
   registry: Registry;
   crud: Crud;
@@ -88,12 +103,13 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
   const sockets = new Set<Socket>();
   let port = opts.port ?? 0;
 
-  const server: Server = createServer();
-  server.keepAliveTimeout = 30_000;
-  server.on('connection', (s) => {
+  const tlsConnections: string[] = [];
+  const server = listener(opts.tls);
+  server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
+  server.on('secureConnection', (s: TLSSocket) => tlsConnections.push(s.alpnProtocol || ''));
   const listen = () =>
     new Promise<void>((resolve, reject) => {
       const onError = (err: Error) => reject(err);
@@ -120,8 +136,8 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
     options: { defaultWatchTimeoutSeconds: opts.defaultWatchTimeoutSeconds ?? 1800, tooLargeWaitMs: opts.tooLargeWaitMs ?? 3000, openapiV3: opts.openapiV3 ?? true },
     address: () => `${host}:${port}`,
   };
-  server.on('request', (req, res) => void handle(ctx, req, res));
-  server.on('upgrade', (req, socket, head) => void handleUpgrade(ctx, streams, req, socket, head));
+  server.on('request', (req: IncomingMessage | Http2ServerRequest, res: ServerResponse) => void handle(ctx, asHttp1(req), res));
+  server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => void handleUpgrade(ctx, streams, req, socket, head));
 
   const nsInfo = registry.lookup('', 'v1', 'namespaces')!;
   for (const name of systemNamespaces) crud.create(nsInfo, 'v1', undefined, { metadata: { name } });
@@ -145,11 +161,13 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
   return {
     name: opts.name,
     get url() {
-      return `http://${host}:${port}`;
+      return `${opts.tls ? 'https' : 'http'}://${host}:${port}`;
     },
     get port() {
       return port;
     },
+    tlsConnections,
+    sockets,
     store, registry, crud, hub, faults, churn, auth, controllers, streams,
     bulkCreate(resource, objects) {
       const info = resolve(resource);
@@ -165,6 +183,34 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
       await streams.echo.close();
     },
   };
+}
+
+/** The listener: plain HTTP, HTTPS with HTTP/2 and HTTP/1.1 (as a kube-apiserver), or HTTPS with HTTP/1.1 only. */
+function listener(tls: SimClusterOptions['tls']): Server {
+  if (!tls) {
+    const server = createServer();
+    server.keepAliveTimeout = 30_000;
+    return server;
+  }
+  if (tls.http2 === false) {
+    const server = createHttpsServer({ key: tls.key, cert: tls.cert, ALPNProtocols: ['http/1.1'] });
+    server.keepAliveTimeout = 30_000;
+    return server;
+  }
+  // One Server-shaped event source: the handlers below take what HTTP/1.1 and the compatibility API share.
+  return createSecureServer({ key: tls.key, cert: tls.cert, allowHTTP1: true, settings: { maxConcurrentStreams: tls.maxConcurrentStreams ?? 1000 } }) as unknown as Server;
+}
+
+/**
+ * An HTTP/2 request as the handlers read an HTTP/1.1 one: the compatibility API has no
+ * headersDistinct (impersonation reads it), so it is made from the headers.
+ */
+function asHttp1(req: IncomingMessage | Http2ServerRequest): IncomingMessage {
+  if (!('stream' in req)) return req;
+  const distinct: Record<string, string[]> = {};
+  for (const [k, v] of Object.entries(req.headers)) if (!k.startsWith(':') && v !== undefined) distinct[k] = Array.isArray(v) ? v : [v];
+  Object.defineProperty(req, 'headersDistinct', { value: distinct });
+  return req as unknown as IncomingMessage;
 }
 
 export interface SimClustersOptions extends Omit<SimClusterOptions, 'name' | 'port' | 'mcsCRDs'> {

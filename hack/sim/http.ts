@@ -28,6 +28,9 @@ export async function readBody(req: IncomingMessage): Promise<unknown> {
   }
 }
 
+/** Transfer-Encoding: chunked for a streamed answer over HTTP/1.1; HTTP/2 has its own framing (and forbids the header). */
+export const chunked = (res: ServerResponse): Record<string, string> => ('stream' in res ? {} : { 'Transfer-Encoding': 'chunked' });
+
 export function sendJson(res: ServerResponse, code: number, body: unknown, contentType = 'application/json'): void {
   const text = typeof body === 'string' ? body : stringifyJson(body);
   res.writeHead(code, { 'Content-Type': contentType, 'Cache-Control': 'no-cache, private', 'Content-Length': Buffer.byteLength(text) });

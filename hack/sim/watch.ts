@@ -6,6 +6,7 @@
 import { stringifyJson } from '../../kube/json-text.ts';
 import type { ServerResponse } from 'node:http';
 import type { WatchLineEncoder } from './output.ts';
+import { chunked } from './http.ts';
 import type { ResourceInfo } from './resources.ts';
 import type { Store, StoreEvent } from './store.ts';
 import type { KObject } from './types.ts';
@@ -69,7 +70,7 @@ export class WatchHub {
     const encode = req.encode;
     const line = (type: string, o: KObject) => (encode ? encode(type, served(o)) : `{"type":${JSON.stringify(type)},"object":${stringifyJson(served(o))}}\n`);
 
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', ...chunked(res) });
     res.flushHeaders();
 
     let backlog: StoreEvent[] | undefined;

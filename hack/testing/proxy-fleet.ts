@@ -35,6 +35,11 @@ export interface ProxyFleetOptions {
   streams?: Partial<StreamLimits>;
   /** SubjectAccessReview policy of the host cluster (aggregated mode; default: allow all). */
   policy?: (s: SubjectAccessReviewSpec) => true | string;
+  /**
+   * Members serve HTTPS (HTTP/2 and HTTP/1.1, as a kube-apiserver) with a certificate of their
+   * own CA, which synchro and the apiserver are given; `http2` is --member-http2 for both.
+   */
+  memberTls?: { http2: boolean };
 }
 
 export interface ProxyFleet {
@@ -53,7 +58,9 @@ export async function startProxyFleet(o: ProxyFleetOptions): Promise<ProxyFleet>
     for (const c of closers.reverse()) await c();
   };
   try {
-    const sims = await startSimClusters(o.names, { workload: true });
+    const memberCA = o.memberTls ? makeCertSet(['127.0.0.1']) : undefined;
+    const sims = await startSimClusters(o.names, { workload: true, ...(memberCA ? { tls: { key: memberCA.serving.key, cert: memberCA.serving.cert } } : {}) });
+    const caData = memberCA ? { certificateAuthorityData: Buffer.from(memberCA.servingCA.cert).toString('base64') } : {};
     closers.push(() => Promise.all(sims.map((s) => s.close())));
     for (const s of sims) {
       s.streams.logIntervalMs = o.logIntervalMs ?? 100;
@@ -65,20 +72,21 @@ export async function startProxyFleet(o: ProxyFleetOptions): Promise<ProxyFleet>
     const { store, close: closeStore } = await openTestStore(o.backend ?? 'sqlite');
     closers.push(closeStore);
     const clustersFile = join(o.dir, 'clusters.yaml');
-    writeFileSync(clustersFile, stringify({ clusters: sims.map((s) => ({ name: s.name, server: s.url, token: panoptesToken, resources: ['pods', 'namespaces', 'deployments.apps'] })) }));
-    const synchro = await startSynchro({ store, clustersFile, log: logger('synchro') });
+    writeFileSync(clustersFile, stringify({ clusters: sims.map((s) => ({ name: s.name, server: s.url, token: panoptesToken, ...caData, resources: ['pods', 'namespaces', 'deployments.apps'] })) }));
+    const http2 = o.memberTls ? { http2: o.memberTls.http2 } : {};
+    const synchro = await startSynchro({ store, clustersFile, log: logger('synchro'), ...(o.memberTls ? { memberHttp2: o.memberTls.http2 } : {}) });
     closers.push(() => synchro.stop());
     if (!(await synchro.waitForInitialSync(30_000))) throw new Error('the members did not sync within 30 s');
     const byName = new Map(sims.map((s) => [s.name, s]));
     const credentials: MemberCredentials = {
       lookup: async (name) => {
         const s = byName.get(name);
-        return s ? { connection: { server: s.url, token: panoptesToken }, fingerprint: s.url } : undefined;
+        return s ? { connection: { server: s.url, token: panoptesToken, ...caData }, fingerprint: s.url } : undefined;
       },
     };
     const log = logger('apiserver');
     if (o.mode === 'plain') {
-      const api = await createApiserver({ store, log, catalogOptions: { refreshMs: 200 }, proxy: { credentials, unauthenticatedUser: { name: 'alice', groups: ['devs'], extra: {} } }, streams: o.streams });
+      const api = await createApiserver({ store, log, catalogOptions: { refreshMs: 200 }, proxy: { credentials, connect: http2, unauthenticatedUser: { name: 'alice', groups: ['devs'], extra: {} } }, streams: o.streams });
       const url = await api.listen('127.0.0.1', 0);
       closers.push(() => api.close());
       return { sims, api, base: async () => url, clusterServer: async (n) => `${url}${resourcesPath}/clusters/${n}`, close };
@@ -90,7 +98,7 @@ export async function startProxyFleet(o: ProxyFleetOptions): Promise<ProxyFleet>
     writeFileSync(join(o.dir, 'tls.key'), certs.serving.key);
     const secure = await secureServingFromFlags({ 'tls-cert-file': join(o.dir, 'tls.crt'), 'tls-private-key-file': join(o.dir, 'tls.key') }, log, { authnClient: host.client(), authzClient: host.client() });
     closers.push(() => secure.stop());
-    const api = await createApiserver({ store, log, secure, catalogOptions: { refreshMs: 200 }, proxy: { credentials }, streams: o.streams });
+    const api = await createApiserver({ store, log, secure, catalogOptions: { refreshMs: 200 }, proxy: { credentials, connect: http2 }, streams: o.streams });
     const target = await api.listen('127.0.0.1', 0);
     closers.push(() => api.close());
     const proxies = new Map<string, Promise<AggregatorProxy>>();

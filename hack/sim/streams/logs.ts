@@ -7,6 +7,7 @@
 // Ref: k8s.io/api/core/v1 PodLogOptions; pkg/apis/core/validation ValidatePodLogOptions.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StatusError } from '../../../kube/status.ts';
+import { chunked } from '../http.ts';
 import type { SimContext } from '../server.ts';
 import { resolveContainer } from './pod.ts';
 
@@ -67,7 +68,7 @@ export async function serveLog(ctx: SimContext, req: IncomingMessage, res: Serve
   if (since !== undefined) next = Math.max(next, Math.ceil((now - since * 1000 - startedAt) / step));
   if (tail !== undefined) next = Math.max(next, lastNow - tail + 1);
 
-  res.writeHead(200, { 'Content-Type': 'text/plain', 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
+  res.writeHead(200, { 'Content-Type': 'text/plain', 'Cache-Control': 'no-cache, private', ...chunked(res) });
   let budget = limitBytes ?? Infinity;
   const write = (n: number): boolean => {
     const text = `${timestamps ? `${nanoTime(lineAt(n))} ` : ''}${logLine(name, ref.container, n, instance)}\n`;
