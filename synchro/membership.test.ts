@@ -161,6 +161,9 @@ for (const backend of backends) {
         for (const n of orphaned) {
           last = await statusOf(store, n);
           if (last.ready !== false || last.reason !== 'NotSynced') return false;
+          // The status row and the Cluster object are two writes under the same lease: wait for the second too.
+          const obj = (await store.getClusterObject(n))?.object.status as ClusterRowStatus | undefined;
+          if (obj?.reason !== 'NotSynced') return false;
         }
         return true;
       }, 6 * TTL_MS + 10_000, 100).catch(() => false);
