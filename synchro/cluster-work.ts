@@ -3,7 +3,6 @@
 // cluster leaves this member; an entry that cannot be used marked Invalid; a cluster that
 // left the configuration removed (a DELETED per object, its row, its OpenAPI references, its
 // Cluster object), then its lease deleted. Every write carries the cluster's lease fence.
-import type { Logger } from '../lib/log.ts';
 import { redact } from '../lib/redact.ts';
 import type { MemberNetworks } from '../member/networks.ts';
 import { clusterLease, FencedError, type Fence } from '../storage/leases.ts';

@@ -16,14 +16,8 @@ export interface ProxiedWrite {
 }
 
 export interface WriteConsistency {
-  /** Rewrites metadata.resourceVersion (Panoptes rv -> member rv) in a JSON body; throws a 409 StatusError when stale. */
+  /** Rewrites the resourceVersions a write body carries (Panoptes rv -> the member rv of that version) and strips Panoptes' stamps; a malformed body is a 400 StatusError. */
   translateBody(w: ProxiedWrite, body: Buffer, contentType: string): Promise<Buffer>;
   /** After the member answered 2xx with `memberObject`: wait (bounded) for synchro to store it; returns the body to answer and warnings. */
   settle(w: ProxiedWrite, memberObject: unknown): Promise<{ object: unknown; warnings: string[] }>;
 }
-
-/** Bodies and answers as they are. */
-export const passThroughConsistency: WriteConsistency = {
-  translateBody: async (_w, body) => body,
-  settle: async (_w, object) => ({ object, warnings: [] }),
-};
