@@ -34,8 +34,11 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Starts a fresh server; resolves once it accepts connections. */
-export async function startPostgres(): Promise<PostgresServer> {
+/**
+ * Starts a fresh server; resolves once it accepts connections. `unref`: the server does not
+ * keep this process alive (its owner stops it when nothing else is left: see storage/testing.ts).
+ */
+export async function startPostgres(opts: { unref?: boolean } = {}): Promise<PostgresServer> {
   const dir = mkdtempSync(join(tmpdir(), 'panoptes-pg-'));
   const data = join(dir, 'data');
   if (process.getuid?.() === 0) {
@@ -58,6 +61,10 @@ export async function startPostgres(): Promise<PostgresServer> {
     child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: false });
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    if (opts.unref) {
+      child.unref();
+      (child.stderr as unknown as { unref(): void }).unref();
+    }
     const deadline = Date.now() + 30_000;
     for (;;) {
       try {

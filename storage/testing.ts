@@ -17,7 +17,11 @@ let dbCounter = 0;
 async function postgresServerUrl(): Promise<string> {
   const fromEnv = process.env.PANOPTES_TEST_POSTGRES_URL;
   if (fromEnv) return fromEnv;
-  server ??= startPostgres();
+  if (!server) {
+    // Stopped when this test file has nothing else to do: a file need not stop it itself.
+    server = startPostgres({ unref: true });
+    process.once('beforeExit', () => void stopTestPostgres());
+  }
   return (await server).url;
 }
 
