@@ -12,28 +12,44 @@ import { backends, openTestStore, type Backend } from '../../storage/testing.ts'
 import { startSynchro } from '../synchro.ts';
 import type { DispatcherOptions } from './dispatcher.ts';
 import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
-import { ensureNamespace, mcsTimings, provide, putMcs, resources, setEndpoints, simFleet } from './testutil.ts';
+import { annotateService, ensureNamespace, mcsTimings, provide, putMcs, resources, setEndpoints, simFleet } from './testutil.ts';
 
 const SLICES = 'discovery.k8s.io/endpointslices';
 const SLOW_KEYS = 30;
 const SLOW_MS = 80;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How watchedStore slows its reads: `busy`, on the event loop; `turn`, noted in `turns` at every slow read. */
+interface Slow {
+  on: boolean;
+  busy?: boolean;
+  turn?: () => number;
+  turns?: number[];
+  /** While set, the dispatcher's reads of the change log wait for it. */
+  changes?: Promise<void>;
+}
+
 /**
  * `store`, with its reads of one Service's slices (a plan of that key: inputs.ts readKey)
- * counted per Service, and slowed down by SLOW_MS for the Services named slow-* while `slow.on`
- * (`slow.busy`: that long of the event loop).
+ * counted per Service, and slowed down by SLOW_MS for the Services named slow-* while `slow.on`.
  */
-function watchedStore(store: Store, slow: { on: boolean; busy?: boolean }, plans: Map<string, number>): Store {
+function watchedStore(store: Store, slow: Slow, plans: Map<string, number>): Store {
   return new Proxy(store, {
     get(target, prop) {
       const v = Reflect.get(target, prop, target) as unknown;
+      if (prop === 'changesOfResources') {
+        return async (...args: unknown[]) => {
+          await slow.changes;
+          return (v as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
       if (prop === 'list') {
         return async (q: ListQuery, ...rest: unknown[]) => {
           const selected = q.resource === 'endpointslices' ? q.labelSelector?.[0]?.values?.[0] : undefined;
           if (typeof selected === 'string') {
             plans.set(selected, (plans.get(selected) ?? 0) + 1);
             if (slow.on && selected.startsWith('slow-')) {
+              if (slow.turn) slow.turns?.push(slow.turn());
               // A slow database (the event loop free meanwhile), or work on the event loop, as parsing and planning many objects is.
               if (slow.busy) for (const end = performance.now() + SLOW_MS; performance.now() < end; );
               else await sleep(SLOW_MS);
@@ -132,32 +148,61 @@ t.test('the status entries of the consumers one member holds: one write', async 
   t.same((await status()).consumers?.map((c) => [c.cluster, c.endpoints]), [['lab', 1], ['north', 1], ['west', 1]]);
 });
 
-t.test('a long full pass lets the event loop run between its keys (watches, leases, changes)', async (t) => {
-  const slow = { on: false, busy: true };
+t.test('a long full pass, and many changed keys at once, let the event loop run between keys (watches, leases, changes)', async (t) => {
+  const turns: number[] = [];
+  const slow: Slow = { on: false, busy: true, turns };
   const resyncIntervalMs = 3000;
-  const { store, synchro, sims, fx } = await dispatching(t, ['east', 'west'], { resyncIntervalMs }, (s) => watchedStore(s, slow, new Map()));
+  const keyConcurrency = 4;
+  const { store, synchro, sims, fx } = await dispatching(t, ['east', 'west'], { resyncIntervalMs, keyConcurrency }, (s) => watchedStore(s, slow, new Map()));
   const [east, west] = sims;
   const slowKeys = Array.from({ length: SLOW_KEYS }, (_, i) => `slow-${String(i).padStart(2, '0')}`);
   for (const name of slowKeys) provide(east, fx(east), 'shop', name, ['10.1.0.1']);
   for (const name of slowKeys) await putMcs(store, 'shop', name, { providerClusters: ['east'], consumerClusters: ['west'] });
   await waitUntil('everything dispatched to west', () => west.store.list(SLICES, { namespace: 'shop' }).items.length === SLOW_KEYS, 30_000);
 
+  // The turns of the event loop, counted by a timer: every slow read notes the count it sees.
+  // Reads that see the same count ran one after another without a timer in between.
+  let turn = 0;
+  const tick = setInterval(() => turn++, 1);
+  t.teardown(() => clearInterval(tick));
+  slow.turn = () => turn;
   const resyncs = async () => (await synchro.metrics.mcsPasses.get()).values.find((v) => v.labels.trigger === 'resync')?.value ?? 0;
-  await waitUntil('a full pass begins', async () => (await resyncs()) > 0, resyncIntervalMs + 5000, 10);
   const first = await resyncs();
   slow.on = true;
-  // The longest the event loop went without running a timer, over two full passes.
-  let last = performance.now();
-  let longest = 0;
-  const tick = setInterval(() => {
-    longest = Math.max(longest, performance.now() - last);
-    last = performance.now();
-  }, 5);
-  t.teardown(() => clearInterval(tick));
-  await waitUntil('two more full passes', async () => (await resyncs()) >= first + 2, 3 * (resyncIntervalMs + SLOW_KEYS * SLOW_MS) + 5000, 20);
+  await waitUntil('two full passes', async () => (await resyncs()) >= first + 2, 3 * (resyncIntervalMs + SLOW_KEYS * SLOW_MS) + 5000, 20);
+  const passes = longestRun(turns);
+  t.ok(turns.length >= SLOW_KEYS, `full passes read the ${SLOW_KEYS} slow keys (${turns.length} reads)`);
+  t.ok(passes <= keyConcurrency, `full passes: the event loop ran after ${passes} slow keys at most (${SLOW_MS} ms each of its time)`);
+
+  // Every provided Service changed at once, and the dispatcher reads all of the changes in one
+  // go: the keys they ask for are planned keyConcurrency at once, each plan finding nothing to
+  // write (no consumer's answer to wait for).
+  let release = () => {};
+  slow.changes = new Promise<void>((r) => (release = r));
+  turns.length = 0;
+  for (const name of slowKeys) annotateService(east, fx(east), 'shop', name, 'yes');
+  await waitUntil("the providers' changes in storage", async () => {
+    const rows = (await store.list({ group: '', resource: 'services', clusters: ['east'], namespaces: ['shop'] })).items;
+    return rows.filter((r) => JSON.parse(r.object).metadata?.annotations?.['example.com/touched'] === 'yes').length === SLOW_KEYS;
+  }, 20_000);
+  slow.changes = undefined;
+  release();
+  await waitUntil('every changed key planned', () => turns.length >= SLOW_KEYS, 3 * SLOW_KEYS * SLOW_MS + 10_000, 20);
   clearInterval(tick);
-  t.ok(longest < SLOW_MS * 4, `the event loop ran every ${Math.round(longest)} ms at most during full passes of ${SLOW_KEYS} keys taking ${SLOW_MS} ms each`);
+  const changes = longestRun(turns);
+  t.ok(turns.length >= SLOW_KEYS, `the changes read the ${SLOW_KEYS} slow keys (${turns.length} reads)`);
+  t.ok(changes <= keyConcurrency, `${SLOW_KEYS} changed keys: the event loop ran after ${changes} slow keys at most (keyConcurrency ${keyConcurrency})`);
 });
+
+/** The longest run of equal neighbours in `xs`. */
+function longestRun(xs: number[]): number {
+  let longest = 0;
+  for (let i = 0, run = 0; i < xs.length; i++) {
+    run = i > 0 && xs[i] === xs[i - 1] ? run + 1 : 1;
+    longest = Math.max(longest, run);
+  }
+  return longest;
+}
 
 /**
  * `store`, with the MultiClusterService writes of the Services named slow-* held until

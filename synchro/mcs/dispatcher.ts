@@ -368,7 +368,8 @@ export class McsDispatcher {
 
   /**
    * Plans the keys changes asked for (each a different key), keyConcurrency at once: a key
-   * whose consumers or reads are slow does not hold back the others. The first error is
+   * whose consumers or reads are slow does not hold back the others, and the event loop runs
+   * after every keyConcurrency keys at most. The first error is
    * thrown once none runs any more (a retried pass never meets a key still planned).
    */
   private async planEach(keys: Array<{ key: ServiceKey; since?: number }>, clusters: DispatchCluster[]): Promise<void> {
@@ -382,6 +383,10 @@ export class McsDispatcher {
         } catch (err) {
           failed ??= { err };
         }
+        // As between a full pass's keys: storage that answers at once never leaves the event
+        // loop, and many changed keys (every Service of a provider that came back) would hold
+        // back the watches and the lease renewals until the last is planned.
+        await setImmediate();
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(this.opts.keyConcurrency, keys.length)) }, worker));

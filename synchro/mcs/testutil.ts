@@ -99,6 +99,11 @@ export function provide(sim: SimCluster, crud: SimCluster['crud'], namespace: st
   setEndpoints(sim, crud, namespace, name, ips, slice);
 }
 
+/** Annotates Service `name` with `value`: a change of the key that moves no plan. */
+export function annotateService(sim: SimCluster, crud: SimCluster['crud'], namespace: string, name: string, value: string): void {
+  crud.patch(info(sim, '/services'), 'v1', namespace, name, 'merge', { metadata: { annotations: { 'example.com/touched': value } } });
+}
+
 /** Creates or replaces the provider's slice `slice` of Service `name` with `ips` (kube's EndpointSlice controller's labels). */
 export function setEndpoints(sim: SimCluster, crud: SimCluster['crud'], namespace: string, name: string, ips: string[], slice = `${name}-abcde`): void {
   const i = info(sim, 'discovery.k8s.io/endpointslices');
