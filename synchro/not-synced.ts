@@ -76,8 +76,14 @@ export class NotSyncedMarker {
       const now = new Date().toISOString();
       const current = (await this.store.getCluster(name))?.status ?? rec.status;
       try {
+        // The Cluster object first, the status row last: the row's reason is what says the
+        // cluster is marked (see above), so a write that fails between the two leaves it
+        // unmarked, and the next pass marks what is left (the object only if it is not yet).
+        await this.store.writeClusterObject(name, (cur): ClusterObjectWrite => {
+          const status = isRecord(cur?.object.status) ? cur.object.status : {};
+          return cur && status.reason !== notSyncedReason ? { action: 'put', object: { ...cur.object, status: notSyncedStatus(status, message, now) } } : { action: 'none' };
+        }, fence);
         if (!(await this.store.setClusterStatus(name, notSyncedStatus(current, message, now), fence))) return;
-        await this.store.writeClusterObject(name, (cur): ClusterObjectWrite => (cur ? { action: 'put', object: { ...cur.object, status: notSyncedStatus(isRecord(cur.object.status) ? cur.object.status : {}, message, now) } } : { action: 'none' }), fence);
       } catch (err) {
         if (!(err instanceof FencedError)) throw err;
         return; // the lease moved on between acquiring and writing: its new holder writes the status
