@@ -7,8 +7,9 @@
 // unspecified address outside the operator's allowance, however its name resolves
 // (member/networks.ts). An answer that is not a success is reported by its HTTP status and
 // Kubernetes reason only: nothing of the body of a server that may not be a kube-apiserver
-// goes into an error. Every credential a connection loads (token, token file, password,
-// client key, a plugin's token) is registered with the redactor (lib/redact.ts).
+// goes into an error, and no answer is read past its bound (member/answer-size.ts). Every
+// credential a connection loads (token, token file, password, client key, a plugin's token)
+// is registered with the redactor (lib/redact.ts).
 //
 // Writes (create, update, delete: synchro's multi-cluster Service dispatcher, as the holder of
 // the member's lease) go through the same connection, TLS settings, credentials and network
@@ -19,6 +20,7 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { dirname } from 'node:path';
 import { redact, rememberSecrets } from '../lib/redact.ts';
+import { maxAnswerBytes, maxErrorBodyBytes, readBounded } from './answer-size.ts';
 import { h2Response, Http2Sessions, type Http2Options, type MemberResponse } from './http2.ts';
 import { kubeconfigContext, rawContext, readKubeconfig } from './kubeconfig.ts';
 import { allowHint, guardedLookup, MemberNetworks, memberNetworksFlag, RefusedAddressError, type Resolve } from './networks.ts';
@@ -427,15 +429,15 @@ export async function connectCluster(c: ClusterConnection, opts: ConnectOptions 
     }
   };
 
+  /** The body of `res` as text: a success's at most maxAnswerBytes (else AnswerTooLargeError), an error's first maxErrorBodyBytes. */
   const readBody = async (res: MemberResponse, timeoutMs?: number): Promise<string> => {
-    const chunks: Buffer[] = [];
     const timer = timeoutMs ? setTimeout(() => res.destroy(new Error(`body not complete within ${timeoutMs} ms`)), timeoutMs) : undefined;
+    const ok = (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300;
     try {
-      for await (const chunk of res) chunks.push(chunk as Buffer);
+      return (await readBounded(res, ok ? maxAnswerBytes : maxErrorBodyBytes, { truncate: !ok })).toString('utf8');
     } finally {
       clearTimeout(timer);
     }
-    return Buffer.concat(chunks).toString('utf8');
   };
 
   /** One request with a JSON answer: the parsed body of a 2xx, an HttpError otherwise. */

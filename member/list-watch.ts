@@ -7,6 +7,7 @@
 import type { Logger } from '../lib/log.ts';
 import { describeError, HttpError, isExpired, type ClusterClient } from './client.ts';
 import { Backoff, sleep } from '../lib/backoff.ts';
+import { lines, maxEventBytes } from './answer-size.ts';
 
 /** An object of the host cluster as the importer reads it. */
 export interface HostObject {
@@ -107,29 +108,22 @@ export class ListWatch {
     while (!signal.aborted && Date.now() < resyncAt) {
       const timeout = Math.max(1, Math.min(300, Math.ceil((resyncAt - Date.now()) / 1000)));
       const res = await this.opts.client.stream(this.url(`watch=1&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(from)}&timeoutSeconds=${timeout}`), { timeoutMs: 30_000, signal });
-      res.setEncoding('utf8');
       const onAbort = () => res.destroy();
       signal.addEventListener('abort', onAbort, { once: true });
-      let buf = '';
       try {
-        for await (const chunk of res as AsyncIterable<string>) {
-          buf += chunk;
-          let i: number;
-          while ((i = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, i).trim();
-            buf = buf.slice(i + 1);
-            if (!line) continue;
-            const e = JSON.parse(line) as { type: string; object: HostObject & { code?: number; reason?: string; message?: string } };
-            if (e.type === 'ERROR') {
-              if (e.object.code === 410 || e.object.reason === 'Expired' || e.object.reason === 'Gone') return;
-              throw new Error(`watch error: ${e.object.message ?? JSON.stringify(e.object)}`);
-            }
-            if (e.object.metadata?.resourceVersion) from = e.object.metadata.resourceVersion;
-            if (e.type === 'BOOKMARK' || !e.object.metadata?.name) continue;
-            if (e.type === 'DELETED') this.items.delete(keyOf(e.object));
-            else this.items.set(keyOf(e.object), e.object);
-            this.changed();
+        for await (const raw of lines(res, maxEventBytes)) {
+          const line = raw.trim();
+          if (!line) continue;
+          const e = JSON.parse(line) as { type: string; object: HostObject & { code?: number; reason?: string; message?: string } };
+          if (e.type === 'ERROR') {
+            if (e.object.code === 410 || e.object.reason === 'Expired' || e.object.reason === 'Gone') return;
+            throw new Error(`watch error: ${e.object.message ?? JSON.stringify(e.object)}`);
           }
+          if (e.object.metadata?.resourceVersion) from = e.object.metadata.resourceVersion;
+          if (e.type === 'BOOKMARK' || !e.object.metadata?.name) continue;
+          if (e.type === 'DELETED') this.items.delete(keyOf(e.object));
+          else this.items.set(keyOf(e.object), e.object);
+          this.changed();
         }
       } finally {
         signal.removeEventListener('abort', onAbort);

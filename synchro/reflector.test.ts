@@ -11,6 +11,7 @@ import { openTestStore, takeLease } from '../storage/testing.ts';
 import type { KubeObject } from '../storage/types.ts';
 import { Batcher, defaultBatcherOptions } from './batcher.ts';
 import { HttpError, type ClusterClient } from '../member/client.ts';
+import { AnswerTooLargeError } from '../member/answer-size.ts';
 import { Committer } from './committer.ts';
 import { SynchroMetrics } from './metrics.ts';
 import { Reflector } from './reflector.ts';
@@ -25,13 +26,13 @@ class ScriptedMember implements ClusterClient {
   readonly warnings: readonly string[] = [];
   readonly requests: string[] = [];
   private readonly watches: PassThrough[] = [];
-  constructor(private readonly script: Array<Page | HttpError>) {}
+  constructor(private readonly script: Array<Page | Error>) {}
 
   async get<T>(path: string): Promise<T> {
     this.requests.push(path);
     const next = this.script.shift();
     if (!next) throw new HttpError(500, 'script exhausted');
-    if (next instanceof HttpError) throw next;
+    if (next instanceof Error) throw next;
     return structuredClone(next) as T;
   }
 
@@ -86,6 +87,18 @@ t.test('a list restarted after an expired continue token deletes what only the a
   const types = (await store.changesAfter(1, 100)).map((c) => `${c.type} ${c.name}`);
   t.same(types, ['ADDED a', 'ADDED x', 'ADDED b', 'ADDED c', 'DELETED x']);
   t.same(member.requests.filter((p) => !p.includes('watch')).length, 4);
+});
+
+t.test('a page larger than Panoptes reads of an answer is asked for again, smaller, from the same place', async (t) => {
+  const member = new ScriptedMember([
+    { metadata: { resourceVersion: '100', continue: 'token-1' }, items: [cm('a', '90'), cm('b', '91')] },
+    new AnswerTooLargeError(256 * 1024 * 1024),
+    { metadata: { resourceVersion: '100', continue: 'token-2' }, items: [cm('c', '92')] },
+    { metadata: { resourceVersion: '100' }, items: [cm('d', '93')] },
+  ]);
+  const store = await reflect(t, configmaps, member);
+  t.same((await store.list({ group: '', resource: 'configmaps' })).items.map((o) => o.name), ['a', 'b', 'c', 'd'], 'every object synced');
+  t.same(member.requests.filter((p) => !p.includes('watch')).map((p) => new URLSearchParams(p.slice(p.indexOf('?') + 1)).toString()), ['limit=2', 'limit=2&continue=token-1', 'limit=1&continue=token-1', 'limit=1&continue=token-2']);
 });
 
 t.test('a relist at a new served version re-serves unchanged objects at it', async (t) => {

@@ -10,6 +10,7 @@ import { Backoff, Waker, type BackoffOptions } from '../lib/backoff.ts';
 import type { Batcher } from './batcher.ts';
 import { HttpError, describeError, isExpired, type ClusterClient } from '../member/client.ts';
 import type { MemberResponse } from '../member/http2.ts';
+import { AnswerTooLargeError, lines, maxEventBytes } from '../member/answer-size.ts';
 import type { NamespaceFilter } from '../member/cluster-config.ts';
 import type { SynchroMetrics } from './metrics.ts';
 import { resourceLabel, type ApiResource } from './resources.ts';
@@ -231,7 +232,9 @@ export class Reflector {
    */
   private async listAll(unchanged: Map<string, string>): Promise<{ seen: Set<string>; written: number; listRv: string } | undefined> {
     const { batcher, cluster, client, metrics, log, resource: r } = this.o;
-    const pageSize = this.o.pageSize ?? 500;
+    // A page larger than a member's answer may be (member/answer-size.ts) is asked for again,
+    // smaller: objects that large are not kube's, but a list of them still syncs.
+    let pageSize = this.o.pageSize ?? 500;
     const get = (cont?: string) => {
       const q = new URLSearchParams({ limit: String(pageSize) });
       if (cont) q.set('continue', cont);
@@ -241,17 +244,25 @@ export class Reflector {
     let written = 0;
     let listRv = '';
     let next = get();
+    let asked: string | undefined;
     let restarts = 0;
     for (let pages = 0; ; pages++) {
       let page: Awaited<ReturnType<typeof get>>;
       try {
         page = await next;
       } catch (err) {
+        if (err instanceof AnswerTooLargeError && pageSize > 1) {
+          pageSize = Math.max(1, Math.floor(pageSize / 8));
+          log.warn('a list page is larger than Panoptes reads of one answer; asking for smaller pages', { resource: this.label, pageSize, limitBytes: err.limit });
+          next = get(asked);
+          continue;
+        }
         if (isExpired(err) && pages > 0) {
           // A list slower than the member's history, again and again: back off instead of looping.
           if (++restarts > maxListRestarts) throw new Error(`list restarted ${maxListRestarts} times after its continue token expired`);
           log.info('list continue token expired; listing from the start', { resource: this.label });
           seen = new Set();
+          asked = undefined;
           next = get();
           continue;
         }
@@ -262,6 +273,7 @@ export class Reflector {
       listRv = page.metadata?.resourceVersion ?? '';
       // Fetch the next page while this one is written.
       if (cont) {
+        asked = cont;
         next = get(cont);
         next.catch(() => undefined);
       }
@@ -301,21 +313,12 @@ export class Reflector {
     };
     const onAbort = () => res.destroy();
     this.abort.signal.addEventListener('abort', onAbort, { once: true });
-    res.setEncoding('utf8');
-    let buf = '';
     try {
-      for await (const chunk of res as AsyncIterable<string>) {
-        bump();
-        buf += chunk;
-        let nl: number;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, nl);
-          buf = buf.slice(nl + 1);
-          if (line.trim() === '') continue;
-          const wait = this.handle(line, performance.now());
-          if (wait) await wait;
-          if (this.stopped) return;
-        }
+      for await (const line of lines(res, maxEventBytes, bump)) {
+        if (line.trim() === '') continue;
+        const wait = this.handle(line, performance.now());
+        if (wait) await wait;
+        if (this.stopped) return;
       }
     } catch (err) {
       if (this.stopped) return;
