@@ -21,6 +21,7 @@ export const synchroFlagSpec = {
   identity: { type: 'string' },
   'lease-ttl': { type: 'string' },
   'mcs-resync-interval': { type: 'string' },
+  'mcs-away-consumer-grace': { type: 'string' },
   'host-kubeconfig': { type: 'string' },
   'credentials-namespace': { type: 'string' },
   ...memberNetworksFlagSpec,
@@ -49,7 +50,11 @@ export const synchroFlagHelp = `  --clusters FILE               clusters.yaml: m
                                 another synchro process takes the clusters over within it
   --mcs-resync-interval DURATION multi-cluster Services: the dispatcher's full pass, which plans every exported
                                 Service again and repairs drift in the consumers (default 60s; changes are
-                                dispatched as they come, without waiting for it)`;
+                                dispatched as they come, without waiting for it)
+  --mcs-away-consumer-grace DURATION
+                                how long a deleted MultiClusterService waits for a consumer that is not Ready
+                                (default 5m): then it goes, and what that consumer holds is removed when it
+                                is back`;
 
 type SynchroFlagValues = { [K in keyof typeof synchroFlagSpec]?: string };
 
@@ -93,6 +98,7 @@ export function parseSynchroFlags(
   if (leaseTtlMs < 1000) throw new UsageError('--lease-ttl must be at least 1s');
   const resyncIntervalMs = durationFlag('mcs-resync-interval', values['mcs-resync-interval'], defaultDispatcherOptions.resyncIntervalMs);
   if (resyncIntervalMs < 1000) throw new UsageError('--mcs-resync-interval must be at least 1s');
+  const awayConsumerGraceMs = durationFlag('mcs-away-consumer-grace', values['mcs-away-consumer-grace'], defaultDispatcherOptions.awayConsumerGraceMs);
   return {
     clustersFile,
     kubeconfig: values.kubeconfig,
@@ -111,6 +117,6 @@ export function parseSynchroFlags(
       minCount: intFlag('retention-count', values['retention-count'], defaultCompaction.minCount),
     },
     shards: { identity, leaseTtlMs },
-    mcs: { resyncIntervalMs },
+    mcs: { resyncIntervalMs, awayConsumerGraceMs },
   };
 }

@@ -153,6 +153,20 @@ t.test('who provides, who consumes, and what each consumer gets', async (t) => {
   t.same(deleting.consumerSet, ['lab', 'west'], 'a deleting plan keeps its consumer set');
   t.equal(deleting.deleting, true);
   t.equal(deleting.generation, 3);
+  t.same(deleting.away, [], 'every consumer Ready: each is waited for');
+});
+
+t.test('deleting: a consumer not Ready is waited for during the grace, then not; a cluster no longer registered not at all', async (t) => {
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const lab = (awayMs: number) => ready('lab', { ready: false, phase: 'Unreachable', notReadySince: iso(NOW - awayMs) });
+  const entries = { consumers: ['west', 'lab', 'gone'].map((cluster) => ({ cluster, serviceApplied: true, endpointSlices: 1, endpoints: 1, conditions: [] })) };
+  const deleting = (clusters: ClusterView[]) => planKey(inputs({ clusters, awayGraceMs: 60_000, mcs: mcs({}, { deleting: true, status: entries }) }));
+  const during = deleting([ready('east'), ready('west'), lab(10_000)]);
+  t.same(during.away, ['gone'], 'lab, away for 10 s of a 60 s grace, is waited for; gone (an entry, no registration) is not');
+  t.equal(during.recheckAt, NOW + 50_000, 'planned again when the grace ends');
+  t.same(deleting([ready('east'), ready('west'), lab(60_000)]).away, ['gone', 'lab'], 'past the grace, lab is not waited for');
+  t.same(deleting([ready('east'), ready('west'), ready('lab', { ready: false, phase: 'Pending' })]).away, ['gone', 'lab'], 'not Ready since an unknown time: not waited for');
+  t.same(planKey(inputs({ clusters: [ready('east'), ready('west'), lab(600_000)], mcs: mcs({}, { deleting: true }) })).away, ['lab'], 'the default grace is 300 s');
 });
 
 t.test('a dispatched slice: the contract\'s name, labels and annotations, the provider\'s endpoints, ports and address type as they are', async (t) => {

@@ -74,7 +74,11 @@ export interface KeyInputs {
   services: ClusterObject[];
   /** Every cluster's EndpointSlices of this namespace labelled kubernetes.io/service-name=<name> (dispatched ones too: they are skipped). */
   slices: ClusterObject[];
+  /** How long a deletion waits for a consumer that is not Ready (default awayGraceDefaultMs). */
+  awayGraceMs?: number;
 }
+
+export const awayGraceDefaultMs = 300_000;
 
 export type ServicePlan =
   /** A Service Panoptes creates and keeps (no selector, its ports from the providers). */
@@ -111,6 +115,12 @@ export interface KeyPlan {
   dispatching: string[];
   /** When the plan changes by itself (a grace period ends), ms since the epoch. */
   recheckAt?: number;
+  /**
+   * While deleting: the consumers the deletion does not wait for, since they cannot be cleaned
+   * now: no longer registered, or not Ready for longer than the grace. What Panoptes dispatched
+   * there is removed when they are back (a full pass plans every key of what it dispatched).
+   */
+  away: string[];
 }
 
 type Obj = Record<string, unknown>;
@@ -219,7 +229,7 @@ export function planKey(inputs: KeyInputs): KeyPlan {
   const views = new Map(inputs.clusters.map((c) => [c.name, c]));
   const known = [...views.keys()].sort();
   const source: KeyPlan['source'] = mcs ? 'MultiClusterService' : inputs.exporters.some((c) => views.has(c)) ? 'ServiceExport' : undefined;
-  const empty: KeyPlan = { key, source, deleting: mcs?.deleting ?? false, generation: mcs?.generation, consumerSet: [], consumers: new Map(), providers: [], dispatching: [] };
+  const empty: KeyPlan = { key, source, deleting: mcs?.deleting ?? false, generation: mcs?.generation, consumerSet: [], consumers: new Map(), providers: [], dispatching: [], away: [] };
   if (!source) return empty;
 
   // Providers: the clusters the spec names (or that export it) whose Service is their own.
@@ -252,7 +262,19 @@ export function planKey(inputs: KeyInputs): KeyPlan {
   }
   plan.dispatching = dispatching;
   for (const p of plan.providers) p.dispatched = dispatching.includes(p.cluster);
-  if (plan.deleting) return plan;
+  if (plan.deleting) {
+    const grace = inputs.awayGraceMs ?? awayGraceDefaultMs;
+    for (const c of new Set([...consumerSet, ...(mcs?.status?.consumers ?? []).map((e) => e.cluster)])) {
+      const view = views.get(c);
+      if (view?.ready) continue;
+      const since = view?.notReadySince ? Date.parse(view.notReadySince) : Number.NaN;
+      const ends = Number.isNaN(since) ? inputs.now : since + grace;
+      if (inputs.now >= ends) plan.away.push(c);
+      else plan.recheckAt = Math.min(plan.recheckAt ?? Infinity, ends);
+    }
+    plan.away.sort();
+    return plan;
+  }
 
   const ports = mergedPorts(providerServices, mcs?.spec.ports);
   const allHeadless = providerServices.length > 0 && providerServices.every((s) => headless(s.object));

@@ -266,5 +266,25 @@ for (const backend of backends) {
       t.equal(changes[marked]?.epoch, null, 'the deletion mark, written as the apiserver writes it');
       t.ok(changes.slice(marked + 1).every((c) => c.epoch !== null), 'then only writes under the consumers\' leases, the removal too');
     });
+
+    await t.test('deleted while a consumer is away: not waited for past the grace; what it holds goes when it is back', async (t) => {
+      provide(east, fx(east), 'shop', 'gone', ips(1, '10.6.0'));
+      await putMcs(store, 'shop', 'gone', {});
+      const name = dispatchedSliceName('east', 'gone-abcde');
+      await waitUntil('west and lab hold the slice', () => endpointsOf(west, 'shop', name) === 1 && endpointsOf(lab, 'shop', name) === 1, 20_000);
+      await lab.faults.down({ mode: 'unavailable' });
+      const downAt = Date.now();
+      await waitUntil('lab is Unreachable', async () => (await store.getCluster('lab'))?.status.phase === 'Unreachable', 10_000);
+      await deleteMcs(store, 'shop', 'gone');
+      await waitUntil('west cleaned', () => !west.store.get(SLICES, 'shop', name) && !west.store.get('/services', 'shop', 'gone'), 10_000);
+      await waitUntil('the Ready condition says it does not wait for lab', async () => /not waiting for lab/.test((await status('gone'))?.conditions?.find((c) => c.type === 'Ready')?.message ?? '') || !(await getMcs(store, 'shop', 'gone')), 10_000);
+      await waitUntil('the object is gone', async () => !(await getMcs(store, 'shop', 'gone')), 15_000);
+      const goneAfter = Date.now() - downAt;
+      t.ok(goneAfter >= mcsTimings.awayConsumerGraceMs, `not before the grace (${goneAfter} ms after lab went away; grace ${mcsTimings.awayConsumerGraceMs} ms)`);
+      t.ok(lab.store.get(SLICES, 'shop', name) && lab.store.get('/services', 'shop', 'gone'), 'lab, away, still holds what was dispatched');
+      await lab.faults.up();
+      await waitUntil('lab cleaned once it is back', () => !lab.store.get(SLICES, 'shop', name) && !lab.store.get('/services', 'shop', 'gone'), 20_000);
+      t.ok(east.store.get('/services', 'shop', 'gone') && east.store.get(SLICES, 'shop', 'gone-abcde'), "the provider's own are untouched");
+    });
   });
 }

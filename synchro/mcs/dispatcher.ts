@@ -56,6 +56,11 @@ export interface DispatcherOptions {
   forbiddenBackoff: BackoffOptions;
   /** After a consumer failed otherwise (unreachable, 5xx, timeouts): default 1 s to 60 s. */
   errorBackoff: BackoffOptions;
+  /**
+   * A deleted MultiClusterService waits this long at most for a consumer that is not Ready
+   * (default 300 s): then it goes, and what that consumer holds is removed when it is back.
+   */
+  awayConsumerGraceMs: number;
 }
 
 export const defaultDispatcherOptions: DispatcherOptions = {
@@ -68,6 +73,7 @@ export const defaultDispatcherOptions: DispatcherOptions = {
   minLeaseMs: 500,
   forbiddenBackoff: { initialMs: 10_000, maxMs: 300_000 },
   errorBackoff: { initialMs: 1000, maxMs: 60_000 },
+  awayConsumerGraceMs: 300_000,
 };
 
 /** Where the dispatcher finds the clusters this member runs: their connection and lease epoch. */
@@ -394,7 +400,7 @@ export class McsDispatcher {
   }
 
   private async processKey(key: ServiceKey, clusters: DispatchCluster[], mcs: McsState | undefined, exporters: string[], since: number | undefined): Promise<void> {
-    const rows = await readKey(this.deps.store, key, { now: Date.now(), clusters, mcs, exporters });
+    const rows = await readKey(this.deps.store, key, { now: Date.now(), clusters, mcs, exporters, awayGraceMs: this.opts.awayConsumerGraceMs });
     const plan = planKey(rows);
     const k = keyString(key);
     if (plan.recheckAt !== undefined) this.schedule(key, performance.now() + Math.max(0, plan.recheckAt - Date.now()) + 50);
@@ -638,7 +644,7 @@ export class McsDispatcher {
     const merged = mergeStatus(mcs.status, plan, changed.flatMap((x) => (x.entry ? [x.entry] : [])), changed.filter((x) => x.drop).map((x) => x.c.cluster), now);
     const before = statusDigest(mcs.status);
     const after = statusDigest(merged);
-    const finalizerDue = plan.deleting && everyConsumerCleaned(merged, plan.consumerSet) && withoutFinalizer(mcs.object) !== undefined;
+    const finalizerDue = plan.deleting && everyConsumerCleaned(merged, plan) && withoutFinalizer(mcs.object) !== undefined;
     if (before.all === after.all && !finalizerDue) return;
     // Only what the providers' part says moved (no entry of this member's): written under any consumer lease held here.
     const firstHeld = outcomes.map((o) => this.consumers.get(o.cluster)).find((c) => c !== undefined);
@@ -688,7 +694,7 @@ export class McsDispatcher {
     if (!cur || cur.uid !== mcs.uid || Number(cur.object.metadata?.generation ?? 1) !== mcs.generation) return { action: 'none' };
     const status = mergeStatus(cur.object.status as McsState['status'], plan, entries, drop, now);
     let object: KubeObject = { ...cur.object, status };
-    if (plan.deleting && everyConsumerCleaned(status, plan.consumerSet)) {
+    if (plan.deleting && everyConsumerCleaned(status, plan)) {
       const released = withoutFinalizer(object);
       if (released) {
         object = released;
@@ -700,7 +706,7 @@ export class McsDispatcher {
 
   /** A deleting MultiClusterService whose consumers are all cleaned (as stored) loses its finalizer, written under any consumer lease held here. */
   private releaseFinalizer(mcs: McsState, plan: KeyPlan): void {
-    if (!everyConsumerCleaned(mcs.status, plan.consumerSet) || withoutFinalizer(mcs.object) === undefined) return;
+    if (!everyConsumerCleaned(mcs.status, plan) || withoutFinalizer(mcs.object) === undefined) return;
     const c = [...this.consumers.values()].sort((a, b) => a.cluster.localeCompare(b.cluster))[0];
     if (!c) return;
     const now = new Date().toISOString();

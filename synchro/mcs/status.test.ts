@@ -25,6 +25,7 @@ function plan(over: Partial<KeyPlan> = {}): KeyPlan {
     ]),
     providers: [{ cluster: 'east', endpoints: 2, ready: true }],
     dispatching: ['east'],
+    away: [],
     ...over,
   };
 }
@@ -89,11 +90,15 @@ t.test("merging one member's entries: the others' stay; Ready and observedGenera
 
 t.test('the finalizer goes once every consumer (and every cluster with an entry) is cleaned up', async (t) => {
   const cleaned = (cluster: string, c: boolean): McsConsumerStatus => ({ cluster, serviceApplied: false, endpointSlices: 0, endpoints: 0, conditions: [], cleanedUp: c });
-  t.ok(everyConsumerCleaned({ consumers: [cleaned('a', true), cleaned('b', true)] }, ['a', 'b']));
-  t.notOk(everyConsumerCleaned({ consumers: [cleaned('a', true)] }, ['a', 'b']), 'b has not said so');
-  t.notOk(everyConsumerCleaned({ consumers: [cleaned('a', true), cleaned('b', false)] }, ['a', 'b']));
-  t.notOk(everyConsumerCleaned({ consumers: [cleaned('a', true), cleaned('old', false)] }, ['a']), 'a former consumer with an entry too');
-  t.ok(everyConsumerCleaned(undefined, []), 'no consumer at all');
+  const set = (consumerSet: string[], away: string[] = []) => ({ consumerSet, away });
+  t.ok(everyConsumerCleaned({ consumers: [cleaned('a', true), cleaned('b', true)] }, set(['a', 'b'])));
+  t.notOk(everyConsumerCleaned({ consumers: [cleaned('a', true)] }, set(['a', 'b'])), 'b has not said so');
+  t.notOk(everyConsumerCleaned({ consumers: [cleaned('a', true), cleaned('b', false)] }, set(['a', 'b'])));
+  t.notOk(everyConsumerCleaned({ consumers: [cleaned('a', true), cleaned('old', false)] }, set(['a'])), 'a former consumer with an entry too');
+  t.ok(everyConsumerCleaned(undefined, set([])), 'no consumer at all');
+  t.ok(everyConsumerCleaned({ consumers: [cleaned('a', true), cleaned('b', false)] }, set(['a', 'b'], ['b'])), 'a consumer away is not waited for');
+  t.ok(everyConsumerCleaned({ consumers: [cleaned('a', true), cleaned('gone', false)] }, set(['a'], ['gone'])), 'nor a cluster no longer registered, with an entry');
+  t.match(mergeStatus({ consumers: [cleaned('a', true), cleaned('b', false)] }, plan({ deleting: true, consumerSet: ['a', 'b'], away: ['b'] }), [], [], NOW).conditions?.[0], { reason: 'Deleting', message: /^everything dispatched is removed; not waiting for b \(not Ready/ });
   const obj = { metadata: { name: 'web', finalizers: ['other', mcsFinalizer] } };
   t.same(withoutFinalizer(obj)?.metadata?.finalizers, ['other']);
   t.equal(withoutFinalizer({ metadata: { finalizers: ['other'] } }), undefined);

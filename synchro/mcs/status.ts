@@ -106,8 +106,9 @@ function readyCondition(plan: KeyPlan, consumers: McsConsumerStatus[], previous:
   let status: McsCondition['status'] = 'False';
   let r: Reason;
   if (plan.deleting) {
-    const left = consumers.filter((c) => c.cleanedUp !== true).map((c) => c.cluster);
-    r = { reason: 'Deleting', message: left.length ? `removing what was dispatched from ${left.join(', ')}` : 'everything dispatched is removed' };
+    const left = consumers.filter((c) => c.cleanedUp !== true && !plan.away.includes(c.cluster)).map((c) => c.cluster);
+    const away = plan.away.length ? `; not waiting for ${plan.away.join(', ')} (not Ready, or no longer registered): what was dispatched there is removed when it is back` : '';
+    r = { reason: 'Deleting', message: `${left.length ? `removing what was dispatched from ${left.join(', ')}` : 'everything dispatched is removed'}${away}` };
   } else if (plan.consumerSet.length === 0) {
     r = { reason: 'NoConsumers', message: 'no known cluster is a consumer' };
   } else {
@@ -150,11 +151,14 @@ export function mergeStatus(current: MultiClusterServiceStatus | undefined, plan
   return out;
 }
 
-/** Whether every cluster that must be cleaned (the consumers, and whoever still has an entry) says it is: the finalizer may go. */
-export function everyConsumerCleaned(status: MultiClusterServiceStatus | undefined, consumerSet: string[]): boolean {
+/**
+ * Whether every cluster that must be cleaned (the consumers, and whoever still has an entry,
+ * but those away: KeyPlan.away) says it is: the finalizer may go.
+ */
+export function everyConsumerCleaned(status: MultiClusterServiceStatus | undefined, plan: Pick<KeyPlan, 'consumerSet' | 'away'>): boolean {
   const entries = new Map((status?.consumers ?? []).map((e) => [e.cluster, e]));
-  const must = new Set([...consumerSet, ...entries.keys()]);
-  return [...must].every((c) => entries.get(c)?.cleanedUp === true);
+  const must = new Set([...plan.consumerSet, ...entries.keys()]);
+  return [...must].every((c) => plan.away.includes(c) || entries.get(c)?.cleanedUp === true);
 }
 
 /** The object without Panoptes' finalizer (undefined: it had none). */

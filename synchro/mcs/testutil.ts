@@ -11,7 +11,7 @@ import type { KubeObject } from '../../storage/types.ts';
 export const resources = ['namespaces', 'services', 'discovery.k8s.io/endpointslices', 'multicluster.x-k8s.io/serviceexports', 'multicluster.x-k8s.io/serviceimports', 'apiextensions.k8s.io/customresourcedefinitions'];
 
 /** The dispatcher's timings in tests: a resync every 1.5 s, short backoffs. */
-export const mcsTimings = { resyncIntervalMs: 1500, pollIntervalMs: 200, statusCountsIntervalMs: 200, forbiddenBackoff: { initialMs: 1500, maxMs: 6000 }, errorBackoff: { initialMs: 200, maxMs: 1000 } };
+export const mcsTimings = { resyncIntervalMs: 1500, pollIntervalMs: 200, statusCountsIntervalMs: 200, forbiddenBackoff: { initialMs: 1500, maxMs: 6000 }, errorBackoff: { initialMs: 200, maxMs: 1000 }, awayConsumerGraceMs: 4000 };
 
 /** One write a simulated cluster received. */
 export interface ReceivedWrite {
