@@ -17,6 +17,10 @@
 // constant of each scan, out of it as an order, so it sorts the merged rows again: at most
 // (limit + 1) per scan, each scan stopped by its own LIMIT (list-scan.test.ts checks both plans).
 //
+// A single scan with a substring of names (fuzzyName) that the engine checks on the index
+// entries only after reading each row (PostgreSQL) reads its keys first, then its rows
+// (Dialect.keysFirst): the names it passes over cost no row read.
+//
 // The continue key is compared as `(cols) >= (key) AND (cols) <> (key)`, not `(cols) > (key)`:
 // PostgreSQL estimates a row comparison by its first column alone (clausesel.c, rowcomparesel),
 // and `namespace > 'ns'` leaves out the key's whole namespace. In the middle of a large
@@ -124,6 +128,7 @@ export function pageQuery(knex: Knex, dialect: Dialect, q: ListQuery, opts: { af
   const order = q.kinds ? collectionOrder : listOrder;
   if (scans.length === 0) return undefined;
   if (scans.length > 1) return dialect.mergeInOrder(knex, scans, order, opts.limit);
+  if (q.nameContains?.length && !q.kinds && dialect.keysFirst) return dialect.keysFirst(knex, scans[0], order, opts.limit);
   const page = scans[0].orderBy(order.map((c) => `o.${c}`));
   if (opts.limit !== undefined) page.limit(opts.limit);
   return page;

@@ -81,18 +81,30 @@ export async function benchSearchTerms(opts: { objects: number; samples: number;
         const [sql, bindings] = dialect.jsonScalarTextAt(dialect.jsonDocument.ref, path);
         return knex.raw(sql, bindings as Knex.RawBinding[]).toQuery();
       };
-      for (const c of cases) {
-        const got = (await store.list(pods(c.query))).items.length;
-        const ms = await p50(opts.samples, () => store.list(pods(c.query)));
-        const baseQuery = () => {
-          const qb = knex('objects as o').select('o.object').where('o.grp', '').andWhere('o.resource', 'pods').limit(500);
-          if (dialect.jsonDocument.join) qb.joinRaw(dialect.jsonDocument.join);
-          return c.baseline(qb, json);
-        };
-        const baseRows = ((await baseQuery()) as unknown[]).length;
-        const base = await p50(Math.min(opts.samples, 10), () => baseQuery());
-        const target = c.name.startsWith('createdSince') ? '' : ` (target 30 ms: ${ms <= 30 ? 'MET' : 'MISSED'})`;
-        console.log(`  ${c.name}: ${got} items, p50 ${ms.toFixed(1)} ms${target}, ${(ms / plain).toFixed(2)}x the page without terms (target 3x: ${ms <= 3 * plain ? 'MET' : 'MISSED'}); unindexed SQL over JSON: ${baseRows} rows, p50 ${base.toFixed(1)} ms`);
+      async function measure(prefix: string, only: (c: Case) => boolean = () => true, reference = plain) {
+        for (const c of cases.filter(only)) {
+          const got = (await store.list(pods(c.query))).items.length;
+          const ms = await p50(opts.samples, () => store.list(pods(c.query)));
+          const baseQuery = () => {
+            const qb = knex('objects as o').select('o.object').where('o.grp', '').andWhere('o.resource', 'pods').limit(500);
+            if (dialect.jsonDocument.join) qb.joinRaw(dialect.jsonDocument.join);
+            return c.baseline(qb, json);
+          };
+          const baseRows = ((await baseQuery()) as unknown[]).length;
+          const base = await p50(Math.min(opts.samples, 10), () => baseQuery());
+          const target = c.name.startsWith('createdSince') ? '' : ` (target 30 ms: ${ms <= 30 ? 'MET' : 'MISSED'})`;
+          console.log(`  ${prefix}${c.name}: ${got} items, p50 ${ms.toFixed(1)} ms${target}, ${(ms / reference).toFixed(2)}x the page without terms (target 3x: ${ms <= 3 * reference ? 'MET' : 'MISSED'}); unindexed SQL over JSON: ${baseRows} rows, p50 ${base.toFixed(1)} ms`);
+        }
+      }
+      await measure('');
+      if (backend === 'postgres') {
+        // What autovacuum does soon after a load (autovacuum_vacuum_insert_threshold): the
+        // visibility map then vouches for the pages, and a substring term's keys are read from
+        // the list index alone (Dialect.keysFirst). Right after the load they are not yet.
+        await knex.raw('VACUUM ANALYZE objects');
+        const after = await p50(opts.samples, () => store.list(pods({})));
+        console.log(`  after VACUUM (as autovacuum leaves it): first page without search terms: p50 ${after.toFixed(1)} ms`);
+        await measure('after VACUUM: ', (c) => c.name.startsWith('fuzzy'), after);
       }
     } finally {
       await store.close();
