@@ -104,6 +104,12 @@ export interface Dialect {
   jsonAnyAt(path: Array<string | null>, test: 'in' | 'exists', values: string[]): [string, unknown[]];
   /** SQL of a selectable field's value in `o.fields`, with the field as a literal: the expression of objects_by_field_* (storage/json-fields.ts). */
   fieldsValue(field: string, alias?: string): string;
+  /**
+   * Statistics of `expr` over `objects`, kept by ANALYZE, for an index of it that is partial
+   * (PostgreSQL's planner reads no statistics of a partial index: CREATE STATISTICS keeps them
+   * apart). SQLite's ANALYZE keeps a partial index's own.
+   */
+  expressionStatistics(trx: Knex.Transaction, name: string, expr: string): Promise<void>;
   /** Bounds the time of each further statement of the transaction (PostgreSQL statement_timeout); SQLite has none to set. */
   boundStatements(trx: Knex.Transaction, ms: number): Promise<void>;
   /** Makes text columns unbounded: knex's string() is varchar(255) on PostgreSQL (SQLite bounds no text). */
@@ -412,6 +418,7 @@ export const sqlite: Dialect = {
     return [`EXISTS (SELECT 1 FROM ${from.join(', ')} WHERE ${[...where, cond].join(' AND ')})`, [...fromBindings, ...whereBindings, ...condBindings]];
   },
   fieldsValue: (field, alias = 'o.') => `json_extract(${alias}fields, '$."${sqlLiteralText(field)}"')`,
+  async expressionStatistics() {},
   async boundStatements() {},
   // SQLite's JSON parser stops at 1,000 levels of nesting (json_valid is 0 past it).
   jsonUnreadable: (column) => [`(length(${column}) > 1800 AND json_valid(${column}) = 0)`, []],
@@ -681,6 +688,9 @@ export const postgres: Dialect = {
     return [`EXISTS (SELECT 1 FROM ${from.join(', ')} WHERE ${cond(at)})`, [...bindings, ...(test === 'exists' ? [last] : [last, last]), ...(test === 'exists' ? [] : values)]];
   },
   fieldsValue: (field, alias = 'o.') => `((${alias}fields)::jsonb ->> '${sqlLiteralText(field)}')`,
+  async expressionStatistics(trx, name, expr) {
+    await trx.raw(`CREATE STATISTICS IF NOT EXISTS ${name} ON (${expr}) FROM objects`);
+  },
   async boundStatements(trx, ms) {
     await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(ms))}`);
   },

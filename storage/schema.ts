@@ -259,11 +259,26 @@ const migrations: Migration[] = [
     // the list order (namespace, name, cluster), so an equality reads its first page in order:
     // 500 index entries, not every match sorted. Not partial: PostgreSQL's planner keeps no
     // statistics of a partial index's expression (it then guessed a value held by 98% of pods
-    // rare, and read them all through the index).
+    // rare, and read them all through the index); version 13 keeps them apart instead.
     version: 12,
     async up(trx, d) {
       for (const field of indexedFields) {
         await trx.raw(`CREATE INDEX IF NOT EXISTS ${fieldIndexName(field)} ON objects (grp, resource, (${d.fieldsValue(field, '')}), namespace, name, cluster)`);
+      }
+    },
+  },
+  {
+    // The field indexes of version 12 held an entry for every object, of kinds without the field
+    // too (a ConfigMap's `fields` is NULL): two index writes per object that no term reads. Now
+    // partial, over the objects that have the field (a term `= v` or `IN (...)` implies it), and
+    // the planner's statistics of the expression kept apart (Dialect.expressionStatistics).
+    version: 13,
+    async up(trx, d) {
+      for (const field of indexedFields) {
+        const expr = d.fieldsValue(field, '');
+        await trx.raw(`DROP INDEX IF EXISTS ${fieldIndexName(field)}`);
+        await trx.raw(`CREATE INDEX ${fieldIndexName(field)} ON objects (grp, resource, (${expr}), namespace, name, cluster) WHERE (${expr}) IS NOT NULL`);
+        await d.expressionStatistics(trx, `${fieldIndexName(field)}_stats`, expr);
       }
     },
   },

@@ -88,3 +88,28 @@ t.test('postgres: a page of a name substring many names hold reads its keys from
   t.ok(page.items.every((o) => o.name.includes('tenth')), 'every item holds it');
   t.same(page.items.map((o) => `${o.namespace}/${o.name}`), page.items.map((o) => `${o.namespace}/${o.name}`).sort(), 'in list order');
 });
+
+for (const backend of backends) {
+  t.test(`${backend}: the field indexes hold only the objects that have the field, and their statistics are kept`, async (t) => {
+    const { store, close } = await openTestStore(backend);
+    t.teardown(close);
+    const { knex } = store.conn;
+    for (const field of ['status_phase', 'spec_nodename']) {
+      const name = `objects_by_field_${field}`;
+      const def =
+        backend === 'postgres'
+          ? ((await knex.raw('SELECT indexdef AS sql FROM pg_indexes WHERE indexname = ?', [name])) as { rows: Array<{ sql: string }> }).rows[0]?.sql
+          : ((await knex.raw('SELECT sql FROM sqlite_schema WHERE name = ?', [name])) as Array<{ sql: string }>)[0]?.sql;
+      t.match(def, /WHERE .*IS NOT NULL/, `${name} is partial: ${def}`);
+      if (backend === 'postgres') {
+        const stats = ((await knex.raw('SELECT count(*)::int AS n FROM pg_statistic_ext WHERE stxname = ?', [`${name}_stats`])) as { rows: Array<{ n: number }> }).rows[0].n;
+        t.equal(stats, 1, `${name}: the expression's statistics`);
+      }
+    }
+    // A ConfigMap has no selectable field: the predicate leaves it out of both indexes.
+    await store.applyBatch('c', Array.from({ length: 50 }, (_, i) => ({ type: 'ADDED' as const, group: '', version: 'v1', resource: 'configmaps', object: { metadata: { name: `cm-${i}`, namespace: 'ns', uid: `cm-${i}`, resourceVersion: '1' } } })));
+    await store.analyze();
+    const count = async (expr: string) => Number(((await knex('objects').count({ n: '*' }).whereRaw(`${expr} IS NOT NULL`).first()) as { n: number | string }).n);
+    t.equal(await count(store.conn.dialect.fieldsValue('status.phase', '')), 0, 'no ConfigMap has the field');
+  });
+}
