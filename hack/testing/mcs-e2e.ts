@@ -209,7 +209,12 @@ export async function mcsScenario(t: Test, fleet: McsFleet, panoptes: PanoptesUn
     await scale(1);
     await followed([west, lab], 1);
     await row('web', { ENDPOINTS: '1', READY: '2/2' });
-    const st = await status('web');
+    // A consumer's counts are written at most every 5 s (statusCountsIntervalMs): the status
+    // catches up with what the consumers hold within it.
+    const st = await until("the consumers' counts in the status", async () => {
+      const s = await status('web');
+      return s.consumers?.every((c) => c.endpoints === 1) ? s : undefined;
+    }, 15_000);
     t.match(st.consumers, [{ cluster: 'lab', endpoints: 1, endpointSlices: 1, serviceApplied: true }, { cluster: 'west', endpoints: 1, endpointSlices: 1, serviceApplied: true }]);
     t.match(st.providers, [{ cluster: 'east', endpoints: 1, ready: true }]);
   });
