@@ -1,16 +1,11 @@
 // resourceVersion consistency of proxied writes, as the forwarder calls it: the body's
-// metadata.resourceVersion translated from Panoptes' rv to the member's before forwarding,
-// and the answer of a successful write settled (read-your-writes) after. Until a translating
-// implementation is given, writes pass through unchanged.
-export interface ProxiedWrite {
+// resourceVersions translated from Panoptes' rv to the member's before forwarding, and the
+// answer of a successful write settled (read-your-writes) after (write-consistency.ts).
+import type { ResourceAttributes } from '../auth/attributes.ts';
+
+/** A write to one member cluster: its request attributes and the cluster. */
+export interface ProxiedWrite extends ResourceAttributes {
   cluster: string;
-  group: string;
-  version: string;
-  resource: string;
-  subresource?: string;
-  namespace?: string;
-  name?: string;
-  verb: string;
   /** `dryRun` asked for (query, or a DeleteOptions body): the member persists nothing, so there is nothing to wait for. */
   dryRun?: boolean;
 }

@@ -6,6 +6,7 @@
 // are left out and named in a Warning header. A get by name answers the one member that has
 // it (a 400 naming the clusters when several do, as a get of the all-clusters view).
 import type { MemberResponse } from '../../member/http2.ts';
+import { readBounded } from '../../member/answer-size.ts';
 import type { Context } from 'koa';
 import { StatusError, badRequest, notFound } from '../../kube/status.ts';
 import type { ResourceAttributes } from '../auth/attributes.ts';
@@ -26,14 +27,7 @@ const maxAnswerBytes = 64 * 1024 * 1024;
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 async function readJson(res: MemberResponse): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of res) {
-    size += (c as Buffer).length;
-    if (size > maxAnswerBytes) throw new Error(`answer larger than ${maxAnswerBytes} bytes`);
-    chunks.push(c as Buffer);
-  }
-  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  return JSON.parse((await readBounded(res, maxAnswerBytes)).toString('utf8'));
 }
 
 type Outcome = { cluster: string; items: Record<string, unknown>[] } | { cluster: string; away: string } | { cluster: string; refused: StatusError } | { cluster: string; failed: string };

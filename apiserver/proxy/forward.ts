@@ -21,7 +21,7 @@ import type { Deps } from '../deps.ts';
 import { warningValue } from '../warnings.ts';
 import { readBody } from '../write-request.ts';
 import type { ProxiedWrite } from './consistency.ts';
-import type { MemberResponse } from '../../member/http2.ts';
+import { readBounded } from '../../member/answer-size.ts';
 import { memberRequest } from './member-request.ts';
 import { dryRunOf } from './write-consistency.ts';
 import { memberUnavailable } from './members.ts';
@@ -74,21 +74,6 @@ function impersonationRefused(cluster: string, user: UserInfo, memberMessage: st
   );
 }
 
-function readAll(res: MemberResponse, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    res.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > limit) res.destroy(new Error(`the member's answer is larger than ${limit} bytes`));
-      else chunks.push(c);
-    });
-    res.on('end', () => resolve(Buffer.concat(chunks)));
-    res.on('error', reject);
-    res.on('close', () => reject(new Error('the member connection closed early')));
-  });
-}
-
 const isJson = (contentType: string | undefined) => /^application\/json\b/i.test(contentType ?? '');
 const isReview = (a: ResourceAttributes) => a.group === 'authorization.k8s.io' || a.group === 'authentication.k8s.io';
 
@@ -107,8 +92,7 @@ export async function forward(ctx: Context, deps: Deps, p: ProxyRequest): Promis
   const user = proxyUser(ctx, deps);
   const method = ctx.method;
   const write = method !== 'GET' && method !== 'HEAD';
-  const w: ProxiedWrite = { cluster: p.cluster, group: p.attrs.group, version: p.attrs.version, resource: p.attrs.resource, verb: p.attrs.verb };
-  for (const k of ['subresource', 'namespace', 'name'] as const) if (p.attrs[k] !== undefined) w[k] = p.attrs[k];
+  const w: ProxiedWrite = { ...p.attrs, cluster: p.cluster };
 
   let body: Buffer | undefined;
   if (write) {
@@ -145,7 +129,7 @@ export async function forward(ctx: Context, deps: Deps, p: ProxyRequest): Promis
     ctx.body = res;
     return;
   }
-  const answer = await readAll(res, status >= 300 ? maxErrorAnswerBytes : maxWriteAnswerBytes).catch((err: Error) => {
+  const answer = await readBounded(res, status >= 300 ? maxErrorAnswerBytes : maxWriteAnswerBytes).catch((err: Error) => {
     throw memberUnavailable(p.cluster, `the member's answer broke off (${err.message})`);
   });
   if (status === 403) {
