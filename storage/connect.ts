@@ -2,7 +2,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
-import { postgres, sqlite, type Dialect } from './dialect.ts';
+import { postgres, sqlite, sqliteFunctions, type Dialect } from './dialect.ts';
 
 export const defaultStorageUrl = 'sqlite:./data/panoptes.db';
 
@@ -84,13 +84,16 @@ export interface ConnectOptions {
   idleInTransactionTimeoutMs?: number;
   /** PostgreSQL: give up connecting after this long (default: the driver's, none). A standby that is down is skipped sooner. */
   connectTimeoutMs?: number;
-  /** SQLite driver: better-sqlite3 (default, fastest here) or sqlite3 (the benchmark compares them). */
+  /**
+   * SQLite driver: better-sqlite3 (default, fastest here) or sqlite3 (bench:storage compares
+   * them; it registers no functions, so lists with JSON path terms over arrays need better-sqlite3).
+   */
   sqliteDriver?: 'better-sqlite3' | 'sqlite3';
   /** SQLite: bytes of the database file read through a memory map (default defaultSqliteMmapBytes; 0: none). */
   sqliteMmapBytes?: number;
 }
 
-type SqliteConn = { exec(sql: string, cb?: (err: Error | null) => void): unknown };
+type SqliteConn = { exec(sql: string, cb?: (err: Error | null) => void): unknown } & Parameters<typeof sqliteFunctions>[0];
 
 export function connect(url: string, opts: ConnectOptions = {}): Connection {
   const { dialect, target } = parseStorageUrl(url);
@@ -113,6 +116,7 @@ export function connect(url: string, opts: ConnectOptions = {}): Connection {
           }
           try {
             conn.exec(sql);
+            sqliteFunctions(conn);
             done(null, conn);
           } catch (err) {
             done(err as Error, conn);
