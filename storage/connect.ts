@@ -2,6 +2,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
+import { guardStatements } from './bound-values.ts';
 import { postgres, sqlite, sqliteFunctions, type Dialect } from './dialect.ts';
 
 export const defaultStorageUrl = 'sqlite:./data/panoptes.db';
@@ -104,6 +105,8 @@ export function connect(url: string, opts: ConnectOptions = {}): Connection {
       client: driver,
       connection: { filename: target },
       useNullAsDefault: true,
+      // A failed statement's error says what failed, never the values bound (storage/bound-values.ts).
+      compileSqlOnError: false,
       pool: {
         min: 1,
         max: 1,
@@ -124,6 +127,7 @@ export function connect(url: string, opts: ConnectOptions = {}): Connection {
         },
       },
     });
+    guardStatements(knex);
     return { knex, dialect, display: `sqlite:${target}` };
   }
   const knex = knexFactory({
@@ -135,6 +139,8 @@ export function connect(url: string, opts: ConnectOptions = {}): Connection {
       ...(opts.connectTimeoutMs !== undefined ? { connectionTimeoutMillis: opts.connectTimeoutMs } : {}),
     },
     pool: { min: 0, max: opts.poolMax ?? 10 },
+    compileSqlOnError: false,
   });
+  guardStatements(knex);
   return { knex, dialect, display: redact(target) };
 }

@@ -2,6 +2,7 @@
 // is portable knex.
 import type { Knex } from 'knex';
 import { countsUpsert, objectsUpsert, writeBatchRows, zeroNegativeCounts, type BatchRows } from './batch-rows.ts';
+import { checkBindings } from './bound-values.ts';
 import { insertRows, insertStatement, quote } from './insert.ts';
 import { changePayload, maxNotifiedChanges, maxNotifyBytes } from './notify-payload.ts';
 import { chunk, objectColumns, rowsOf, type ChangeRowValues } from './rows.ts';
@@ -370,6 +371,7 @@ export const sqlite: Dialect = {
       const values: unknown[] = new Array(ins.columns.length);
       for (const row of ins.rows) {
         for (let i = 0; i < ins.columns.length; i++) values[i] = row[ins.columns[i]] ?? null;
+        checkBindings(values); // bound on the driver, past knex's check (storage/bound-values.ts)
         if (ins.returning) out.push(stmt.get(...values) as Out);
         else stmt.run(...values);
       }
@@ -391,7 +393,9 @@ export const sqlite: Dialect = {
       const stmt = sqliteStatement(db, `SELECT ${columns} FROM objects o WHERE o.grp = ? AND o.resource = ? AND o.namespace = ? AND o.name = ? AND o.cluster = ?`);
       const out: Row[] = [];
       for (const [ns, name] of pairs) {
-        const row = stmt.get(key.group, key.resource, ns, name, key.cluster);
+        const values = [key.group, key.resource, ns, name, key.cluster];
+        checkBindings(values);
+        const row = stmt.get(...values);
         if (row) out.push(row as Row);
       }
       return out;

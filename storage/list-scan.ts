@@ -31,7 +31,6 @@ import type { Dialect } from './dialect.ts';
 import { whereMatches } from './filters.ts';
 import { kindQuery, kindsOf } from './collection.ts';
 import { compareKinds, compareText, objectColumns } from './rows.ts';
-import { isSqlSafe } from './sql-values.ts';
 import type { CollectionKind, ListQuery } from './types.ts';
 
 /** The last key a page served; a collection's also names the kind (storage/collection.ts). */
@@ -43,10 +42,10 @@ export const maxScans = 32;
 /** What one scan holds to a single value. */
 type Fixed = { namespace?: string; cluster?: string };
 
-/** The distinct values of a multi-value filter that SQL can hold (others name nothing), or undefined when it has fewer than two. */
+/** The distinct values of a multi-value filter, or undefined when it has fewer than two. */
 function several(values: string[] | undefined): string[] | undefined {
   if (!values) return undefined;
-  const distinct = [...new Set(values.filter(isSqlSafe))];
+  const distinct = [...new Set(values)];
   return distinct.length > 1 ? distinct : undefined;
 }
 
