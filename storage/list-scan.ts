@@ -31,6 +31,7 @@ import type { Dialect } from './dialect.ts';
 import { whereMatches } from './filters.ts';
 import { kindQuery, kindsOf } from './collection.ts';
 import { compareKinds, compareText, objectColumns } from './rows.ts';
+import { scanRoom } from './term-budget.ts';
 import type { CollectionKind, ListQuery } from './types.ts';
 
 /** The last key a page served; a collection's also names the kind (storage/collection.ts). */
@@ -111,8 +112,9 @@ function narrow(qb: Knex.QueryBuilder, fixed: Fixed, kind: CollectionKind, after
 export function pageQuery(knex: Knex, dialect: Dialect, q: ListQuery, opts: { after?: Key; limit?: number; atRv?: number }): Knex.QueryBuilder | undefined {
   const scans: Knex.QueryBuilder[] = [];
   const kinds = kindsOf(q);
-  // A collection: the scans of every kind, within one budget.
-  const fixedScans = scansOf(q, Math.max(1, Math.floor(maxScans / kinds.length)));
+  // A collection: the scans of every kind, within one budget, and within the values a
+  // statement may bind (each scan binds its kind's values again: storage/term-budget.ts).
+  const fixedScans = scansOf(q, Math.max(1, Math.min(Math.floor(maxScans / kinds.length), scanRoom(q))));
   for (const kind of kinds) {
     for (const fixed of fixedScans) {
       const rest: ListQuery = kindQuery(q, kind);

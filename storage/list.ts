@@ -15,6 +15,7 @@ import { resolveOwners } from './owners.ts';
 import { pageQuery, type Key } from './list-scan.ts';
 import { checkSortBudget, comparePositions, maxSortedObjects, orderedPageQuery, orderSignature, sortValues, type SortPosition } from './order-by.ts';
 import { compareKeys, toStored, type ChangeRow, type ObjectRow } from './rows.ts';
+import { checkTermBudget } from './term-budget.ts';
 import { planTerms } from './term-plan.ts';
 import { upstreamRvAnnotation } from './write.ts';
 import type { KubeObject, ListQuery, ListResult, StoredObject } from './types.ts';
@@ -99,6 +100,7 @@ function continuedQuery(q: ListQuery, token: ContinueToken): ListQuery {
 type Placed = SortPosition & { item: StoredObject; group?: string; resource?: string };
 
 export async function list(knex: Knex, dialect: Dialect, query: ListQuery): Promise<ListResult> {
+  checkTermBudget(query);
   if (query.kinds && query.orderBy?.length) throw badRequest('orderBy cannot be combined with a collection: its kinds are merged in list order (namespace, name, cluster, then kind)');
   const token = query.continue !== undefined && query.continue !== '' ? decodeContinue(query.continue) : undefined;
   let q = token ? continuedQuery(query, token) : query;
