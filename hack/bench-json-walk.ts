@@ -2,15 +2,17 @@
 // database's thread. On SQLite that thread is the event loop (better-sqlite3 is synchronous):
 // every watch, health check and other request waits while it runs.
 //
-//   npm run bench:json-walk [-- --storage sqlite,postgres --env 5000,10000,20000,50000 --pods 10000 --runs 5]
+//   npm run bench:json-walk [-- --storage sqlite,postgres --env 5000,10000,20000,50000 --dense true --pods 10000 --runs 5]
 //
 // 1. One pod whose only container has n env entries (a 1.4 MiB pod at n = 50,000), listed
 //    with `.spec.containers[*].env[*].name=nope`: the time of the list grows with n (linear),
 //    or with n² when each element is looked up in the document again by its key. Then one pod
-//    of 1.5 MiB whose env holds 500,000 empty objects: the most elements a document can hold.
+//    of 1.5 MiB whose env holds 500,000 empty objects: the most elements a document can hold
+//    (`--dense false` leaves it out: a walk that is n² in it does not end).
 // 2. `--pods` realistic pods (hack/fixtures.ts realisticPod, about 1.5 KB each), listed with
 //    a plain path, one [*] and two [*] levels, none matching (every document read): the time per
-//    MiB of documents, which sets the byte budget of such lists (storage/json-fields.ts).
+//    MiB of documents, which sets the byte budget of such lists (storage/json-fields.ts);
+//    `--pods 0` leaves it out.
 // Each figure is the median of `--runs` lists, after one untimed. PostgreSQL comes from
 // PANOPTES_TEST_POSTGRES_URL, or a throwaway server.
 import { parseArgs } from 'node:util';
@@ -25,6 +27,7 @@ const { values } = parseArgs({
   options: {
     storage: { type: 'string', default: 'sqlite,postgres' },
     env: { type: 'string', default: '5000,10000,20000,50000' },
+    dense: { type: 'string', default: 'true' },
     pods: { type: 'string', default: '10000' },
     runs: { type: 'string', default: '5' },
   },
@@ -66,6 +69,7 @@ async function hugeArrays(backend: Backend): Promise<string[]> {
       await close();
     }
   }
+  if (values.dense === 'false') return lines;
   const { store, close } = await openTestStore(backend);
   try {
     const object = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'dense', namespace: 'ns', uid: 'dense', resourceVersion: '1' }, spec: { containers: [{ env: Array.from({ length: 500_000 }, () => ({})) }] } };
@@ -79,6 +83,7 @@ async function hugeArrays(backend: Backend): Promise<string[]> {
 }
 
 async function perMiB(backend: Backend): Promise<string[]> {
+  if (nPods === 0) return [];
   const { store, close } = await openTestStore(backend);
   try {
     let bytes = 0;
