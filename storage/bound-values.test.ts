@@ -23,6 +23,7 @@ for (const backend of backends) {
     t.ok(err instanceof Error, 'it fails');
     t.notMatch(err.message, /secret-value|SELECT|objects/, `the driver's message alone: ${err.message}`);
     t.match(err.message, /secret_column/, 'which says what failed');
+    t.notMatch(String(err.stack), /secret-value/, 'nor its stack, which the apiserver logs with a 500');
     const inTrx = (await store.conn.knex.transaction((trx) => trx.raw('SELECT nope FROM objects WHERE uid = ?', ['secret-uid'])).catch((e: unknown) => e)) as Error;
     t.notMatch(inTrx.message, /secret-uid|SELECT/, `in a transaction too: ${inTrx.message}`);
   });
