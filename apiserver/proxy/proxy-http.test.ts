@@ -221,7 +221,8 @@ t.test('proxied requests go to the member as the user (TLS, front proxy)', async
   await t.test('memberTarget: what a connection upgrade opens its member request with', async (t) => {
     const alice = { name: 'alice', uid: 'u-a', groups: ['devs'], extra: {} };
     const target = await memberTarget(api.deps, 'east', alice, 'create');
-    t.equal(target.url('/api/v1/namespaces/shop/pods/web/exec?command=sh').href, `${east.url}/api/v1/namespaces/shop/pods/web/exec?command=sh`);
+    t.equal(target.path(['api', 'v1', 'namespaces', 'shop', 'pods', 'web', 'exec'], 'command=sh'), '/api/v1/namespaces/shop/pods/web/exec?command=sh');
+    t.throws(() => target.path(['api', 'v1', 'namespaces', '..\\..', 'pods'], ''), /invalid path segment/, 'the segments are checked again');
     const h = await target.headers({ connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-protocol': 'v5.channel.k8s.io', authorization: 'Bearer client', 'impersonate-user': 'root' });
     t.same(h, { 'sec-websocket-protocol': 'v5.channel.k8s.io', Authorization: 'Bearer panoptes-east', 'Impersonate-User': 'alice', 'Impersonate-Uid': 'u-a', 'Impersonate-Group': ['devs'] }, 'the upgrade headers are the upgrade path\'s to set again');
     await t.rejects(memberTarget(api.deps, 'nowhere', alice, 'create'), { reason: 'NotFound', message: /clusters.panoptes.io "nowhere" not found/ });
