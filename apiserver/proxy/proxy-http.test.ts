@@ -116,6 +116,15 @@ t.test('proxied requests go to the member as the user (TLS, front proxy)', async
     t.notOk(east.auth.seen.includes('client-token'));
   });
 
+  await t.test("a client's own X-Remote-Uid, passed on by a v1.28 aggregator, is no UID at the member", async (t) => {
+    // The host's ConfigMap is a v1.28 kube-apiserver's: it names no requestheader-uid-headers.
+    const r = await as('alice', 'POST', `${P}/clusters/east/api/v1/namespaces/shop/configmaps`, cm('uid'), { 'X-Remote-Uid': 'anything' });
+    t.equal(r.status, 201, r.body);
+    t.same(east.auth.impersonations.at(-1), { caller: 'panoptes', user: 'alice', groups: ['devs', 'system:authenticated'], extra: { 'example.org/team': ['blue'] } }, 'no Impersonate-Uid');
+    t.notOk(east.auth.impersonations.some((i) => i.uid === 'anything'), 'the forged UID reached no member');
+    east.crud.delete(east.registry.lookup('', 'v1', 'configmaps')!, 'shop', 'uid');
+  });
+
   await t.test('every write verb and patch type, and a subresource', async (t) => {
     host.requests.length = 0;
     const base = `${P}/clusters/east/api/v1/namespaces/shop/configmaps`;
