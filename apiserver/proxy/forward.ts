@@ -19,6 +19,7 @@ import type { UserInfo } from '../auth/authn.ts';
 import type { ResourceAttributes } from '../auth/attributes.ts';
 import type { Deps } from '../deps.ts';
 import { warningValue } from '../warnings.ts';
+import { requestDeadline } from '../request-deadline.ts';
 import { readBody } from '../write-request.ts';
 import type { ProxiedWrite } from './consistency.ts';
 import { readBounded } from '../../member/answer-size.ts';
@@ -114,7 +115,7 @@ export async function forward(ctx: Context, deps: Deps, p: ProxyRequest): Promis
     query: p.query,
     headers: ctx.req.headers,
     body,
-    timeoutMs: isLongRunning(p.attrs) ? 0 : deps.limits.requestTimeoutMs,
+    timeoutMs: isLongRunning(p.attrs) ? 0 : requestDeadline(ctx).remaining(),
     signal: gone.signal,
     // A write's answer is read here (read-your-writes): asked for uncompressed.
     drop: write ? ['accept-encoding'] : [],

@@ -11,6 +11,7 @@ import type { MemberResponse } from '../../member/http2.ts';
 import { panoptesGroupName } from '../panoptes-group.ts';
 import type { UserInfo } from '../auth/authn.ts';
 import type { Deps } from '../deps.ts';
+import { requestTimeout } from '../request-deadline.ts';
 import { proxiedHeaders } from './impersonation.ts';
 import { memberUnavailable } from './members.ts';
 
@@ -34,8 +35,6 @@ export interface MemberRequest {
   /** Header names not to send (e.g. accept-encoding when the answer is read here). */
   drop?: string[];
 }
-
-const timeoutError = () => new StatusError('Timeout', 'Timeout: request did not complete within requested timeout - context deadline exceeded', {});
 
 /** What opening a request to a member as a user takes (also for connection upgrades: exec, attach, port-forward). */
 export interface MemberTarget {
@@ -75,7 +74,7 @@ export async function memberRequest(deps: Deps, r: MemberRequest): Promise<Membe
     if (!finished) member.destroy(new Error('the client went away'));
   };
   r.signal?.addEventListener('abort', abort, { once: true });
-  const timer = r.timeoutMs ? setTimeout(() => member.destroy(timeoutError()), r.timeoutMs) : undefined;
+  const timer = r.timeoutMs ? setTimeout(() => member.destroy(requestTimeout()), r.timeoutMs) : undefined;
   const done = () => {
     finished = true;
     clearTimeout(timer);
