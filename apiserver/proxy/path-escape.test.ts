@@ -5,18 +5,23 @@
 // a proxied read, a proxied write, a subresource, an exec upgrade (WebSocket and SPDY), the
 // fleet-wide metrics read and the read path's own list and get. Each is refused (400, or 404 for
 // an empty segment) and the member sees nothing of it; what reaches the member is clean
-// segments below its own prefix, as a lenient gateway reads them too (gatewayView). kubectl exec
-// with such a namespace is refused the same way.
+// segments below its own prefix, as a lenient gateway reads them too (gatewayView). Over HTTP/2
+// (TLS, front proxy), where an exec is a plain request, the same; kubectl exec with such a
+// namespace is refused the same way.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request, type IncomingMessage } from 'node:http';
+import { connect as h2connect } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import t, { type Test } from 'tap';
+import { makeCertSet } from '../../hack/certs.ts';
+import { authenticationConfigMap, startFakeHost } from '../../hack/testing/fakehost.ts';
 import { runKubectl } from '../../hack/testing/kubectl.ts';
 import { gatewayView, traversalSpellings } from '../../hack/testing/path-traversal.ts';
-import { setLogLevel } from '../../lib/log.ts';
+import { logger, setLogLevel } from '../../lib/log.ts';
+import { secureServingFromFlags } from '../auth/config.ts';
 import { openTestStore, podEvent, seedCluster } from '../../storage/testing.ts';
 import { createApiserver } from '../server.ts';
 import type { MemberCredentials } from './members.ts';
@@ -161,6 +166,41 @@ t.test('no spelling of a path segment reaches another member prefix, on any rout
       }
     });
   }
+
+  await t.test('over HTTP/2 (TLS, behind the front proxy): the same rule, exec included', async (t) => {
+    const certs = makeCertSet(['127.0.0.1']);
+    const host = await startFakeHost({ configMap: authenticationConfigMap(certs), tokens: {}, policy: () => true });
+    t.teardown(() => host.close());
+    const secure = await secureServingFromFlags({ 'bind-address': '127.0.0.1', 'secure-port': '0' }, logger('test'), { authnClient: host.client(), authzClient: host.client() });
+    t.teardown(() => secure.stop());
+    const tlsApi = await createApiserver({ store, secure, catalogOptions: { refreshMs: 200 }, proxy: { credentials } });
+    const tlsBase = await tlsApi.listen('127.0.0.1', 0);
+    t.teardown(() => tlsApi.close());
+    const session = h2connect(tlsBase, { ca: secure.tls.certificate, cert: certs.frontProxyClient.cert, key: certs.frontProxyClient.key, servername: 'localhost' });
+    session.on('error', () => undefined);
+    t.teardown(() => session.close());
+    const h2get = (path: string) =>
+      new Promise<number>((resolve, reject) => {
+        const s = session.request({ ':method': 'GET', ':path': path, 'x-remote-user': 'alice', 'x-remote-group': 'devs' });
+        let status = 0;
+        s.on('response', (h) => (status = Number(h[':status'])));
+        s.on('error', reject);
+        s.resume();
+        s.on('end', () => resolve(status));
+      });
+    gateway.seen.length = 0;
+    t.equal(await h2get(`${P}/clusters/a/api/v1/namespaces/default/configmaps`), 404, 'a clean request reaches the member');
+    t.same(gateway.seen.map((s) => s.path), ['/k8s/clusters/a/api/v1/namespaces/default/configmaps']);
+    for (const s of traversalSpellings) {
+      for (const path of [`${P}/clusters/a/api/v1/namespaces/${s.segment}/configmaps`, `${P}/clusters/a/api/v1/namespaces/${s.segment}/pods/p/exec?command=true`]) {
+        gateway.seen.length = 0;
+        const code = await h2get(path);
+        t.ok(code === 400 || code === 404, `${s.name}, ${path.includes('/exec') ? 'exec' : 'read'}: refused (${code})`);
+        checkSeen(t);
+        t.same(gateway.seen.map((x) => x.path), [], `${s.name}: nothing reached a member`);
+      }
+    }
+  });
 
   await t.test('kubectl exec into the climbing namespace is refused, and reaches no member', async (t) => {
     const cacheDir = mkdtempSync(join(tmpdir(), 'panoptes-kubectl-'));
