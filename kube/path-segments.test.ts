@@ -38,6 +38,8 @@ t.test('every traversal spelling is refused, as a segment and once decoded', asy
   t.equal(pathSegmentProblem('\u3002'), "may not be '.' (or characters read as it)");
   t.equal(pathSegmentProblem('a\uff0fb'), "may not contain '/' (or characters read as it)");
   t.match(pathSegmentProblem('a\u0000'), /control characters/);
+  t.match(pathSegmentProblem('a\ud800'), /lone surrogates/);
+  t.equal(pathSegmentProblem('\u{1F600}'), undefined, 'a pair is one character');
 });
 
 t.test('what a resource path names: a namespace is a DNS-1123 label, a pod a DNS-1123 subdomain', async (t) => {

@@ -24,6 +24,8 @@ export const pathNotFound = () => new StatusError('NotFound', 'the server could 
 const refusedCharacters = ['/', '%', '\\', ';', '?', '#'];
 // eslint-disable-next-line no-control-regex
 const controlCharacter = /[\u0000-\u001f\u007f]/;
+/** Half a UTF-16 pair: no URL spells it (what decodes is UTF-8), and it cannot be encoded back. */
+const loneSurrogate = /\p{Cs}/u;
 /** Full stops NFKC leaves alone but URL and IDNA processing read as `.`: ideographic (U+3002) and its halfwidth form (U+FF61, NFKC → U+3002). */
 const ideographicStops = /[\u3002\uff61]/g;
 
@@ -31,6 +33,7 @@ const ideographicStops = /[\u3002\uff61]/g;
 export function pathSegmentProblem(segment: string): string | undefined {
   if (segment === '') return 'may not be empty';
   if (controlCharacter.test(segment)) return 'may not contain control characters';
+  if (loneSurrogate.test(segment)) return 'may not contain lone surrogates';
   const forms = [segment, segment.normalize('NFKC').replace(ideographicStops, '.')];
   for (const [i, form] of forms.entries()) {
     const read = i === 0 ? '' : ' (or characters read as it)';
