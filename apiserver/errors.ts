@@ -21,7 +21,7 @@ export function toStatus(err: unknown, log?: Logger): Status {
 }
 
 /** 404 for a path nothing serves, as kube-apiserver words it. */
-export const pathNotFound = () => new StatusError('NotFound', 'the server could not find the requested resource', {});
+export { pathNotFound } from '../kube/path-segments.ts';
 
 /** 405 for anything but GET/HEAD outside Panoptes' own kinds: synced resources are read-only. */
 export const readOnly = (method: string) =>

@@ -26,6 +26,7 @@ import type { MetricVerb } from './metrics.ts';
 import { negotiateDiscovery, negotiateOutput } from './negotiate.ts';
 import { ownerSearchOf } from './owners.ts';
 import { parseListParams } from './params.ts';
+import { checkResourceNames, pathSegments } from '../kube/path-segments.ts';
 import { queryBool } from '../kube/query.ts';
 import type { ResourceRequest, View } from './request.ts';
 import { serveWatch } from './watch-route.ts';
@@ -49,23 +50,6 @@ const json = (doc: unknown, type = 'application/json'): Routed => ({ reply: { ty
 
 function label(ctx: Context, m: MetricLabels): void {
   (ctx.state as { metric?: MetricLabels }).metric = m;
-}
-
-function decodeSegments(path: string): string[] {
-  if (path === '' || path === '/') return [];
-  const raw = path.replace(/^\//, '').split('/');
-  return raw.map((s) => {
-    if (s === '') throw pathNotFound();
-    let d: string;
-    try {
-      d = decodeURIComponent(s);
-    } catch {
-      throw badRequest(`malformed path segment ${JSON.stringify(s)}`);
-    }
-    // What is forwarded to a member must mean there what it meant here.
-    if (d === '.' || d === '..' || d.includes('/')) throw badRequest(`invalid path segment ${JSON.stringify(s)}`);
-    return d;
-  });
 }
 
 function rootPaths(groups: GroupEntry[], prefix: string): Routed {
@@ -208,10 +192,10 @@ function proxyRoute(ctx: Context, deps: Deps, view: View, segs: string[], attrs:
     throw new StatusError('MethodNotAllowed', `the server does not allow this method on the requested resource: ${ctx.method} ${attrs?.subresource ? `of the subresource ${attrs.subresource} ` : ''}is served for one cluster at a time, through the proxy to that member: ${one}`, {});
   }
   const cluster = view.cluster;
+  checkResourceNames(attrs); // what leaves for a member names what kube could hold: a namespace is a DNS-1123 label
   label(ctx, { verb: 'proxy', group: attrs.group, resource: attrs.subresource ? `${attrs.resource}/${attrs.subresource}` : attrs.resource });
-  const raw = ctx.path.slice(resourcesPrefix.length).split('/').slice(3).join('/');
-  const memberPath = `/${raw}${ctx.querystring ? `?${ctx.querystring}` : ''}`;
-  return { proxy: () => forward(ctx, deps, { cluster, attrs, memberPath }) };
+  // The member's path is built from the checked segments (member/client.ts memberRequestPath), never from the URL as received.
+  return { proxy: () => forward(ctx, deps, { cluster, attrs, segments: segs, query: ctx.querystring }) };
 }
 
 async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[]): Promise<Routed> {
@@ -238,9 +222,9 @@ async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[
   if (!found && view.cluster !== undefined && attrs) return proxyRoute(ctx, deps, view, segs, attrs); // not synced: the member's
   if (!found && view.cluster === undefined && attrs && isFleetMetrics(attrs)) {
     // Not synced: every Ready member's, through the proxy (kubectl top pods -A).
+    checkResourceNames(attrs);
     label(ctx, { verb: 'proxy', group: attrs.group, resource: attrs.resource });
-    const memberPath = `/${ctx.path.slice(resourcesPrefix.length).split('/').slice(1).join('/')}${ctx.querystring ? `?${ctx.querystring}` : ''}`;
-    return { reply: await fleetMetrics(ctx, deps, attrs, memberPath) };
+    return { reply: await fleetMetrics(ctx, deps, attrs, segs, ctx.querystring) };
   }
   if (!found) throw pathNotFound();
   const { info, namespace, name, legacyWatch } = found;
@@ -262,7 +246,7 @@ async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[
 export async function route(ctx: Context, deps: Deps): Promise<Routed> {
   const path = ctx.path;
   if (isResourcesPath(path)) {
-    let segs = decodeSegments(path.slice(resourcesPrefix.length));
+    let segs = pathSegments(path.slice(resourcesPrefix.length));
     let view: View = {};
     let prefix = resourcesPrefix;
     if (segs[0] === 'clusters') {
@@ -289,7 +273,7 @@ export async function route(ctx: Context, deps: Deps): Promise<Routed> {
     throw pathNotFound();
   }
 
-  const segs = decodeSegments(path);
+  const segs = pathSegments(path);
   const ownKindPath = segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion ? ownPath(segs.slice(3)) : undefined;
   if (ownKindPath) return ownRoute(ctx, deps, ownKindPath, undefined);
   const collection = segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion ? collectionPath(segs.slice(3)) : undefined;

@@ -40,6 +40,7 @@ import type { ConnectOptions } from '../member/client.ts';
 import { defaultStreamLimits, UpgradeProxy, type StreamLimits } from './proxy/upgrade.ts';
 import { builtinCollections, type CollectionDefinition } from './collections/definitions.ts';
 import { bodyTooLarge, limitWritesInFlight } from './write-request.ts';
+import { beforeDeadline, requestDeadline, withRequestDeadline } from './request-deadline.ts';
 import { WatchHub, type HubOptions } from './watch/index.ts';
 
 export interface ApiserverOptions {
@@ -99,15 +100,6 @@ async function writeReply(ctx: Context, reply: Reply): Promise<void> {
   if (encoded.contentEncoding) ctx.set('Content-Encoding', encoded.contentEncoding);
   ctx.body = encoded.body; // Koa sets Content-Length from it (HEAD too: the length GET would send)
   ctx.set('Content-Type', reply.type); // as is: Koa's ctx.type would rewrite media type parameters
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StatusError('Timeout', 'Timeout: request did not complete within requested timeout - context deadline exceeded', {})), ms);
-  });
-  p.catch(() => undefined); // a late failure after the timeout is not unhandled
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** HTTP/2 streams a client may open at once on one connection (HTTP2MaxStreamsPerConnection of k8s.io/apiserver's RecommendedOptions for aggregated API servers). */
@@ -217,6 +209,9 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     }
   });
 
+  // Each request's deadline, from its arrival (kube's timeout filter sits outside authentication too).
+  app.use(withRequestDeadline(limits.requestTimeoutMs));
+
   // Authentication and authorization (health paths exempt).
   if (opts.secure) app.use(authMiddleware(opts.secure.authenticator, opts.secure.authorizer, log));
 
@@ -239,15 +234,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
       ctx.body = await metrics.registry.metrics();
       return;
     }
-    const q = new URLSearchParams(ctx.querystring);
-    let timeoutMs = limits.requestTimeoutMs;
-    const t = q.get('timeout');
-    if (t && /^\d+(\.\d+)?(ms|s|m|h)$/.test(t)) {
-      const n = parseFloat(t);
-      const unit = t.endsWith('ms') ? 1 : t.endsWith('s') ? 1000 : t.endsWith('m') ? 60_000 : 3_600_000;
-      if (n > 0) timeoutMs = Math.min(timeoutMs, n * unit);
-    }
-    const routed = await withTimeout(route(ctx, deps), timeoutMs);
+    const routed = await beforeDeadline(route(ctx, deps), requestDeadline(ctx));
     if ('watch' in routed) return routed.watch();
     if ('proxy' in routed) return routed.proxy();
     await writeReply(ctx, routed.reply);

@@ -1,14 +1,16 @@
 // The parts of a write request kube-apiserver checks before it touches an object: the query
 // (CreateOptions, UpdateOptions, PatchOptions, DeleteOptions: dryRun, fieldManager,
-// fieldValidation, force), the body (read within the size limit; JSON or YAML objects, a
+// fieldValidation, force), the body (read within the size limit and the request's deadline; JSON or YAML objects, a
 // DeleteOptions, all decoded by kube/json-limits.ts, which bounds their depth and YAML's
 // expansion), the PATCH content type (415 listing the accepted ones) and unknown fields
 // under fieldValidation (Strict: an error; Warn, the default: a Warning header; Ignore).
+import http2, { type ServerHttp2Stream } from 'node:http2';
 import type { Context, Middleware } from 'koa';
 import { decodeJson, decodeYaml, requestEntityTooLarge } from '../kube/json-limits.ts';
 import { fieldInvalid, fieldNotSupported, invalidObject, type FieldError } from '../kube/field-errors.ts';
 import { jsonPatchType, mergePatchType, type PatchType } from '../kube/patch.ts';
 import { StatusError } from '../kube/status.ts';
+import { allottedTimeout, requestDeadline } from './request-deadline.ts';
 
 export type WriteVerb = 'create' | 'update' | 'patch' | 'delete';
 export type FieldValidation = 'Ignore' | 'Warn' | 'Strict';
@@ -49,7 +51,10 @@ export function parseWriteOptions(qs: URLSearchParams, verb: WriteVerb): WriteOp
 /**
  * At most `max` writes (anything but GET and HEAD) served at once; beyond them 429 with
  * Retry-After 1, as kube-apiserver's max-in-flight filter answers (`Too many requests, please
- * try again later.`). Reads are not counted (watches are long).
+ * try again later.`). Reads are not counted (watches are long). A write's slot goes back when
+ * it is served, when its client goes away, or when its deadline passes (request-deadline.ts),
+ * whichever comes first, as kube's filter sits outside its timeout filter: a write that waits
+ * on a client or a member past its deadline holds no slot.
  */
 export function limitWritesInFlight(max: number): Middleware {
   let inFlight = 0;
@@ -57,12 +62,30 @@ export function limitWritesInFlight(max: number): Middleware {
     if (ctx.method === 'GET' || ctx.method === 'HEAD') return next();
     if (inFlight >= max) throw new StatusError('TooManyRequests', 'Too many requests, please try again later.', { retryAfterSeconds: 1 });
     inFlight++;
+    const deadline = requestDeadline(ctx);
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      inFlight--;
+      deadline.signal.removeEventListener('abort', release);
+      ctx.res.off('close', release);
+    };
+    deadline.signal.addEventListener('abort', release, { once: true });
+    ctx.res.once('close', release);
     try {
       await next();
     } finally {
-      inFlight--;
+      release();
     }
   };
+}
+
+/** After the answer, the connection (HTTP/1.1: `Connection: close`) or the stream (HTTP/2) ends: what is left of a body is not waited for. */
+function endAfterAnswer(ctx: Context): void {
+  const stream = (ctx.req as { stream?: ServerHttp2Stream }).stream;
+  if (stream) stream.once('finish', () => stream.close(http2.constants.NGHTTP2_NO_ERROR));
+  else ctx.set('Connection', 'close');
 }
 
 /**
@@ -85,14 +108,22 @@ export function bodyTooLarge(ctx: Context, limit: number): StatusError {
   return requestEntityTooLarge(limit);
 }
 
-/** The request body, at most `limit` bytes: 413 also without a Content-Length (chunked), as soon as the limit is passed. */
+/**
+ * The request body, at most `limit` bytes: 413 also without a Content-Length (chunked), as soon
+ * as the limit is passed. Every write's body is read here, within the request's deadline
+ * (request-deadline.ts): a body that has not come by then is a 504 `Timeout`, as kube's timeout
+ * filter answers, and the connection (HTTP/1.1) or stream (HTTP/2) ends after the answer. A
+ * client that goes away mid-body ends the read at once.
+ */
 export function readBody(ctx: Context, limit: number): Promise<Buffer> {
   const req = ctx.req;
+  const deadline = requestDeadline(ctx);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const settle = (fn: () => void) => {
-      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose).off('aborted', onClose);
+      deadline.signal.removeEventListener('abort', onDeadline);
       fn();
     };
     const onData = (chunk: Buffer) => {
@@ -103,7 +134,15 @@ export function readBody(ctx: Context, limit: number): Promise<Buffer> {
     const onEnd = () => settle(() => resolve(Buffer.concat(chunks)));
     const onError = (err: Error) => settle(() => reject(err));
     const onClose = () => settle(() => reject(new StatusError('BadRequest', 'the request body ended early (the client went away)')));
-    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+    const onDeadline = () =>
+      settle(() => {
+        endAfterAnswer(ctx);
+        reject(allottedTimeout());
+      });
+    if (req.destroyed) return onClose();
+    if (deadline.signal.aborted) return onDeadline();
+    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose).on('aborted', onClose);
+    deadline.signal.addEventListener('abort', onDeadline, { once: true });
   });
 }
 

@@ -307,3 +307,24 @@ t.test('writes: POST, PUT and DELETE with preconditions, through the same connec
   await t.rejects(guarded.create('/api/v1/namespaces/shop/services', {}), { code: 'EREFUSEDADDRESS' }, 'the network guard refuses a write as it refuses a read');
   t.equal(seen.length, before, 'nothing reached the server');
 });
+
+t.test('a server URL with a path prefix: every request stays below it, whatever path a member gave', async (t) => {
+  const seen: string[] = [];
+  const server = createHttpServer((req, res) => {
+    seen.push(req.url ?? '');
+    res.writeHead(200, { 'Content-Type': 'application/json' }).end('{}');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const { port } = server.address() as AddressInfo;
+  const c = await connectCluster({ server: `http://127.0.0.1:${port}/k8s/clusters/a/` });
+  t.teardown(() => c.close());
+  await c.get('/apis/apps/v1/namespaces/shop/deployments?limit=500&labelSelector=a%3Db');
+  await c.get('/openapi/v3/apis/apps/v1?hash=ABC');
+  t.same(seen, ['/k8s/clusters/a/apis/apps/v1/namespaces/shop/deployments?limit=500&labelSelector=a%3Db', '/k8s/clusters/a/openapi/v3/apis/apps/v1?hash=ABC'], 'the prefix, then the path');
+  // Paths built from what a member served (resource names, OpenAPI URLs) that would climb out of the prefix.
+  for (const p of ['/apis/g/v1/..\\..\\..\\..\\b\\api\\v1\\secrets', '/apis/g/v1/..%5C..%5Cb', '/openapi/v3/../../b/api/v1/secrets', '/apis/g/v1/%2e%2e/x', '/api/v1/namespaces/a%2F..%2F..%2Fb', '/api//v1']) {
+    await t.rejects(c.get(p), { message: /invalid path segment|could not find/ }, p);
+  }
+  t.equal(seen.length, 2, 'none of them reached the server');
+});

@@ -19,6 +19,7 @@ import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { dirname } from 'node:path';
+import { encodePath, pathSegments } from '../kube/path-segments.ts';
 import { redact, rememberSecrets } from '../lib/redact.ts';
 import { maxAnswerBytes, maxErrorBodyBytes, readBounded } from './answer-size.ts';
 import { h2Response, Http2Sessions, type Http2Options, type MemberResponse } from './http2.ts';
@@ -320,6 +321,23 @@ export interface MemberEndpoint {
   close(): void;
 }
 
+/**
+ * The request path of a Kubernetes path on a member: the server URL's own path (a gateway's
+ * prefix: Rancher's `/k8s/clusters/<id>`, a Karmada proxy's) then each segment, checked by the
+ * one path-segment rule and percent-encoded (kube/path-segments.ts), then the query as given
+ * (without `?`). Built from segments, never by resolving a concatenated string as a URL, so
+ * no segment can climb out of the prefix the member's credentials were given for.
+ */
+export function memberRequestPath(e: Pick<MemberEndpoint, 'base'>, segments: readonly string[], query = ''): string {
+  return `${e.base}${encodePath(segments)}${query ? `?${query}` : ''}`;
+}
+
+/** memberRequestPath of a Kubernetes path given as text (`/api/v1/pods?limit=500`): its segments read by the one rule (each decoded once and checked), then built again below the member's base. */
+export function memberRequestPathOf(e: Pick<MemberEndpoint, 'base'>, path: string): string {
+  const q = path.indexOf('?');
+  return memberRequestPath(e, pathSegments(q < 0 ? path : path.slice(0, q)), q < 0 ? '' : path.slice(q + 1));
+}
+
 /** One request to a member: its answer (any status), and a way to end it (timeout, abort). */
 export interface MemberCall {
   response: Promise<MemberResponse>;
@@ -404,8 +422,6 @@ export async function memberEndpoint(c: ClusterConnection, opts: ConnectOptions 
 export async function connectCluster(c: ClusterConnection, opts: ConnectOptions = {}): Promise<WritableClusterClient> {
   const e = await memberEndpoint(c, opts);
   const s = { server: e.server, headers: e.headers, warnings: e.warnings };
-  const { base } = e;
-
   const request = async (path: string, opts: RequestOptions, method = 'GET', body?: string): Promise<MemberResponse> => {
     const headers: Record<string, string | number> = { Accept: 'application/json', 'User-Agent': 'panoptes-synchro', ...(await s.headers()) };
     if (body !== undefined) {
@@ -413,7 +429,8 @@ export async function connectCluster(c: ClusterConnection, opts: ConnectOptions 
       headers['Content-Length'] = Buffer.byteLength(body);
     }
     if (opts.signal?.aborted) throw new Error('aborted');
-    const call = send(e, { method, path: base + path, headers, ...(body !== undefined ? { body } : {}) });
+    // Synchro's paths carry names a member gave (resources, OpenAPI URLs): read by the one segment rule, so none leaves the server's own path prefix.
+    const call = send(e, { method, path: memberRequestPathOf(e, path), headers, ...(body !== undefined ? { body } : {}) });
     const timer = opts.timeoutMs ? setTimeout(() => call.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)), opts.timeoutMs) : undefined;
     const onAbort = () => call.destroy(new Error('aborted'));
     opts.signal?.addEventListener('abort', onAbort, { once: true });

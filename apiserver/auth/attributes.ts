@@ -8,7 +8,9 @@
 // `clusters` of panoptes.io, /apis/panoptes.io/v1alpha1/namespaces/<ns>/multiclusterservices[/<name>]
 // the resource `multiclusterservices` in namespace <ns> (Panoptes' own objects: no per-cluster
 // data check in a view either). Everything else (discovery, /version, /openapi, /metrics) is a
-// non-resource path.
+// non-resource path. The path's segments are read by the one rule of every route
+// (kube/path-segments.ts), so what is authorized is what is routed and forwarded.
+import { pathSegments } from '../../kube/path-segments.ts';
 import { queryBool } from '../../kube/query.ts';
 import { ownInfos, panoptesGroupName, panoptesVersion } from '../panoptes-group.ts';
 
@@ -36,19 +38,6 @@ export type RequestAttributes =
   | { kind: 'nonResource'; path: string; verb: string };
 
 const methodVerbs: Record<string, string> = { GET: 'get', HEAD: 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
-
-function segments(path: string): string[] {
-  return path
-    .split('/')
-    .filter((s) => s !== '')
-    .map((s) => {
-      try {
-        return decodeURIComponent(s);
-      } catch {
-        return s;
-      }
-    });
-}
 
 /** A boolean query parameter as kube decodes it (RequestInfoFactory decodes ListOptions). */
 function isTrue(v: string | null): boolean {
@@ -99,7 +88,7 @@ function splitKubePath(segs: string[]): { group: string; version: string; rest: 
 export function requestAttributes(method: string, path: string, querystring: string): RequestAttributes {
   const q = new URLSearchParams(querystring);
   const nonResource = (): RequestAttributes => ({ kind: 'nonResource', path, verb: (methodVerbs[method] ?? method.toLowerCase()) === 'get' ? 'get' : (methodVerbs[method] ?? method.toLowerCase()) });
-  const segs = segments(path);
+  const segs = pathSegments(path); // the one segment rule of every route (kube/path-segments.ts): 400 before any review
   const own = splitKubePath(segs);
   if (!own) return nonResource();
   if (own.group === panoptesGroupName && own.version === panoptesVersion && own.rest[0] === 'resources') {

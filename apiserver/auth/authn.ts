@@ -2,7 +2,8 @@
 // pkg/authentication/request/{headerrequest,x509,bearertoken} behind a union):
 //   1. request header (front proxy): the peer's client certificate chains to the
 //      request-header CA and its CN is allowed → user, uid, groups and extras from the
-//      X-Remote-* headers. From any other peer those headers are ignored (and removed).
+//      headers request-header.ts names (the one rule: only those configured, a UID header
+//      only where one is). From any other peer those headers are ignored (and removed).
 //   2. client certificate chaining to the client CA → user CN, groups O.
 //   3. bearer token → TokenReview against the host cluster, cached briefly.
 // Success of any wins; a presented credential that fails (and no success) → 401; no
@@ -14,6 +15,7 @@ import type { DetailedPeerCertificate, TLSSocket } from 'node:tls';
 import type { Logger } from '../../lib/log.ts';
 import { StatusError } from '../../kube/status.ts';
 import { TtlCache } from './cache.ts';
+import { clearAuthHeaders, requestHeaderUser, type RequestHeaderNames } from './request-header.ts';
 import type { HostClient } from './hostclient.ts';
 
 export interface UserInfo {
@@ -23,15 +25,10 @@ export interface UserInfo {
   extra: Record<string, string[]>;
 }
 
-export interface RequestHeaderConfig {
+/** The front proxy: its CA, and the headers it may name the user with (request-header.ts, the one rule of which headers are read). */
+export interface RequestHeaderConfig extends RequestHeaderNames {
   /** The request-header (front-proxy) CA bundle. */
   ca: X509Certificate[];
-  /** Allowed CNs of the front-proxy client certificate; empty: any CN signed by the CA. */
-  allowedNames: string[];
-  usernameHeaders: string[];
-  uidHeaders: string[];
-  groupHeaders: string[];
-  extraHeaderPrefixes: string[];
 }
 
 export interface TokenReviewConfig {
@@ -107,30 +104,6 @@ function orgs(c: X509Certificate): string[] {
   return [...c.subject.matchAll(/(?:^|\n)O=([^\n]*)/g)].map((m) => m[1]);
 }
 
-/**
- * Every value of every header, by lowercase name, as sent (repeated headers stay separate).
- * From rawHeaders, which HTTP/1.1 and HTTP/2 requests both have (HTTP/2's compatibility
- * request has no headersDistinct).
- */
-function distinctHeaders(req: Pick<IncomingMessage, 'rawHeaders'>): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
-  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) (out[req.rawHeaders[i].toLowerCase()] ??= []).push(req.rawHeaders[i + 1]);
-  return out;
-}
-
-function headerValues(headers: Record<string, string[]>, name: string): string[] {
-  return (headers[name.toLowerCase()] ?? []).map((v) => v.trim()).filter((v) => v !== '');
-}
-
-/** Removes every request-header authentication header (whoever sent them). */
-export function clearAuthHeaders(req: IncomingMessage, rh: RequestHeaderConfig | undefined): void {
-  const names = new Set([...(rh?.usernameHeaders ?? []), ...(rh?.uidHeaders ?? []), ...(rh?.groupHeaders ?? [])].map((h) => h.toLowerCase()));
-  const prefixes = (rh?.extraHeaderPrefixes ?? []).map((p) => p.toLowerCase());
-  for (const h of Object.keys(req.headers)) {
-    if (names.has(h) || prefixes.some((p) => h.startsWith(p))) delete req.headers[h];
-  }
-}
-
 function withAuthenticated(u: UserInfo): UserInfo {
   if (u.name === anonymousUser.name || u.groups.includes('system:authenticated')) return u;
   return { ...u, groups: [...u.groups, 'system:authenticated'] };
@@ -165,23 +138,8 @@ export class Authenticator {
         const leaf = verifyClientChain(chain, rh.ca);
         const name = cn(leaf);
         if (rh.allowedNames.length && !rh.allowedNames.includes(name)) throw new Error(`x509: subject with cn=${name} is not in the allowed list`);
-        const headers = distinctHeaders(req);
-        const user = rh.usernameHeaders.map((h) => headerValues(headers, h)[0]).find((v) => v !== undefined);
-        if (user) {
-          const u: UserInfo = { name: user, groups: rh.groupHeaders.flatMap((h) => headerValues(headers, h)), extra: {} };
-          const uid = rh.uidHeaders.map((h) => headerValues(headers, h)[0]).find((v) => v !== undefined);
-          if (uid) u.uid = uid;
-          for (const [h, vals] of Object.entries(headers)) {
-            const p = rh.extraHeaderPrefixes.find((x) => h.startsWith(x.toLowerCase()));
-            if (!p || !vals) continue;
-            let key = h.slice(p.length);
-            try {
-              key = decodeURIComponent(key);
-            } catch {
-              // kept as sent
-            }
-            (u.extra[key.toLowerCase()] ??= []).push(...vals);
-          }
+        const u = requestHeaderUser(req, rh);
+        if (u) {
           clearAuthHeaders(req, rh);
           return withAuthenticated(u);
         }

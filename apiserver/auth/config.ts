@@ -9,6 +9,7 @@ import type { Logger } from '../../lib/log.ts';
 import { Authenticator, parseBundle, type AuthnConfig, type RequestHeaderConfig } from './authn.ts';
 import { Authorizer } from './authz.ts';
 import { HostClient } from './hostclient.ts';
+import { requestHeaderFlags, requestHeaderNamesFromConfigMap, requestHeaderNamesFromFlags, type RequestHeaderNames } from './request-header.ts';
 import { ServingTls } from './tls.ts';
 
 export const secureFlagSpec = {
@@ -47,11 +48,14 @@ export const secureFlagHelp = `Secure serving (the default of \`panoptes apiserv
                                           (and a CN in --requestheader-allowed-names) may set the user headers
   --requestheader-allowed-names A,B       allowed front-proxy CNs (empty: any)
   --requestheader-username-headers H,..   default X-Remote-User
-  --requestheader-uid-headers H,..        default X-Remote-Uid
+  --requestheader-uid-headers H,..        default none: no UID is read from any header (X-Remote-Uid, where the
+                                          front proxy sets it and removes a client's own: kube 1.32+)
   --requestheader-group-headers H,..      default X-Remote-Group
   --requestheader-extra-headers-prefix P  default X-Remote-Extra-
-                                          Without the requestheader/client CA flags, all of these come from the host
-                                          cluster's ConfigMap kube-system/extension-apiserver-authentication
+                                          These apply only with --requestheader-client-ca-file. Without it, the
+                                          front proxy's CA, names and headers come from the host cluster's ConfigMap
+                                          kube-system/extension-apiserver-authentication, exactly as it names them
+                                          (a header it does not name is not read)
   --authentication-skip-lookup=true       do not read that ConfigMap
   --authentication-kubeconfig FILE        the host cluster, for TokenReview and the ConfigMap (default: in-cluster)
   --authorization-kubeconfig FILE         the host cluster, for SubjectAccessReview (default: in-cluster)
@@ -104,39 +108,20 @@ function readPem(flag: string, path: string): string {
 
 export const authConfigMapPath = '/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication';
 
-/** What the ConfigMap (or the flags) say, as PEM and header lists. */
-export interface AuthSources {
+/** What the ConfigMap (or the flags) say: the CAs as PEM, and the request-header names (request-header.ts). */
+export interface AuthSources extends RequestHeaderNames {
   clientCA?: string;
   requestHeaderCA?: string;
-  allowedNames: string[];
-  usernameHeaders: string[];
-  uidHeaders: string[];
-  groupHeaders: string[];
-  extraHeaderPrefixes: string[];
 }
 
-function jsonList(v: string | undefined): string[] | undefined {
-  if (v === undefined || v === '') return undefined;
-  try {
-    const a = JSON.parse(v) as unknown;
-    return Array.isArray(a) ? a.filter((x): x is string => typeof x === 'string') : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Reads kube-system/extension-apiserver-authentication (what kube-apiserver publishes for extension servers). */
-export async function lookupAuthSources(client: HostClient): Promise<Partial<AuthSources>> {
+/** Reads kube-system/extension-apiserver-authentication (what kube-apiserver publishes for extension servers): the request-header names exactly as it gives them. */
+export async function lookupAuthSources(client: HostClient): Promise<AuthSources> {
   const cm = await client.get<{ data?: Record<string, string> }>(authConfigMapPath);
   const d = cm.data ?? {};
   return {
     clientCA: d['client-ca-file'] || undefined,
     requestHeaderCA: d['requestheader-client-ca-file'] || undefined,
-    allowedNames: jsonList(d['requestheader-allowed-names']),
-    usernameHeaders: jsonList(d['requestheader-username-headers']),
-    uidHeaders: jsonList(d['requestheader-uid-headers']),
-    groupHeaders: jsonList(d['requestheader-group-headers']),
-    extraHeaderPrefixes: jsonList(d['requestheader-extra-headers-prefix']),
+    ...requestHeaderNamesFromConfigMap(d),
   };
 }
 
@@ -187,33 +172,33 @@ export async function secureServingFromFlags(v: SecureFlagValues, log: Logger, d
   const authzClient = deps.authzClient ?? load('authorization-kubeconfig', v['authorization-kubeconfig']);
   if (!authzClient) throw new ConfigError('no host cluster to authorize with: run in a pod (in-cluster config) or pass --authorization-kubeconfig (or use --insecure-listen for local development without authentication)');
 
+  // The request-header settings come as a whole from one source (request-header.ts): the flags
+  // with --requestheader-client-ca-file, else the ConfigMap exactly as it names them.
+  const headerFlags = requestHeaderFlags.filter((f) => v[f] !== undefined);
+  if (!v['requestheader-client-ca-file'] && headerFlags.length) {
+    throw new ConfigError(`${headerFlags.map((f) => `--${f}`).join(', ')} apply only with --requestheader-client-ca-file; without it the front proxy's CA, names and headers come as a whole from kube-system/extension-apiserver-authentication`);
+  }
+  let names: RequestHeaderNames;
+  try {
+    names = requestHeaderNamesFromFlags(v);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
   const flagSources: AuthSources = {
     clientCA: v['client-ca-file'] ? readPem('client-ca-file', v['client-ca-file']) : undefined,
     requestHeaderCA: v['requestheader-client-ca-file'] ? readPem('requestheader-client-ca-file', v['requestheader-client-ca-file']) : undefined,
-    allowedNames: list(v['requestheader-allowed-names'], []),
-    usernameHeaders: list(v['requestheader-username-headers'], ['X-Remote-User']),
-    uidHeaders: list(v['requestheader-uid-headers'], ['X-Remote-Uid']),
-    groupHeaders: list(v['requestheader-group-headers'], ['X-Remote-Group']),
-    extraHeaderPrefixes: list(v['requestheader-extra-headers-prefix'], ['X-Remote-Extra-']),
+    ...names,
   };
   const skipLookup = bool('authentication-skip-lookup', v['authentication-skip-lookup'], false);
   const anonymous = bool('anonymous-auth', v['anonymous-auth'], false);
   const tokenReview = authnClient ? { client: authnClient, ttlMs: duration('authentication-token-webhook-cache-ttl', v['authentication-token-webhook-cache-ttl'], 10_000) } : undefined;
   if (!authnClient) log.warn('no host cluster for authentication (not in a pod, no --authentication-kubeconfig): bearer tokens are not accepted');
 
-  // Flags win; what they leave unset comes from the ConfigMap (kube's rule: the request-header
-  // settings come as a whole from the flags when --requestheader-client-ca-file is given).
-  const merge = (cm: Partial<AuthSources>): AuthSources => {
-    if (flagSources.requestHeaderCA) return { ...flagSources, clientCA: flagSources.clientCA ?? cm.clientCA };
-    return {
-      clientCA: flagSources.clientCA ?? cm.clientCA,
-      requestHeaderCA: cm.requestHeaderCA,
-      allowedNames: v['requestheader-allowed-names'] !== undefined ? flagSources.allowedNames : (cm.allowedNames ?? []),
-      usernameHeaders: v['requestheader-username-headers'] !== undefined ? flagSources.usernameHeaders : (cm.usernameHeaders ?? flagSources.usernameHeaders),
-      uidHeaders: v['requestheader-uid-headers'] !== undefined ? flagSources.uidHeaders : (cm.uidHeaders ?? flagSources.uidHeaders),
-      groupHeaders: v['requestheader-group-headers'] !== undefined ? flagSources.groupHeaders : (cm.groupHeaders ?? flagSources.groupHeaders),
-      extraHeaderPrefixes: v['requestheader-extra-headers-prefix'] !== undefined ? flagSources.extraHeaderPrefixes : (cm.extraHeaderPrefixes ?? flagSources.extraHeaderPrefixes),
-    };
+  // Flags win; the client CA they leave unset comes from the ConfigMap, and the request-header
+  // settings as a whole (kube's rule: from the flags when --requestheader-client-ca-file is given).
+  const merge = (cm: AuthSources): AuthSources => {
+    const clientCA = flagSources.clientCA ?? cm.clientCA;
+    return flagSources.requestHeaderCA ? { ...flagSources, clientCA } : { ...cm, clientCA };
   };
   const needLookup = !skipLookup && (!flagSources.requestHeaderCA || !flagSources.clientCA);
   let sources = flagSources;

@@ -32,7 +32,8 @@ async function readJson(res: MemberResponse): Promise<unknown> {
 
 type Outcome = { cluster: string; items: Record<string, unknown>[] } | { cluster: string; away: string } | { cluster: string; refused: StatusError } | { cluster: string; failed: string };
 
-export async function fleetMetrics(ctx: Context, deps: Deps, attrs: ResourceAttributes, memberPath: string): Promise<Reply> {
+/** `segments` and `query`: the Kubernetes path as the route checked it, sent to every member (member/client.ts memberRequestPath). */
+export async function fleetMetrics(ctx: Context, deps: Deps, attrs: ResourceAttributes, segments: readonly string[], query: string): Promise<Reply> {
   const user = proxyUser(ctx, deps);
   const timeoutMs = Math.max(1000, Math.floor(deps.limits.requestTimeoutMs * 0.8));
   const outcomes = await Promise.all(
@@ -40,7 +41,7 @@ export async function fleetMetrics(ctx: Context, deps: Deps, attrs: ResourceAttr
       const away = notReady(deps.catalog.cluster(cluster));
       if (away) return { cluster, away };
       try {
-        const res = await memberRequest(deps, { cluster, user, verb: attrs.verb, method: 'GET', path: memberPath, headers: { accept: 'application/json', 'user-agent': ctx.get('User-Agent') }, timeoutMs });
+        const res = await memberRequest(deps, { cluster, user, verb: attrs.verb, method: 'GET', segments, query, headers: { accept: 'application/json', 'user-agent': ctx.get('User-Agent') }, timeoutMs });
         const body = await readJson(res);
         if (res.statusCode === 404 && attrs.name !== undefined) return { cluster, items: [] };
         if (res.statusCode !== 200 || !isRecord(body)) return { cluster, failed: `HTTP ${res.statusCode}` };

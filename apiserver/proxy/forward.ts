@@ -19,6 +19,7 @@ import type { UserInfo } from '../auth/authn.ts';
 import type { ResourceAttributes } from '../auth/attributes.ts';
 import type { Deps } from '../deps.ts';
 import { warningValue } from '../warnings.ts';
+import { requestDeadline } from '../request-deadline.ts';
 import { readBody } from '../write-request.ts';
 import type { ProxiedWrite } from './consistency.ts';
 import { readBounded } from '../../member/answer-size.ts';
@@ -30,8 +31,10 @@ import { memberUnavailable } from './members.ts';
 export interface ProxyRequest {
   cluster: string;
   attrs: ResourceAttributes;
-  /** `/api/v1/...` or `/apis/G/V/...`, encoded as received, with `?query` when there is one. */
-  memberPath: string;
+  /** The Kubernetes path's segments (`api`, `v1`, ...), decoded and checked by the route (kube/path-segments.ts). */
+  segments: readonly string[];
+  /** The query as received, without `?`. */
+  query: string;
 }
 
 /** The largest answer to a write that is read whole (a deletecollection's list may be big). */
@@ -108,10 +111,11 @@ export async function forward(ctx: Context, deps: Deps, p: ProxyRequest): Promis
     user,
     verb: p.attrs.verb,
     method,
-    path: p.memberPath,
+    segments: p.segments,
+    query: p.query,
     headers: ctx.req.headers,
     body,
-    timeoutMs: isLongRunning(p.attrs) ? 0 : deps.limits.requestTimeoutMs,
+    timeoutMs: isLongRunning(p.attrs) ? 0 : requestDeadline(ctx).remaining(),
     signal: gone.signal,
     // A write's answer is read here (read-your-writes): asked for uncompressed.
     drop: write ? ['accept-encoding'] : [],

@@ -6,11 +6,12 @@
 // Resolves with the member's answer (any status); a member that does not answer is a 503.
 import type { IncomingHttpHeaders } from 'node:http';
 import { StatusError, notFound } from '../../kube/status.ts';
-import { describeError, send, type MemberEndpoint } from '../../member/client.ts';
+import { describeError, memberRequestPath, send, type MemberEndpoint } from '../../member/client.ts';
 import type { MemberResponse } from '../../member/http2.ts';
 import { panoptesGroupName } from '../panoptes-group.ts';
 import type { UserInfo } from '../auth/authn.ts';
 import type { Deps } from '../deps.ts';
+import { requestTimeout } from '../request-deadline.ts';
 import { proxiedHeaders } from './impersonation.ts';
 import { memberUnavailable } from './members.ts';
 
@@ -20,8 +21,10 @@ export interface MemberRequest {
   /** The verb of Panoptes' review on clusters/proxy (kube's RequestInfo verb of the request). */
   verb: string;
   method: string;
-  /** `/api/...` or `/apis/...` with the query, encoded. */
-  path: string;
+  /** The Kubernetes path's segments (`api`, `v1`, ...), decoded and checked (kube/path-segments.ts). */
+  segments: readonly string[];
+  /** The query, as received, without `?` ('' for none). */
+  query?: string;
   /** The client's headers (filtered here). */
   headers: IncomingHttpHeaders;
   body?: Buffer;
@@ -33,13 +36,11 @@ export interface MemberRequest {
   drop?: string[];
 }
 
-const timeoutError = () => new StatusError('Timeout', 'Timeout: request did not complete within requested timeout - context deadline exceeded', {});
-
 /** What opening a request to a member as a user takes (also for connection upgrades: exec, attach, port-forward). */
 export interface MemberTarget {
   endpoint: MemberEndpoint;
-  /** The member URL of a Kubernetes path (`/api/...`, `/apis/...`, with its query). */
-  url(path: string): URL;
+  /** The member's request path of a Kubernetes path (its segments, its query without `?`): below the member URL's own path, never resolved (member/client.ts memberRequestPath). */
+  path(segments: readonly string[], query?: string): string;
   /** The headers to send: the client's forwardable ones, the connection's credentials, the user's impersonation. */
   headers(incoming: IncomingHttpHeaders): Promise<Record<string, string | string[]>>;
 }
@@ -56,7 +57,7 @@ export async function memberTarget(deps: Deps, cluster: string, user: UserInfo, 
   const endpoint = await deps.proxy.members.endpoint(cluster, deps.catalog.cluster(cluster));
   return {
     endpoint,
-    url: (path) => new URL(endpoint.base + path, endpoint.server.origin),
+    path: (segments, query) => memberRequestPath(endpoint, segments, query),
     headers: async (incoming) => proxiedHeaders(incoming, user, await endpoint.headers()),
   };
 }
@@ -67,13 +68,13 @@ export async function memberRequest(deps: Deps, r: MemberRequest): Promise<Membe
   const headers = await target.headers(r.headers);
   for (const h of r.drop ?? []) delete headers[h];
   if (r.body !== undefined) headers['content-length'] = String(r.body.length);
-  const member = send(endpoint, { method: r.method, path: endpoint.base + r.path, headers, ...(r.body !== undefined ? { body: r.body } : {}) });
+  const member = send(endpoint, { method: r.method, path: target.path(r.segments, r.query), headers, ...(r.body !== undefined ? { body: r.body } : {}) });
   let finished = false;
   const abort = () => {
     if (!finished) member.destroy(new Error('the client went away'));
   };
   r.signal?.addEventListener('abort', abort, { once: true });
-  const timer = r.timeoutMs ? setTimeout(() => member.destroy(timeoutError()), r.timeoutMs) : undefined;
+  const timer = r.timeoutMs ? setTimeout(() => member.destroy(requestTimeout()), r.timeoutMs) : undefined;
   const done = () => {
     finished = true;
     clearTimeout(timer);

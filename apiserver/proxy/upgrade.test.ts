@@ -23,9 +23,8 @@ const P = '/apis/panoptes.io/v1alpha1/resources';
 
 t.test('upgradeTarget: one-cluster pod streams only', async (t) => {
   t.same(upgradeTarget(`${P}/clusters/east/api/v1/namespaces/ns/pods/web-1/exec?command=sh&stdin=true`), {
-    cluster: 'east', namespace: 'ns', pod: 'web-1', subresource: 'exec', memberPath: '/api/v1/namespaces/ns/pods/web-1/exec?command=sh&stdin=true',
+    cluster: 'east', namespace: 'ns', pod: 'web-1', subresource: 'exec', segments: ['api', 'v1', 'namespaces', 'ns', 'pods', 'web-1', 'exec'], query: 'command=sh&stdin=true',
   });
-  t.equal(upgradeTarget(`${P}/clusters/a%2Fb/api/v1/namespaces/ns/pods/p/portforward`).cluster, 'a/b');
   const code = (u: string) => {
     try {
       upgradeTarget(u);
@@ -38,6 +37,10 @@ t.test('upgradeTarget: one-cluster pod streams only', async (t) => {
   t.equal(code(`${P}/clusters/east/api/v1/namespaces/ns/pods/p/log`), 404, 'log is no upgrade');
   t.equal(code(`${P}/clusters/east/api/v1/namespaces/ns/services/p/exec`), 404);
   t.equal(code('/api/v1/namespaces/ns/pods/p/exec'), 404, 'outside the views');
+  t.equal(code(`${P}/clusters/a%2Fb/api/v1/namespaces/ns/pods/p/portforward`), 400, 'a cluster name is one segment');
+  t.equal(code(`${P}/clusters/east/api/v1/namespaces/..\\..\\b/pods/p/exec`), 400, 'the one segment rule (kube/path-segments.ts)');
+  t.equal(code(`${P}/clusters/east/api/v1/namespaces/Shop/pods/p/exec`), 400, 'a namespace is a DNS-1123 label');
+  t.equal(code(`${P}/clusters/east/api/v1/namespaces/ns/pods/p_q/exec`), 400, 'a pod name is a DNS-1123 subdomain');
 });
 
 t.test('through the proxy: credentials stay, limits hold', async (t) => {

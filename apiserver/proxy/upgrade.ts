@@ -19,6 +19,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { checkResourceNames, encodePath, pathNotFound, pathSegments } from '../../kube/path-segments.ts';
 import { StatusError } from '../../kube/status.ts';
 import { refuseUpgrade } from '../../kube/upgrade-refusal.ts';
 import { describeError } from '../../member/client.ts';
@@ -46,34 +47,34 @@ interface Target {
   namespace: string;
   pod: string;
   subresource: string;
-  /** The member's path with the query, as received. */
-  memberPath: string;
+  /** The member's Kubernetes path, as checked segments (`api`, `v1`, `namespaces`, ...). */
+  segments: string[];
+  /** The query as received, without `?`. */
+  query: string;
 }
 
-function decode(s: string): string {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    throw new StatusError('BadRequest', `malformed path segment ${JSON.stringify(s)}`);
-  }
-}
-
-/** The pod stream an upgrade request is for; 405 naming the one-cluster URL in the all-clusters view; 404 for anything else. */
+/**
+ * The pod stream an upgrade request is for: its path read by the one segment rule of every
+ * route (kube/path-segments.ts; 400 for a refused segment), the namespace a DNS-1123 label and
+ * the pod a DNS-1123 subdomain; 405 naming the one-cluster URL in the all-clusters view; 404
+ * for anything else.
+ */
 export function upgradeTarget(url: string): Target {
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
-  const query = q < 0 ? '' : url.slice(q);
-  if (!path.startsWith(`${resourcesPrefix}/`)) throw new StatusError('NotFound', 'the server could not find the requested resource');
-  const raw = path.slice(resourcesPrefix.length + 1).split('/');
-  const one = raw[0] === 'clusters';
-  const kube = one ? raw.slice(2) : raw;
+  const query = q < 0 ? '' : url.slice(q + 1);
+  if (!path.startsWith(`${resourcesPrefix}/`)) throw pathNotFound();
+  const segs = pathSegments(path.slice(resourcesPrefix.length));
+  const one = segs[0] === 'clusters';
+  const kube = one ? segs.slice(2) : segs;
   const m = kube.length === 7 && kube[0] === 'api' && kube[1] === 'v1' && kube[2] === 'namespaces' && kube[4] === 'pods' && upgradeSubresources.has(kube[6]);
-  if (!m) throw new StatusError('NotFound', 'the server could not find the requested resource');
+  if (!m) throw pathNotFound();
   if (!one) {
-    throw new StatusError('MethodNotAllowed', `the server does not allow this method on the requested resource: pods/${kube[6]} is served for one cluster at a time, through the proxy to that member: ${resourcesPrefix}/clusters/<cluster>/${kube.join('/')}`, {});
+    throw new StatusError('MethodNotAllowed', `the server does not allow this method on the requested resource: pods/${kube[6]} is served for one cluster at a time, through the proxy to that member: ${resourcesPrefix}/clusters/<cluster>${encodePath(kube)}`, {});
   }
-  if (!raw[1]) throw new StatusError('NotFound', 'the server could not find the requested resource');
-  return { cluster: decode(raw[1]), namespace: decode(kube[3]), pod: decode(kube[5]), subresource: kube[6], memberPath: `/${kube.join('/')}${query}` };
+  if (segs[1] === undefined) throw pathNotFound();
+  checkResourceNames({ namespace: kube[3], name: kube[5] }, 'pod');
+  return { cluster: segs[1], namespace: kube[3], pod: kube[5], subresource: kube[6], segments: kube, query };
 }
 
 /** The largest refusal read from a member (a Status is a few hundred bytes). */
@@ -156,12 +157,12 @@ export class UpgradeProxy {
     headers.upgrade = String(req.headers.upgrade ?? '');
     if (client.destroyed) return 499;
     this.deps.log.debug('stream through the proxy', { user: user.name, cluster: t.cluster, namespace: t.namespace, pod: t.pod, subresource: t.subresource });
-    const memberUrl = target.url(t.memberPath);
+    const server = target.endpoint.server;
     const member = target.endpoint.transport.request({
-      protocol: memberUrl.protocol,
-      hostname: memberUrl.hostname,
-      port: memberUrl.port,
-      path: `${memberUrl.pathname}${memberUrl.search}`,
+      protocol: server.protocol,
+      hostname: server.hostname,
+      port: server.port,
+      path: target.path(t.segments, t.query),
       method: req.method,
       headers,
       agent: target.endpoint.agent,

@@ -42,7 +42,8 @@ export const serveFlagSpec = {
 export const serveFlagHelp = `  --insecure-listen HOST:PORT   plain HTTP, NO TLS AND NO AUTHENTICATION: anyone who can reach it reads
                                 every synced object. Loopback hosts only (127.0.0.1, ::1, localhost). Default 127.0.0.1:8080
   --max-limit N                 list limit values above N are served as pages of N (default 10000)
-  --request-timeout DURATION    list and get end with 504 after this long (default 60s)
+  --request-timeout DURATION    requests other than watches and streams end with 504 after this long, and a
+                                write's body that has not come by then is a 504 (default 60s)
   --proxy-write-wait DURATION   a write proxied to a member cluster waits this long for synchro to store it,
                                 then answers the member's object with a Warning (default 5s; 0s: no wait)
   --external-metrics-file FILE  declared metrics of external.metrics.k8s.io (env PANOPTES_EXTERNAL_METRICS_FILE);

@@ -4,8 +4,10 @@
 // every case after the members' hostile objects are synced: reads with hostile parameters,
 // then the write API's bombs (hack/testing/patch-bombs.ts: JSON patch amplification, bodies
 // oversized, deeply nested or expanding) against a Cluster object, each with the answer it must
-// get, on whichever storage the suite runs on.
+// get, on whichever storage the suite runs on; and every traversal spelling of a path segment
+// (hack/testing/path-traversal.ts) on each route, refused with 400 (404 for an empty segment).
 import { bodyBombs, patchBombs } from '../testing/patch-bombs.ts';
+import { traversalSpellings } from '../testing/path-traversal.ts';
 
 export interface RequestCase {
   name: string;
@@ -67,4 +69,26 @@ export function requestCases(namespace: string, cluster = 'east'): RequestCase[]
     { name: 'an object name with NUL', method: 'GET', path: `${cms}/a%00b`, expect: [400] },
     { name: 'an external metric over a namespace with NUL', method: 'GET', path: `/apis/external.metrics.k8s.io/v1beta1/namespaces/a%00b/configmaps` },
   ];
+}
+
+/** Every traversal spelling where a namespace or a name goes, on each route: stored reads, the proxy (read, write, subresource), fleet metrics, the own kinds. Sent with the path as is. */
+export function pathCases(namespace: string): RequestCase[] {
+  const routes: Array<{ name: string; method: RequestCase['method']; path: (x: string) => string; body?: string }> = [
+    { name: 'stored list, namespace', method: 'GET', path: (x) => `${R}/clusters/east/api/v1/namespaces/${x}/configmaps` },
+    { name: 'stored get, name', method: 'GET', path: (x) => `${R}/api/v1/namespaces/${namespace}/configmaps/${x}` },
+    { name: 'proxied read, namespace', method: 'GET', path: (x) => `${R}/clusters/east/api/v1/namespaces/${x}/secrets` },
+    { name: 'proxied subresource, name', method: 'GET', path: (x) => `${R}/clusters/east/api/v1/namespaces/${namespace}/pods/${x}/log` },
+    { name: 'proxied write, namespace', method: 'POST', path: (x) => `${R}/clusters/east/api/v1/namespaces/${x}/configmaps`, body: '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}' },
+    { name: 'fleet metrics, namespace', method: 'GET', path: (x) => `${R}/apis/metrics.k8s.io/v1beta1/namespaces/${x}/pods` },
+    { name: 'a Cluster, name', method: 'GET', path: (x) => `${clusters}/${x}` },
+  ];
+  return routes.flatMap((r) =>
+    traversalSpellings.map((s): RequestCase => ({
+      name: `${r.name}: ${s.name}`,
+      method: r.method,
+      path: r.path(s.segment),
+      ...(r.body ? { body: r.body, headers: { 'Content-Type': 'application/json' } } : {}),
+      expect: s.segment === '' ? [404] : [400],
+    })),
+  );
 }

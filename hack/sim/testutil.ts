@@ -26,9 +26,18 @@ export interface HttpResult {
 }
 
 export function http(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
+  return request(method, url, undefined, body, headers);
+}
+
+/** As http(), with `path` (and query) sent exactly as given: no URL parsing resolves its `\`, `.` or `..` on the way. */
+export function httpRawPath(method: string, base: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
+  return request(method, base, path, body, headers);
+}
+
+function request(method: string, url: string, path: string | undefined, body: unknown, headers: Record<string, string>): Promise<HttpResult> {
   return new Promise((resolve, reject) => {
     const data = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-    const req = httpRequest(url, { method, headers: { ...(data ? { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(data)) } : {}), ...headers } }, (res) => {
+    const req = httpRequest(url, { method, ...(path !== undefined ? { path } : {}), headers: { ...(data ? { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(data)) } : {}), ...headers } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {

@@ -38,8 +38,9 @@ export interface FakeHost {
 }
 
 /**
- * The extension-apiserver-authentication ConfigMap as kube-apiserver publishes it: the client
- * CA, and the front proxy's CA, allowed name (front-proxy-client) and X-Remote-* headers.
+ * The extension-apiserver-authentication ConfigMap as kube-apiserver 1.28 publishes it: the
+ * client CA, and the front proxy's CA, allowed name (front-proxy-client) and X-Remote-* headers;
+ * no requestheader-uid-headers (kube 1.32+ adds it when its flag is set).
  */
 export function authenticationConfigMap(certs: { clientCA: { cert: string }; frontProxyCA: { cert: string } }): Record<string, string> {
   return {
