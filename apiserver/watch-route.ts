@@ -5,6 +5,7 @@
 // one JSON document per line, chunked, never pretty-printed, written to the response outside
 // Koa (watch-response.ts).
 import type { Context } from 'koa';
+import { checkTermBudget } from '../storage/term-budget.ts';
 import type { Deps } from './deps.ts';
 import { apiVersionOf, clustersRead, toListQuery, type ResourceRequest } from './request.ts';
 import { staleWarnings } from './warnings.ts';
@@ -15,6 +16,8 @@ import { pipeWatchResponse } from './watch-response.ts';
 /** `query`: what the watch selects, the request's own unless given (a collection's names its kinds). */
 export async function serveWatch(ctx: Context, request: ResourceRequest, deps: Deps, query = toListQuery(request)): Promise<void> {
   const options = parseWatchOptions(new URLSearchParams(ctx.querystring));
+  // Past its budget of terms and values, a 400 before the 200, as a list's (storage/term-budget.ts).
+  checkTermBudget(query);
   const { encoder, firstEncoder } = watchEncoders(request);
   if (ctx.method === 'HEAD') {
     ctx.status = 200;

@@ -9,6 +9,7 @@ import { whereMatches } from './filters.ts';
 import { RvTooLargeError } from './errors.ts';
 import { readMeta } from './meta.ts';
 import { sqlText } from './sql-values.ts';
+import { checkAggregateBudget } from './term-budget.ts';
 import type { ListQuery } from './types.ts';
 
 export type AggregateFunction = 'count' | 'sum' | 'min' | 'max' | 'avg';
@@ -88,6 +89,7 @@ const toNumber = (v: unknown): number | null => (v === null || v === undefined ?
 
 export async function aggregate(knex: Knex, dialect: Dialect, q: AggregateQuery): Promise<AggregateResult> {
   if (q.fn !== 'count' && !q.path?.length) throw new Error(`aggregate ${q.fn} needs a JSON path`);
+  checkAggregateBudget(q);
   const trx = await dialect.snapshot(knex);
   try {
     const meta = await readMeta(trx);

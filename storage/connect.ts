@@ -2,7 +2,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
-import { postgres, sqlite, type Dialect } from './dialect.ts';
+import { guardStatements } from './bound-values.ts';
+import { postgres, sqlite, sqliteFunctions, type Dialect } from './dialect.ts';
 
 export const defaultStorageUrl = 'sqlite:./data/panoptes.db';
 
@@ -84,13 +85,16 @@ export interface ConnectOptions {
   idleInTransactionTimeoutMs?: number;
   /** PostgreSQL: give up connecting after this long (default: the driver's, none). A standby that is down is skipped sooner. */
   connectTimeoutMs?: number;
-  /** SQLite driver: better-sqlite3 (default, fastest here) or sqlite3 (the benchmark compares them). */
+  /**
+   * SQLite driver: better-sqlite3 (default, fastest here) or sqlite3 (bench:storage compares
+   * them; it registers no functions, so lists with JSON path terms over arrays need better-sqlite3).
+   */
   sqliteDriver?: 'better-sqlite3' | 'sqlite3';
   /** SQLite: bytes of the database file read through a memory map (default defaultSqliteMmapBytes; 0: none). */
   sqliteMmapBytes?: number;
 }
 
-type SqliteConn = { exec(sql: string, cb?: (err: Error | null) => void): unknown };
+type SqliteConn = { exec(sql: string, cb?: (err: Error | null) => void): unknown } & Parameters<typeof sqliteFunctions>[0];
 
 export function connect(url: string, opts: ConnectOptions = {}): Connection {
   const { dialect, target } = parseStorageUrl(url);
@@ -101,6 +105,8 @@ export function connect(url: string, opts: ConnectOptions = {}): Connection {
       client: driver,
       connection: { filename: target },
       useNullAsDefault: true,
+      // A failed statement's error says what failed, never the values bound (storage/bound-values.ts).
+      compileSqlOnError: false,
       pool: {
         min: 1,
         max: 1,
@@ -113,6 +119,7 @@ export function connect(url: string, opts: ConnectOptions = {}): Connection {
           }
           try {
             conn.exec(sql);
+            sqliteFunctions(conn);
             done(null, conn);
           } catch (err) {
             done(err as Error, conn);
@@ -120,6 +127,7 @@ export function connect(url: string, opts: ConnectOptions = {}): Connection {
         },
       },
     });
+    guardStatements(knex);
     return { knex, dialect, display: `sqlite:${target}` };
   }
   const knex = knexFactory({
@@ -131,6 +139,8 @@ export function connect(url: string, opts: ConnectOptions = {}): Connection {
       ...(opts.connectTimeoutMs !== undefined ? { connectionTimeoutMillis: opts.connectTimeoutMs } : {}),
     },
     pool: { min: 0, max: opts.poolMax ?? 10 },
+    compileSqlOnError: false,
   });
+  guardStatements(knex);
   return { knex, dialect, display: redact(target) };
 }

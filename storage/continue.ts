@@ -1,6 +1,7 @@
 // The opaque `continue` token of a paged list: the snapshot rv every page is read at, the
 // last key served, and what is needed for remainingItemCount.
 import { StatusError } from '../kube/status.ts';
+import { unboundReason } from './bound-values.ts';
 
 export interface ContinueToken {
   /** The snapshot rv of the first page. */
@@ -53,6 +54,9 @@ export function decodeContinue(token: string): ContinueToken {
   ) {
     throw invalidToken('not a token issued by this server');
   }
+  // Its strings are bound into SQL: a token this server issued holds none that SQL cannot bind (storage/bound-values.ts).
+  const texts = [...(b.k as string[]), ...((b.sk as string[] | undefined) ?? []), ...((b.c as Array<string | null> | undefined) ?? [])];
+  if (texts.some((s) => s !== null && unboundReason(s) !== undefined)) throw invalidToken('not a token issued by this server');
   const [namespace, name, cluster, group, resource] = b.k as string[];
   const kind = group !== undefined ? { group, resource } : {};
   const t: ContinueToken = { rv: b.rv as number, namespace, name, cluster, ...kind, total: b.t as number | undefined, served: b.s as number };

@@ -2,6 +2,7 @@
 // is portable knex.
 import type { Knex } from 'knex';
 import { countsUpsert, objectsUpsert, writeBatchRows, zeroNegativeCounts, type BatchRows } from './batch-rows.ts';
+import { checkBindings } from './bound-values.ts';
 import { insertRows, insertStatement, quote } from './insert.ts';
 import { changePayload, maxNotifiedChanges, maxNotifyBytes } from './notify-payload.ts';
 import { chunk, objectColumns, rowsOf, type ChangeRowValues } from './rows.ts';
@@ -101,7 +102,14 @@ export interface Dialect {
    * `[*]`) is a scalar whose text is one of `values` ('in'), or is present and not null
    * ('exists'): a boolean SQL expression, never NULL (storage/json-fields.ts).
    */
-  jsonAnyAt(path: Array<string | null>, test: 'in' | 'exists', values: string[]): [string, unknown[]];
+  jsonAnyAt(path: Array<string | null>, test: 'in' | 'exists', values: string[], deadline?: number): [string, unknown[]];
+  /**
+   * How long a statement that walks documents may run, at most, whatever the budget's `ms`:
+   * SQLite runs it on the event loop (better-sqlite3 is synchronous), so its walks over
+   * arrays (jsonAnyAt's `deadline`, Date.now() ms) stop at a small bound; PostgreSQL runs it
+   * in the server, bounded by statement_timeout (boundStatements).
+   */
+  walkMs: number;
   /** SQL of a selectable field's value in `o.fields`, with the field as a literal: the expression of objects_by_field_* (storage/json-fields.ts). */
   fieldsValue(field: string, alias?: string): string;
   /**
@@ -250,6 +258,34 @@ function sqliteStatement(db: SqliteDatabase, sql: string): SqliteStatement {
   return stmt;
 }
 
+/** A statement stopped by its walk's deadline (SQLite: panoptes_walk); json-fields.ts answers it as a 504. */
+export class WalkDeadlineError extends Error {
+  override name = 'WalkDeadlineError';
+  readonly code = 'PANOPTES_WALK_DEADLINE';
+  constructor() {
+    super('the statement walked JSON arrays past its deadline');
+  }
+}
+
+/** Elements walked, counted across statements: the clock is read every walkClockEvery elements. */
+let walkedElements = 0;
+const walkClockEvery = 64;
+
+/**
+ * The functions SQLite's SQL here calls, registered on each better-sqlite3 connection
+ * (storage/connect.ts). panoptes_walk(deadline, element) is 1 until the clock reaches
+ * `deadline` (ms since the epoch), then fails the statement: SQLite has no other way to stop a
+ * statement from inside the process (better-sqlite3 is built without its progress handler and
+ * offers no interrupt), and a statement runs on the event loop.
+ */
+export function sqliteFunctions(db: { function(name: string, opts: { deterministic: boolean; directOnly: boolean }, fn: (...args: unknown[]) => unknown): unknown }): void {
+  // (Two arguments: better-sqlite3 takes the function's arity from its length.)
+  db.function('panoptes_walk', { deterministic: false, directOnly: true }, (deadline: unknown, _element: unknown) => {
+    if (++walkedElements % walkClockEvery === 0 && Date.now() >= Number(deadline)) throw new WalkDeadlineError();
+    return 1;
+  });
+}
+
 /** A lease as a write transaction sees it (storage/fenced.ts checks the fences against it). */
 export interface LeaseState {
   name: string;
@@ -335,6 +371,7 @@ export const sqlite: Dialect = {
       const values: unknown[] = new Array(ins.columns.length);
       for (const row of ins.rows) {
         for (let i = 0; i < ins.columns.length; i++) values[i] = row[ins.columns[i]] ?? null;
+        checkBindings(values); // bound on the driver, past knex's check (storage/bound-values.ts)
         if (ins.returning) out.push(stmt.get(...values) as Out);
         else stmt.run(...values);
       }
@@ -356,7 +393,9 @@ export const sqlite: Dialect = {
       const stmt = sqliteStatement(db, `SELECT ${columns} FROM objects o WHERE o.grp = ? AND o.resource = ? AND o.namespace = ? AND o.name = ? AND o.cluster = ?`);
       const out: Row[] = [];
       for (const [ns, name] of pairs) {
-        const row = stmt.get(key.group, key.resource, ns, name, key.cluster);
+        const values = [key.group, key.resource, ns, name, key.cluster];
+        checkBindings(values);
+        const row = stmt.get(...values);
         if (row) out.push(row as Row);
       }
       return out;
@@ -386,37 +425,47 @@ export const sqlite: Dialect = {
   jsonPresentAt(ref, path) {
     return [`(COALESCE(json_type(${ref}, ?), 'null') <> 'null')`, [sqlitePath(path)]];
   },
-  jsonAnyAt(path, test, values) {
-    const doc = 'COALESCE(o.json_doc, o.object)';
-    // Arrays are walked by json_each over the document itself, each level's path the element's
-    // fullkey and the keys after it: an element that is no object then reads NULL, not an error.
+  jsonAnyAt(path, test, values, deadline) {
+    // Each [*] is a json_each over the value before it, read from the previous element's own
+    // `value` (a container's JSON text), never from the document by the element's fullkey:
+    // a lookup by fullkey walks the array up to the element's index, so an array of n
+    // elements cost n²/2 steps (a pod with 50,000 env entries held the event loop for 13 s).
+    // Each element is written out and parsed a bounded number of times: the walk is linear
+    // in the document. The value a step starts from is NULL where it is no container, and
+    // json_each and json_type read NULL as nothing, as an element that is no object reads.
+    // With a deadline every element of every level is counted by panoptes_walk (registered
+    // on the connection, sqliteFunctions), which fails the statement once it is past.
     const parts = splitAtEach(path);
     const from: string[] = [];
-    const where: string[] = [];
     const bindings: unknown[] = [];
-    let base = "'$'";
+    const walked: string[] = [];
+    let base = 'COALESCE(o.json_doc, o.object)';
     parts.slice(0, -1).forEach((keys, i) => {
-      const at = `${base} || ?`;
-      bindings.push(keysPath(keys));
-      from.push(`json_each(${doc}, ${at}) e${i}`);
-      where.push(`json_type(${doc}, ${at}) = 'array'`);
-      bindings.push(keysPath(keys));
-      base = `e${i}.fullkey`;
+      const at = '$' + keysPath(keys);
+      from.push(`json_each(CASE WHEN json_type(${base}, ?) = 'array' THEN ${base} END, ?) e${i}`);
+      bindings.push(at, at);
+      // The element's id: SQLite evaluates the term in the element's own loop.
+      if (deadline !== undefined) walked.push(`panoptes_walk(${Math.floor(deadline)}, e${i}.id)`);
+      base = `(CASE WHEN e${i}.type IN ('object', 'array') THEN e${i}.value END)`;
     });
-    const last = `${base} || ?`;
-    const lastKeys = keysPath(parts[parts.length - 1]);
-    const type = `json_type(${doc}, ${last})`;
+    const lastKeys = parts[parts.length - 1];
+    const element = from.length > 0 && lastKeys.length === 0 ? `e${from.length - 1}` : undefined;
+    const last = '$' + keysPath(lastKeys);
+    // The value at the path: an element itself (a path ending in [*]) by its type and atom, else the keys after the last [*] from its base.
+    const type = element ? `${element}.type` : `json_type(${base}, ?)`;
+    const typeBindings = element ? [] : [last];
+    const scalar = element ? `${element}.atom` : `json_extract(${base}, ?)`;
+    const scalarBindings = element ? [] : [last];
     const cond =
       test === 'exists'
         ? `COALESCE(${type}, 'null') <> 'null'`
-        : `(CASE ${type} WHEN 'text' THEN json_extract(${doc}, ${last}) WHEN 'integer' THEN CAST(json_extract(${doc}, ${last}) AS TEXT) WHEN 'real' THEN CAST(json_extract(${doc}, ${last}) AS TEXT) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' END) IN (${values.map(() => '?').join(', ')})`;
-    const condBindings = test === 'exists' ? [lastKeys] : [lastKeys, lastKeys, lastKeys, lastKeys, ...values];
+        : `(CASE ${type} WHEN 'text' THEN ${scalar} WHEN 'integer' THEN CAST(${scalar} AS TEXT) WHEN 'real' THEN CAST(${scalar} AS TEXT) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' END) IN (${values.map(() => '?').join(', ')})`;
+    const condBindings = test === 'exists' ? typeBindings : [...typeBindings, ...scalarBindings, ...scalarBindings, ...scalarBindings, ...values];
     if (from.length === 0) return [`COALESCE(${cond}, 0)`, condBindings];
-    // json_each's bindings come first in the SQL text: FROM, then WHERE.
-    const fromBindings = bindings.filter((_, i) => i % 2 === 0);
-    const whereBindings = bindings.filter((_, i) => i % 2 === 1);
-    return [`EXISTS (SELECT 1 FROM ${from.join(', ')} WHERE ${[...where, cond].join(' AND ')})`, [...fromBindings, ...whereBindings, ...condBindings]];
+    return [`EXISTS (SELECT 1 FROM ${from.join(', ')} WHERE ${[...walked, cond].join(' AND ')})`, [...bindings, ...condBindings]];
   },
+  // A statement that walks documents holds the event loop at most this long (storage/json-fields.ts).
+  walkMs: 250,
   fieldsValue: (field, alias = 'o.') => `json_extract(${alias}fields, '$."${sqlLiteralText(field)}"')`,
   async expressionStatistics() {},
   async boundStatements() {},
@@ -669,6 +718,7 @@ export const postgres: Dialect = {
     return [`(COALESCE(jsonb_typeof(${ref} #> ?::text[]), 'null') <> 'null')`, [pgPath(path)]];
   },
   jsonAnyAt(path, test, values) {
+    // (No deadline: the statement runs in the server, under statement_timeout.)
     const cond = (x: string) => (test === 'exists' ? `jsonb_typeof(${x}) <> 'null'` : `jsonb_typeof(${x}) IN ('string', 'number', 'boolean') AND ${x} #>> '{}' IN (${values.map(() => '?').join(', ')})`);
     // The document is parsed once per row (OFFSET 0 keeps the planner from inlining the cast
     // into each use). Each [*] is jsonb_array_elements of the value before it when that is an
@@ -687,6 +737,7 @@ export const postgres: Dialect = {
     const at = `(${base} #> ?::text[])`;
     return [`EXISTS (SELECT 1 FROM ${from.join(', ')} WHERE ${cond(at)})`, [...bindings, ...(test === 'exists' ? [last] : [last, last]), ...(test === 'exists' ? [] : values)]];
   },
+  walkMs: Infinity,
   fieldsValue: (field, alias = 'o.') => `((${alias}fields)::jsonb ->> '${sqlLiteralText(field)}')`,
   async expressionStatistics(trx, name, expr) {
     await trx.raw(`CREATE STATISTICS IF NOT EXISTS ${name} ON (${expr}) FROM objects`);

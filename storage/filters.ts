@@ -46,10 +46,10 @@ export function whereMatches(qb: Knex.QueryBuilder, knex: Knex, dialect: Dialect
   }
   qb.where('o.grp', q.group).andWhere('o.resource', q.resource);
   if (q.withoutOwner) qb.whereNull('o.owner_uid');
-  // Keys hold no NUL and no lone surrogate (storage refuses them): such a value names nothing.
-  if (q.clusters) qb.whereIn('o.cluster', q.clusters.filter(isSqlSafe));
-  if (q.namespaces) qb.whereIn('o.namespace', q.namespaces.filter(isSqlSafe));
-  if (q.names) qb.whereIn('o.name', q.names.filter(isSqlSafe));
+  // Bound as given: a value SQL cannot bind is a 400 (storage/bound-values.ts).
+  if (q.clusters) qb.whereIn('o.cluster', q.clusters);
+  if (q.namespaces) qb.whereIn('o.namespace', q.namespaces);
+  if (q.names) qb.whereIn('o.name', q.names);
   if (q.ownerUIDs) qb.whereIn('o.owner_uid', q.ownerUIDs.map(sqlText));
   whereNameContains(qb, dialect, q);
   whereCreated(qb, dialect, q);
@@ -58,6 +58,7 @@ export function whereMatches(qb: Knex.QueryBuilder, knex: Knex, dialect: Dialect
   for (const f of q.fieldSelector ?? []) {
     if (f.field === 'metadata.name' || f.field === 'metadata.namespace') {
       const column = f.field === 'metadata.name' ? 'o.name' : 'o.namespace';
+      // kube's field selector compares any value: one no key can hold (NUL, a lone surrogate) equals no name, and is never bound.
       if (isSqlSafe(f.value)) qb.where(column, f.operator === '=' ? '=' : '<>', f.value);
       else if (f.operator === '=') qb.whereRaw('1 = 0');
     } else {

@@ -1,13 +1,16 @@
 // Hostile member data on both backends (hack/hostile/objects.ts): values Kubernetes does not
 // bound (300- and 10,000-character owner uids), NUL and lone surrogates in annotations,
 // fields and labels, astral characters, label keys and values at kube's limits and beyond
-// (a non-validating aggregated API server), objects of 1 MiB and near etcd's 1.5 MiB, and
-// nesting to kube's own limit. Each is stored byte for byte, listed, selected and
-// aggregated, and both backends answer the same.
+// (a non-validating aggregated API server), objects of 1 MiB and near etcd's 1.5 MiB, an
+// array of 45,000 elements, and nesting to kube's own limit. Each is stored byte for byte,
+// listed, selected and aggregated, and both backends answer the same. And hostile requests
+// over them: forged continue tokens, names with NUL, huge term lists.
 import t from 'tap';
 import { memberContent, servedContent } from '../hack/hostile/compare.ts';
-import { blobResource, hostileBlobs, hostileConfigMaps, kubeLimits, labelsAtLimits, ownerReference } from '../hack/hostile/objects.ts';
+import { blobResource, hostileBlobs, hostileConfigMaps, hugeArrayEntries, kubeLimits, labelsAtLimits, ownerReference } from '../hack/hostile/objects.ts';
 import { parseLabelSelector } from '../kube/labels.ts';
+import { encodeContinue, type ContinueToken } from './continue.ts';
+import { objectMatches } from './filters.ts';
 import { backends, openTestStore, podEvent, stopTestPostgres } from './testing.ts';
 import type { KubeObject, ListQuery, UpstreamEvent } from './types.ts';
 
@@ -93,7 +96,52 @@ for (const backend of backends) {
       t.same(await sel('spec.nodeName', 'node-1', '!='), ['p-lone', 'p-nul']);
       t.same(await sel('metadata.name', 'p\u0000nul'), [], 'a name with NUL names nothing');
       t.same(await sel('metadata.name', 'p\u0000nul', '!='), ['p-lone', 'p-nul', 'p-plain']);
-      t.same(await names(q({ names: ['p-plain', 'p\u0000'] }, pods)), ['p-plain'], 'names= with a NUL among them');
+      await t.rejects(store.list(q({ names: ['p-plain', 'p\u0000'] }, pods)), { code: 400, reason: 'BadRequest' }, 'names= with a NUL among them: a 400, as every value SQL cannot bind');
+    });
+
+    t.test(`a [*] over an array of ${hugeArrayEntries.toLocaleString('en')} elements walks it once, in SQL and in memory alike`, async (t) => {
+      const env = (values: string[]): ListQuery => q({ jsonFields: [{ path: ['spec', 'containers', null, 'env', null, 'name'], operator: 'in', values }] }, blobResource);
+      const last = `E${hugeArrayEntries - 1}`;
+      t.same(await names(env([last])), ['huge-array'], 'its last element');
+      t.same(await names(env(['nope'])), [], 'no element');
+      const huge = blobs.find((e) => e.object.metadata!.name === 'huge-array')!;
+      const key = { cluster: 'east', ...blobResource, namespace: ns, name: 'huge-array' };
+      t.ok(objectMatches(env([last]), key, huge.object) && !objectMatches(env(['nope']), key, huge.object), 'objectMatches (watches, rebuilt rows) agrees');
+    });
+
+    t.test('request values with NUL or a lone surrogate are a 400 before the engine sees them: forged continue tokens, names, the rv translation, key lists', async (t) => {
+      // UnboundValueError: refused by storage/bound-values.ts before the driver, never the engine's own error.
+      const refused = async (what: string, run: () => Promise<unknown>, message = /a value of this request holds (a NUL character|an unpaired UTF-16 surrogate)/, name = 'UnboundValueError') => {
+        await t.rejects(run(), { name, code: 400, reason: 'BadRequest', message }, what);
+      };
+      const key = (name: string) => ({ cluster: 'east', ...configMaps, namespace: ns, name });
+      await refused('a get by a name with NUL', () => store.get(key('astral\u0000')));
+      await refused('a get by a name with a lone surrogate', () => store.get(key('astral\ud800')));
+      await refused('a get in a namespace with NUL', () => store.get({ ...key('astral'), namespace: 'h\u0000' }));
+      await refused('the rv translation of a proxied write (Store.memberRvAt)', () => store.memberRvAt(key('astral\u0000'), 2));
+      await refused('names= with NUL', () => store.list(q({ names: ['astral', 'a\u0000'] })));
+      await refused('namespaces= with NUL', () => store.list(q({ namespaces: ['h\u0000'] })));
+      await refused('an owner chain by a name with NUL', () => store.list(q({ owners: { names: ['d\u0000'], group: 'apps', resource: 'deployments', seniority: 1 } })));
+      // Tokens as this server writes them, forged: every string of one is bound into SQL.
+      const token = (t: Partial<ContinueToken>) => encodeContinue({ rv: 2, namespace: ns, name: 'astral', cluster: 'east', served: 1, ...t });
+      const forged = /continue key is not valid: not a token issued by this server/;
+      const bad = async (what: string, t: Partial<ContinueToken>, extra: Partial<ListQuery> = {}) => refused(what, () => store.list(q({ limit: 1, ...extra, continue: token(t) })), forged, 'StatusError');
+      await bad('a continue token whose key holds NUL', { name: 'a\u0000' });
+      await bad('a continue token whose cluster holds a lone surrogate', { cluster: 'e\udc00' });
+      await bad('a continue token whose orderBy value holds NUL', { order: '[["name",null,false]]', sortValues: ['a\u0000'] }, { orderBy: [{ key: 'name', desc: false }] });
+      await bad('a continue token whose creation range holds NUL', { created: ['2020\u0000', null] }, { createdSince: '2020-01-01T00:00:00Z' });
+      await bad('a collection token whose kind holds NUL', { group: '', resource: 'config\u0000maps' }, { kinds: [configMaps] });
+      t.ok(await store.get(key('astral')), 'the store serves on');
+    });
+
+    t.test('huge term lists: a 400 that names the budget, or served within one statement’s', async (t) => {
+      await t.rejects(store.list(q({ nameContains: Array.from({ length: 500 }, () => 'ast') })), { code: 400, message: /^too many search terms: this request has 501 \(fuzzyName 500, namespaces 1\)/ });
+      const many = (n: number, last: string) => [...Array.from({ length: n - 1 }, (_, i) => `x-${i}`), last];
+      const namespaces = many(32, ns);
+      t.same(await names(q({ namespaces, names: many(1000, 'astral'), ownerUIDs: many(1000, ownerReference(300).uid), limit: 500 })), [], '32 namespaces, 1,000 names, 1,000 ownerUIDs: served');
+      t.same(await names(q({ namespaces, names: many(1000, 'owner-uid-300'), ownerUIDs: many(1000, ownerReference(300).uid), limit: 500 })), ['owner-uid-300']);
+      const kinds = Array.from({ length: 32 }, (_, i) => ({ group: 'example.com', resource: `kind-${i}` }));
+      await t.rejects(store.list(q({ kinds, names: many(1000, 'astral'), limit: 500 })), { code: 400, message: /^too many search values: this request would bind .* for each of its 32 kinds/ });
     });
 
     t.test('an identity storage cannot hold exactly is refused alike on both backends, naming the field and not the value', async (t) => {

@@ -31,7 +31,7 @@ import type { Dialect } from './dialect.ts';
 import { whereMatches } from './filters.ts';
 import { kindQuery, kindsOf } from './collection.ts';
 import { compareKinds, compareText, objectColumns } from './rows.ts';
-import { isSqlSafe } from './sql-values.ts';
+import { scanRoom } from './term-budget.ts';
 import type { CollectionKind, ListQuery } from './types.ts';
 
 /** The last key a page served; a collection's also names the kind (storage/collection.ts). */
@@ -43,10 +43,10 @@ export const maxScans = 32;
 /** What one scan holds to a single value. */
 type Fixed = { namespace?: string; cluster?: string };
 
-/** The distinct values of a multi-value filter that SQL can hold (others name nothing), or undefined when it has fewer than two. */
+/** The distinct values of a multi-value filter, or undefined when it has fewer than two. */
 function several(values: string[] | undefined): string[] | undefined {
   if (!values) return undefined;
-  const distinct = [...new Set(values.filter(isSqlSafe))];
+  const distinct = [...new Set(values)];
   return distinct.length > 1 ? distinct : undefined;
 }
 
@@ -112,8 +112,9 @@ function narrow(qb: Knex.QueryBuilder, fixed: Fixed, kind: CollectionKind, after
 export function pageQuery(knex: Knex, dialect: Dialect, q: ListQuery, opts: { after?: Key; limit?: number; atRv?: number }): Knex.QueryBuilder | undefined {
   const scans: Knex.QueryBuilder[] = [];
   const kinds = kindsOf(q);
-  // A collection: the scans of every kind, within one budget.
-  const fixedScans = scansOf(q, Math.max(1, Math.floor(maxScans / kinds.length)));
+  // A collection: the scans of every kind, within one budget, and within the values a
+  // statement may bind (each scan binds its kind's values again: storage/term-budget.ts).
+  const fixedScans = scansOf(q, Math.max(1, Math.min(Math.floor(maxScans / kinds.length), scanRoom(q))));
   for (const kind of kinds) {
     for (const fixed of fixedScans) {
       const rest: ListQuery = kindQuery(q, kind);

@@ -13,8 +13,9 @@ import { budgetTimeout, enforceBudget } from './json-fields.ts';
 import { readMeta } from './meta.ts';
 import { resolveOwners } from './owners.ts';
 import { pageQuery, type Key } from './list-scan.ts';
-import { checkSortBudget, comparePositions, orderedPageQuery, orderSignature, sortValues, type SortPosition } from './order-by.ts';
+import { checkSortBudget, comparePositions, maxSortedObjects, orderedPageQuery, orderSignature, sortValues, type SortPosition } from './order-by.ts';
 import { compareKeys, toStored, type ChangeRow, type ObjectRow } from './rows.ts';
+import { checkTermBudget } from './term-budget.ts';
 import { planTerms } from './term-plan.ts';
 import { upstreamRvAnnotation } from './write.ts';
 import type { KubeObject, ListQuery, ListResult, StoredObject } from './types.ts';
@@ -99,6 +100,7 @@ function continuedQuery(q: ListQuery, token: ContinueToken): ListQuery {
 type Placed = SortPosition & { item: StoredObject; group?: string; resource?: string };
 
 export async function list(knex: Knex, dialect: Dialect, query: ListQuery): Promise<ListResult> {
+  checkTermBudget(query);
   if (query.kinds && query.orderBy?.length) throw badRequest('orderBy cannot be combined with a collection: its kinds are merged in list order (namespace, name, cluster, then kind)');
   const token = query.continue !== undefined && query.continue !== '' ? decodeContinue(query.continue) : undefined;
   let q = token ? continuedQuery(query, token) : query;
@@ -128,13 +130,13 @@ export async function list(knex: Knex, dialect: Dialect, query: ListQuery): Prom
       if (historic) qb.andWhere('o.rv', '<=', rv);
       return qb;
     };
-    await enforceBudget(trx, dialect, q, (rest) => whereMatches(trx('objects as o'), trx, dialect, rest));
+    await enforceBudget(trx, dialect, q, (rest) => whereMatches(trx('objects as o'), trx, dialect, rest), maxSortedObjects);
     const pageOpts = { limit: limit ? limit + 1 : undefined, atRv: historic ? rv : undefined };
     if (order) await checkSortBudget(trx, dialect, q, pageOpts.atRv);
     const position = token && order ? { ...token, values: token.sortValues ?? [] } : undefined;
     if (position && position.values.length !== order!.length) throw invalidToken('not a token issued by this server');
     const page = order ? orderedPageQuery(trx, dialect, q, { ...pageOpts, after: position }) : pageQuery(trx, dialect, q, { ...pageOpts, after });
-    const rows = page ? ((await page.catch((err: unknown) => Promise.reject(budgetTimeout(err, q)))) as Array<ObjectRow & Record<string, unknown>>) : [];
+    const rows = page ? ((await page) as Array<ObjectRow & Record<string, unknown>>) : [];
     let placed: Placed[] = rows.map((r) => {
       const item = toStored(r);
       return { item, namespace: item.namespace, name: item.name, cluster: item.cluster, ...(q.kinds ? { group: item.group, resource: item.resource } : {}), values: order ? order.map((_, i) => String(r[`sk${i}`])) : [] };
@@ -170,6 +172,8 @@ export async function list(knex: Knex, dialect: Dialect, query: ListQuery): Prom
       if (total !== undefined) result.remainingItemCount = Math.max(0, total - served);
     }
     return result;
+  } catch (err) {
+    throw budgetTimeout(err, q, dialect);
   } finally {
     await trx.commit();
   }

@@ -102,7 +102,8 @@ for (const backend of backends) {
     t.test('by owner uid with seniority', async (t) => {
       t.equal((await names(store, pods({ uids: ['dep-web-uid'], seniority: 1 }))).length, 10);
       t.same(await names(store, pods({ uids: ['cron-web-uid'], seniority: 1 }, { clusters: ['west'], namespaces: ['shop'] })), ['west/shop/job-a', 'west/shop/job-b']);
-      t.same(await names(store, pods({ uids: ['nope', 'bad\u0000'], seniority: 1 })), []);
+      t.same(await names(store, pods({ uids: ['nope'], seniority: 1 })), []);
+      await t.rejects(store.list(pods({ uids: ['nope', 'bad\u0000'], seniority: 1 })), { code: 400, message: /holds a NUL character/ }, 'a uid SQL cannot bind is a 400 (storage/bound-values.ts)');
     });
 
     t.test('paging under churn: one rv, no duplicates, no losses', async (t) => {

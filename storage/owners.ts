@@ -14,7 +14,7 @@
 // rebuilt rows are tested against the same owners, read once in that snapshot).
 import type { Knex } from 'knex';
 import { ownerUid, rowsOf } from './rows.ts';
-import { isSqlSafe, sqlText } from './sql-values.ts';
+import { sqlText } from './sql-values.ts';
 import type { KubeObject, ObjectKey, OwnerQuery } from './types.ts';
 
 /** Levels of owners a chain walks at most (Deployment → ReplicaSet → Pod is 2; CronJob → Job → Pod too). */
@@ -30,14 +30,12 @@ function chainCte(o: OwnerQuery, clusters: string[] | undefined): { sql: string;
   const where: string[] = [];
   const bindings: Knex.RawBinding[] = [];
   const list = (column: string, values: string[]) => {
-    // Values SQL cannot hold name nothing (storage refuses such keys).
-    const safe = values.filter(isSqlSafe);
-    if (safe.length === 0) {
+    if (values.length === 0) {
       where.push('1 = 0');
       return;
     }
-    where.push(`${column} IN (${safe.map(() => '?').join(', ')})`);
-    bindings.push(...safe);
+    where.push(`${column} IN (${values.map(() => '?').join(', ')})`);
+    bindings.push(...values);
   };
   if (o.group !== undefined && o.resource !== undefined) {
     where.push('p.grp = ?', 'p.resource = ?');

@@ -282,6 +282,16 @@ const migrations: Migration[] = [
       }
     },
   },
+  {
+    // Owner chains from owners named by uid (ownerUID with ownerSeniority, storage/owners.ts)
+    // start at the objects with those uids: without an index of objects.uid that start read
+    // every object (2.2 s a page at 500,000 objects, against 0.15 s through the owner index).
+    // A hash index on PostgreSQL, as objects_by_owner: a member's uid is unbounded text.
+    version: 14,
+    async up(trx, d) {
+      await d.equalityIndex(trx, 'objects', 'uid', 'objects_by_uid');
+    },
+  },
 ];
 
 /** Sets json_doc (and maps the selectable fields) of rows stored before version 8 whose text SQL cannot read as it is. */

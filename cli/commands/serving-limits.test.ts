@@ -4,7 +4,7 @@ import { UsageError } from '../command.ts';
 import { servingLimits } from './apiserver.ts';
 
 t.test('defaults', async (t) => {
-  t.same(servingLimits({}), { maxLimit: 10_000, requestTimeoutMs: 60_000, proxyWriteWaitMs: 5000, queryBudget: { rows: 20_000, ms: 2000 } });
+  t.same(servingLimits({}), { maxLimit: 10_000, requestTimeoutMs: 60_000, proxyWriteWaitMs: 5000, queryBudget: { rows: 20_000, bytes: 16 * 1024 * 1024, ms: 2000 } });
 });
 
 t.test('--proxy-write-wait takes a duration, 0s included', async (t) => {
@@ -16,6 +16,6 @@ t.test('--proxy-write-wait takes a duration, 0s included', async (t) => {
 });
 
 t.test('the others as before', async (t) => {
-  t.same(servingLimits({ 'max-limit': '500', 'request-timeout': '30s' }), { maxLimit: 500, requestTimeoutMs: 30_000, proxyWriteWaitMs: 5000, queryBudget: { rows: 20_000, ms: 2000 } });
+  t.same(servingLimits({ 'max-limit': '500', 'request-timeout': '30s' }), { maxLimit: 500, requestTimeoutMs: 30_000, proxyWriteWaitMs: 5000, queryBudget: { rows: 20_000, bytes: 16 * 1024 * 1024, ms: 2000 } });
   t.throws(() => servingLimits({ 'max-limit': '0' }), /--max-limit must be at least 1/);
 });

@@ -58,7 +58,7 @@ function owners(ci: number): UpstreamEvent[] {
 /** The baseline of an ancestor query: each level's owner uids read from the documents, one list per level. */
 async function ancestorsOverJson(store: Store, clusters: string[] | undefined, limit: number): Promise<number> {
   const ownerUid = (values: string[]): JsonFieldRequirement => ({ path: ['metadata', 'ownerReferences', null, 'uid'], operator: 'in', values });
-  const unbounded = { rows: Infinity, ms: 600_000 };
+  const unbounded = { rows: Infinity, bytes: Infinity, ms: 600_000 };
   const base = { clusters, budget: unbounded };
   const deps = await store.list({ ...base, group: 'apps', resource: 'deployments', jsonFields: [{ path: ['metadata', 'name'], operator: 'in', values: ['app-7'] }] });
   const rss = await store.list({ ...base, group: 'apps', resource: 'replicasets', jsonFields: [ownerUid(deps.items.map((d) => d.uid))] });
@@ -103,7 +103,7 @@ export async function benchSearchOwners(backend: string, store: Store, base: str
   for (const [phase, share] of [['Pending', '2%'], ['Running', '98%']] as const) {
     const indexed = await http(`&fieldSelector=${encodeURIComponent(`.status.phase=${phase}`)}`);
     line(`any field, indexed path: .status.phase=${phase} (${share} of pods)`, indexed, within(indexed, 30));
-    const q: ListQuery = { group: '', resource: 'pods', limit: 501, jsonFields: [{ path: ['status', 'phase'], operator: 'in', values: [phase], unindexed: true }], budget: { rows: Infinity, ms: 600_000 } };
+    const q: ListQuery = { group: '', resource: 'pods', limit: 501, jsonFields: [{ path: ['status', 'phase'], operator: 'in', values: [phase], unindexed: true }], budget: { rows: Infinity, bytes: Infinity, ms: 600_000 } };
     const baseline = await direct(() => store.list(q));
     line(`baseline, plain unindexed SQL over JSON: .status.phase=${phase}`, baseline, `; Panoptes ${(p50(baseline) / p50(indexed)).toFixed(1)}x faster`);
   }

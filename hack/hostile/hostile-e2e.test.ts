@@ -1,8 +1,9 @@
 // The hostile-data suite, on SQLite and PostgreSQL: a simulated member holds every hostile
 // object of hack/hostile/objects.ts (NUL, lone surrogates and astral characters, 300- and
 // 10,000-character owner uids, labels at kube's limits and beyond them, 1 MiB and 1.5 MiB
-// objects, nesting to kube's 10,000 levels) plus two that storage refuses; the real synchro
-// syncs it over HTTP and the real apiserver serves it over HTTP. Every request answers 2xx
+// objects, an array of 45,000 elements, nesting to kube's 10,000 levels) plus two that
+// storage refuses; the real synchro syncs it over HTTP and the real apiserver serves it over
+// HTTP, with hostile requests (hack/hostile/requests.ts) besides. Every request answers 2xx
 // or 4xx, never 5xx; every wait is bounded; storage equals the member byte for byte but for
 // the refused objects, which are quarantined (named in the cluster's status, counted) while
 // everything else of their round and of the other cluster commits; a relist does not bring
@@ -22,7 +23,7 @@ import { startSimClusters } from '../sim/cluster.ts';
 import { http, httpRawPath, openWatch } from '../sim/testutil.ts';
 import type { KObject } from '../sim/types.ts';
 import { memberContent, servedContent } from './compare.ts';
-import { blobResource, labelsAtLimits } from './objects.ts';
+import { blobResource, hugeArrayEntries, labelsAtLimits } from './objects.ts';
 import { pathCases, requestCases, writeCases } from './requests.ts';
 import { loadHostile } from './sim.ts';
 
@@ -174,6 +175,9 @@ for (const backend of backends) {
       t.same(await names(`${cms}?labelSelector=${encodeURIComponent(`${key}=${value}`)}`), ['labels-at-limits'], 'a label key and value at their limits');
       t.same(await names(`${cms}?labelSelector=${encodeURIComponent('replicas>41')}`), ['labels-at-limits'], 'a>N');
       t.same(await names(`${R}/apis/${blobResource.group}/${blobResource.version}/namespaces/${ns}/${blobResource.resource}?labelSelector=nul-value`), ['labels-beyond-kube'], 'a key whose value no selector can name');
+      const env = (name: string) => `${R}/apis/${blobResource.group}/${blobResource.version}/namespaces/${ns}/${blobResource.resource}?fieldSelector=${encodeURIComponent(`.spec.containers[*].env[*].name=${name}`)}`;
+      t.same(await names(env(`E${hugeArrayEntries - 1}`)), ['huge-array'], `a [*] over ${hugeArrayEntries} elements finds the last`);
+      t.same(await names(env('nope')), []);
       t.same(await names(`${R}/api/v1/namespaces/${ns}/pods?fieldSelector=${encodeURIComponent('spec.nodeName=node\u0000x')}`), ['p-nul'], 'a field value with NUL');
       t.same(await names(`${R}/api/v1/namespaces/${ns}/pods?fieldSelector=${encodeURIComponent('spec.nodeName!=node\u0000x')}`), ['p-plain']);
     });

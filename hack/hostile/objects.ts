@@ -149,9 +149,14 @@ export function blob(m: Meta, spec: Record<string, unknown>, status: Record<stri
   return { apiVersion: `${blobResource.group}/${blobResource.version}`, kind: blobResource.kind, metadata: metadata(m), spec, status };
 }
 
+/** Env entries of the huge-array blob: an array as long as etcd's request limit lets a pod's container have (1.3 MiB). */
+export const hugeArrayEntries = 45_000;
+
 /** Blobs at the limits of nesting and size, and with labels no validating server allows. */
 export function hostileBlobs(namespace: string): KubeObject[] {
   return [
+    // A JSON path term with [*] over it walks every element (once: storage/dialect.ts jsonAnyAt).
+    blob({ namespace, name: 'huge-array' }, { containers: [{ name: 'c', env: Array.from({ length: hugeArrayEntries }, (_, i) => ({ name: `E${i}`, value: 'v' })) }] }, { ready: 1 }),
     blob({ namespace, name: 'nested-1500' }, { tree: nested(1500) }, { ready: 1 }),
     blob({ namespace, name: 'nested-max', annotations: { 'example.com/depth': String(kubeLimits.jsonDepth) } }, { tree: nested(kubeLimits.jsonDepth - 3) }, { ready: 1 }),
     // Near etcd's request limit: 1.5 MiB less room for the envelope.

@@ -1,5 +1,6 @@
 // Hostile requests: what a client may send the apiserver. Each answer must be 2xx or 4xx
-// (never 5xx) and the server must stay up. The hostile-data suite (hostile-e2e.test.ts) sends
+// (never 5xx) and the server must stay up: values SQL cannot bind (forged continue tokens,
+// names with NUL), terms past one request's budget and terms just within it. The hostile-data suite (hostile-e2e.test.ts) sends
 // every case after the members' hostile objects are synced: reads with hostile parameters,
 // then the write API's bombs (hack/testing/patch-bombs.ts: JSON patch amplification, bodies
 // oversized, deeply nested or expanding) against a Cluster object, each with the answer it must
@@ -38,18 +39,34 @@ export function writeCases(): RequestCase[] {
   ];
 }
 
-export function requestCases(namespace: string): RequestCase[] {
+/** A continue token as the apiserver writes one (storage/continue.ts), with `body` forged into it. */
+const forgedToken = (body: Record<string, unknown>) => Buffer.from(JSON.stringify({ v: 1, rv: 2, k: ['ns', 'a', 'east'], s: 1, ...body })).toString('base64url');
+
+const many = (n: number, f: (i: number) => string) => Array.from({ length: n }, (_, i) => f(i)).join(',');
+
+export function requestCases(namespace: string, cluster = 'east'): RequestCase[] {
   const cms = `${R}/api/v1/namespaces/${namespace}/configmaps`;
+  const fuzzy = Array.from({ length: 500 }, () => 'fuzzyName=abc').join('&');
   return [
+    // Every string of a continue token is bound into SQL (storage/bound-values.ts): PostgreSQL answered these 500.
+    { name: 'a forged continue token whose key holds NUL', method: 'GET', path: `${cms}?limit=1&continue=${forgedToken({ k: [namespace, 'a\u0000', cluster] })}`, expect: [400] },
+    { name: 'a forged continue token whose orderBy value holds NUL', method: 'GET', path: `${cms}?limit=1&orderBy=name&continue=${forgedToken({ o: '[["name",null,false]]', sk: ['a\u0000'] })}`, expect: [400] },
+    { name: 'a forged continue token whose creation range holds NUL', method: 'GET', path: `${cms}?limit=1&createdSince=2020-01-01T00:00:00Z&continue=${forgedToken({ c: ['2020\u0000', null] })}`, expect: [400] },
+    { name: 'a one-cluster get of a name with NUL', method: 'GET', path: `${R}/clusters/${cluster}/api/v1/namespaces/${namespace}/configmaps/a%00b`, expect: [400] },
+    // Past the budget of one request's terms (storage/term-budget.ts): SQLite's expression depth before.
+    { name: '500 fuzzyName terms', method: 'GET', path: `${cms}?${fuzzy}`, expect: [400] },
+    { name: 'a watch with 500 fuzzyName terms, refused before its 200', method: 'GET', path: `${cms}?watch=1&timeoutSeconds=1&${fuzzy}`, expect: [400] },
+    // Within it: SQLite's "too many SQL variables" before (one scan per namespace, each binding every value).
+    { name: '32 namespaces, 1,000 names and 1,000 ownerUIDs', method: 'GET', path: `${R}/api/v1/configmaps?namespaces=${many(31, (i) => `n${i}`)},${namespace}&names=${many(1000, (i) => `m${i}`)}&ownerUID=${many(1000, (i) => `u${i}`)}&limit=500`, expect: [200] },
     { name: 'a field selector value with NUL', method: 'GET', path: `${cms}?fieldSelector=${encodeURIComponent('metadata.name=a\u0000b')}`, expect: [200] },
     { name: 'a field selector value with a lone surrogate (as UTF-8 cannot carry it: U+FFFD)', method: 'GET', path: `${cms}?fieldSelector=metadata.name%3Da%ED%A0%80b`, expect: [200] },
-    { name: 'names= with NUL', method: 'GET', path: `${cms}?names=${encodeURIComponent('a\u0000')}` },
+    { name: 'names= with NUL', method: 'GET', path: `${cms}?names=${encodeURIComponent('a\u0000')}`, expect: [400] },
     { name: 'a label selector value with NUL', method: 'GET', path: `${cms}?labelSelector=${encodeURIComponent('a=b\u0000')}`, expect: [400] },
     { name: 'a label selector of 100,000 characters', method: 'GET', path: `${cms}?labelSelector=${'a'.repeat(100_000)}` },
     { name: 'a continue token that is not one', method: 'GET', path: `${cms}?limit=1&continue=${encodeURIComponent('\u0000'.repeat(10))}`, expect: [400] },
     { name: 'a resourceVersion past 2^64', method: 'GET', path: `${cms}?resourceVersion=99999999999999999999999&resourceVersionMatch=Exact` },
     { name: 'an object name of 10,000 characters', method: 'GET', path: `${cms}/${'n'.repeat(10_000)}`, expect: [404, 400, 414] },
-    { name: 'an object name with NUL', method: 'GET', path: `${cms}/a%00b`, expect: [404, 400] },
+    { name: 'an object name with NUL', method: 'GET', path: `${cms}/a%00b`, expect: [400] },
     { name: 'an external metric over a namespace with NUL', method: 'GET', path: `/apis/external.metrics.k8s.io/v1beta1/namespaces/a%00b/configmaps` },
   ];
 }
