@@ -153,8 +153,11 @@ export class Store {
     return changesOfResources(this.conn.knex, rv, upTo, resources, limit);
   }
 
-  async watermark(): Promise<number> {
-    return (await readMeta(this.conn.knex)).rv;
+  /** The newest rv; with `minRv`, RvTooLargeError below it (a standby behind: storage/read-pool.ts). */
+  async watermark(minRv?: number): Promise<number> {
+    const { rv } = await readMeta(this.conn.knex);
+    if (minRv !== undefined && rv < minRv) throw new RvTooLargeError(minRv, rv);
+    return rv;
   }
 
   meta(): Promise<Meta> {
