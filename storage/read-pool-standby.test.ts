@@ -4,15 +4,18 @@
 // time since the primary first had an rv the standby lacks, on a monotonic clock, never less;
 // past --storage-read-max-lag the standby is not read. Replay resumed: 0 behind, and still 0
 // on an idle primary (no commits: the standby is not behind, however old its last replay).
-import t from 'tap';
+// Promoted between two checks and written to at once (another timeline): what it answers, a
+// change-log poll or a list, is dropped and read on the primary.
+import t, { type Test } from 'tap';
 import { startStandbyPair } from '../hack/postgres-standby.ts';
-import { ReadPool } from './read-pool.ts';
+import { ReadPool, type Freshness } from './read-pool.ts';
 import { Store } from './store.ts';
 import { podEvent } from './testing.ts';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-t.test('lag of a paused standby, over many commits and a wall-clock step', async (t) => {
+/** A primary (one pod) and a caught-up standby, and a pool over them that checks only when told (refresh): every observation is the test's. */
+async function poolOnPair(t: Test, maxLagMs: number) {
   const pair = await startStandbyPair();
   t.teardown(() => pair.close());
   const db = await pair.createDatabase('panoptes');
@@ -20,10 +23,14 @@ t.test('lag of a paused standby, over many commits and a wall-clock step', async
   t.teardown(() => primary.close());
   await primary.applyBatch('a', [podEvent('ADDED', 'ns', 'seed', '1')]);
   await pair.caughtUp();
-  const maxLagMs = 2000;
-  // Checked by hand (refresh) only: every observation below is the test's.
   const pool = await ReadPool.open(primary, [db.standby], { maxLagMs, refreshMs: 3_600_000 });
   t.teardown(() => pool.close());
+  return { pair, db, primary, pool };
+}
+
+t.test('lag of a paused standby, over many commits and a wall-clock step', async (t) => {
+  const maxLagMs = 2000;
+  const { pair, db, primary, pool } = await poolOnPair(t, maxLagMs);
   const standby = () => pool.status().find((s) => s.index === 1)!;
   t.equal(pool.pick().store === primary, false, 'caught up: the standby is read');
   t.equal(standby().lagSeconds, 0);
@@ -79,4 +86,31 @@ t.test('lag of a paused standby, over many commits and a wall-clock step', async
   await pool.primaryWatermark();
   t.equal(standby().lagSeconds, 0, 'an idle primary: 0 s behind');
   t.not(pool.pick().store, primary, 'and read');
+
+  // Promoted between two checks (none runs here): another timeline, written to at once.
+  const from = await primary.watermark();
+  await pair.promote();
+  const promoted = await Store.open(db.standby);
+  t.teardown(() => promoted.close());
+  await promoted.applyBatch('a', [podEvent('ADDED', 'ns', 'other-timeline', '90000')]);
+  await primary.applyBatch('a', [podEvent('ADDED', 'ns', 'on-the-primary', '90001')]);
+  t.equal(pool.status().find((s) => s.index === 1)?.role, 'standby', 'the pool has not seen the promotion yet');
+  const changes = await pool.changesAfter(from, 10);
+  t.same(changes.map((c) => c.name), ['on-the-primary'], 'the change log is read where the primary is: the promoted answer is dropped');
+  t.equal(pool.status().find((s) => s.index === 1)?.role, 'promoted', 'the poll itself told it');
+  t.equal(pool.pick().store, primary, 'it is not read while the primary answers');
+});
+
+t.test('a standby promoted between two checks: a list read there is not served', async (t) => {
+  const { pair, db, primary, pool } = await poolOnPair(t, 10_000);
+  await pair.promote();
+  const promoted = await Store.open(db.standby);
+  t.teardown(() => promoted.close());
+  await promoted.applyBatch('a', [podEvent('ADDED', 'ns', 'other-timeline', '2')]);
+  t.not(pool.pick().store, primary, 'the pool still takes it for a standby');
+  const names = async (want: Freshness) =>
+    (await pool.read(want, (store, minRv) => store.list({ group: '', resource: 'pods', ...(minRv === undefined ? {} : { minRv }) }))).value.items.map((i) => i.name);
+  t.same(await names({ kind: 'any' }), ['seed'], 'resourceVersion=0: what it answered is dropped (it left recovery), the primary answers');
+  t.equal(pool.pick().store, primary, 'and it is not read any more');
+  t.same(await names({ kind: 'most-recent', since: performance.now() }), ['seed'], 'most recent: the primary');
 });

@@ -90,6 +90,12 @@ export interface FreshRead<T> {
   primary: boolean;
 }
 
+/**
+ * What a standby's answer says of its recovery: nothing read from it (nothing to keep out),
+ * read while in recovery, read out of it (another timeline), or not known (ask it after).
+ */
+type Confirmation = 'nothing-read' | 'in-recovery' | 'out-of-recovery' | 'unknown';
+
 /** A database reads can go to. */
 export interface Reader {
   store: Store;
@@ -284,11 +290,11 @@ export class ReadPool {
   /**
    * Runs `read` on the picked database; when that database fails (not the request: a Status
    * error is the answer), marks it down and runs it on the next pick, each database once.
-   * What a standby answered counts only if it is still in recovery after it (`answered`: the
-   * value came from it): a standby promoted since its last check is another timeline, and the
-   * read runs again where the next pick says.
+   * What a standby answered counts only if it was still in recovery after it (`confirm`: what
+   * the value itself says, else a query after it): a standby promoted since its last check is
+   * another timeline, and the read runs again where the next pick says.
    */
-  private async withReader<T>(read: (r: Reader) => Promise<T>, answered: (value: T) => boolean = () => true): Promise<{ value: T; reader: Reader }> {
+  private async withReader<T>(read: (r: Reader) => Promise<T>, confirm: (value: T) => Confirmation = () => 'unknown'): Promise<{ value: T; reader: Reader }> {
     const tried = new Set<Store>();
     // Each database fails once at most, and each standby leaves recovery once at most.
     for (let attempt = 0; attempt <= 2 * this.dbs.length; attempt++) {
@@ -298,7 +304,11 @@ export class ReadPool {
       tried.add(r.store);
       try {
         const value = await read(r);
-        if (standby && answered(value) && !(await this.inRecoverySince(d, performance.now()))) continue;
+        if (standby) {
+          const said = confirm(value);
+          if (said === 'out-of-recovery') this.observe(d, { rv: d.rv, recovery: false });
+          if (said === 'out-of-recovery' || (said === 'unknown' && !(await this.inRecoverySince(d, performance.now())))) continue;
+        }
         return { value, reader: r };
       } catch (err) {
         if (!this.hasStandbys || !isDatabaseFailure(err)) throw err;
@@ -399,15 +409,19 @@ export class ReadPool {
         unconfirmed = true;
         return read(r.store, undefined);
       }
-    }, () => !primary);
+    }, () => (primary ? 'nothing-read' : 'unknown'));
     return { value, unconfirmed, primary: primary || reader.authoritative };
   }
 
   // --- the change log, for the watch engine (apiserver/watch/hub.ts), on the picked database
 
   changesAfter(rv: number, limit: number): Promise<Change[]> {
-    // Nothing read: nothing of another timeline to keep out.
-    return this.withReader((r) => r.store.changesAfter(rv, limit), (changes) => changes.length > 0).then((x) => x.value);
+    // On a standby, whether it is still in recovery comes with the rows, in the same statement:
+    // the poll costs no second query.
+    return this.withReader(
+      async (r) => (r.authoritative ? { changes: await r.store.changesAfter(rv, limit), recovery: undefined } : r.store.changesAfterInRecovery(rv, limit)),
+      (read) => (read.recovery === undefined ? 'nothing-read' : read.recovery ? 'in-recovery' : 'out-of-recovery'),
+    ).then((x) => x.value.changes);
   }
 
   meta(): Promise<Meta> {
