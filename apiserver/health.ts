@@ -2,7 +2,7 @@
 // lists `[+]name ok`; a failure is a 500 naming the failing check. /readyz fails while
 // storage does not answer; /livez and /healthz only say the process serves HTTP.
 import type { Context } from 'koa';
-import type { ReadPool } from '../storage/read-pool.ts';
+import type { ReadDatabaseStatus, ReadPool } from '../storage/read-pool.ts';
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
 
@@ -34,9 +34,10 @@ export function storageCheck(store: Store, timeoutMs = 3000): HealthCheck {
 
 /**
  * With standbys (--storage-read): ready while reads can be served, from a standby or the
- * primary (the primary down alone does not stop reads); `?verbose` says which database reads
- * use (by its place in --storage-read: /readyz is served without authentication) and how far
- * behind the primary it is.
+ * primary (the primary down alone does not stop reads). `?verbose` says which database reads
+ * use and how far behind the primary it is, and why any other is not read (down, too far
+ * behind, out of recovery), each by its place in --storage-read: /readyz is served without
+ * authentication, so never an address.
  */
 export function readStorageCheck(pool: ReadPool, timeoutMs = 3000): HealthCheck {
   return {
@@ -48,14 +49,27 @@ export function readStorageCheck(pool: ReadPool, timeoutMs = 3000): HealthCheck 
       if (!s?.up) return 'no database answers reads (neither the primary nor a standby)';
       return storageCheck(r.store, timeoutMs).check();
     },
-    detail() {
-      const s = pool.status().find((x) => x.selected);
-      if (!s) return '';
-      // /readyz needs no credentials: the database by its place in --storage-read, not its address.
-      const which = s.role === 'primary' ? 'the primary' : `${s.role} ${s.index} of ${pool.status().length - 1}`;
-      return `reads ${which}, ${s.lagRv} resource versions and ${s.lagSeconds.toFixed(1)} s behind the primary${pool.primaryUp ? '' : ' (the primary does not answer)'}`;
-    },
+    detail: () => readsDetail(pool.status(), pool.maxLagMs),
   };
+}
+
+const behind = (s: ReadDatabaseStatus) => `${s.lagRv} resource versions and ${s.lagSeconds.toFixed(1)} s behind the primary`;
+
+/** Which database reads use, and why the others are not read, by position (see readStorageCheck). */
+export function readsDetail(all: readonly ReadDatabaseStatus[], maxLagMs: number): string {
+  const s = all.find((x) => x.selected);
+  if (!s) return '';
+  const primary = all.find((x) => x.role === 'primary');
+  const where = (x: ReadDatabaseStatus) => `${x.role} ${x.index} of ${all.length - 1}`;
+  const parts = [s.role === 'primary' ? 'reads the primary' : `reads ${where(s)}, ${behind(s)}${primary?.up ? '' : ' (the primary does not answer)'}`];
+  for (const x of all) {
+    if (x.selected || x.role === 'primary') continue;
+    const which = `standby ${x.index} of ${all.length - 1}`;
+    if (!x.up) parts.push(`${which} does not answer`);
+    else if (x.role === 'promoted') parts.push(`${which} is out of recovery (promoted)${primary?.up ? ': not read while the primary answers' : ''}`);
+    else if (x.lagSeconds * 1000 > maxLagMs) parts.push(`${which} is ${behind(x)} (more than ${maxLagMs / 1000} s): not read`);
+  }
+  return parts.join('; ');
 }
 
 /** The discovery catalog was loaded from storage at least once. */

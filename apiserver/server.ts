@@ -127,7 +127,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     registry: metrics.registry,
     log: log.child({ part: 'watch' }),
     onDispatched: followClusters,
-    ...(reads.hasStandbys ? { reads } : {}),
+    reads,
     ...opts.watch,
   });
   try {

@@ -4,8 +4,11 @@
 // through the primary one; a most-recent list right after a commit has it; with replay paused
 // a most-recent list waits 3 s and is then served by the primary, resourceVersion=N (list,
 // get, watch) and a continue token of a newer first page answer kube's 504 after 3 s, and
-// resourceVersion=0 the standby's state at once; the standby stopped
-// and started; the primary down (a Warning), the standby promoted, and the replica follows it.
+// resourceVersion=0 the standby's state at once; with replay paused, a watch without
+// resourceVersion, a watch-list and a watch from now start from the primary's state as a
+// most-recent list does (rv=0 from the standby's); the standby stopped and started; the primary
+// down (a Warning); the standby promoted while the primary answers is not read, and /readyz
+// says so by its position; the primary down then, the promoted database is read, with a Warning.
 import t from 'tap';
 import { startApiserverProcess, until as waitUntil, type ApiserverProcess } from '../hack/testing/apiserver-process.ts';
 import { startStandbyPair } from '../hack/postgres-standby.ts';
@@ -163,6 +166,50 @@ t.test('an apiserver replica on a PostgreSQL standby', async (t) => {
     t.same(w.events.map((e) => e.object.metadata.name), [name]);
   });
 
+  await t.test('replay paused: every most-recent start has what the primary had, as a most-recent list does', async (t) => {
+    await pair.caughtUp();
+    await pair.pauseReplay();
+    const { name, rv } = await writePod();
+    const only = `fieldSelector=metadata.name%3D${name}`;
+    const list = await get(`${onStandby.base}${PODS}?${only}`);
+    t.same(names(list.json), [name], 'a most-recent list has it');
+    const open = async (q: string) => {
+      const w = await httpWatch(`${onStandby.base}${PODS}?watch=1&${q}`);
+      watches.push(w);
+      return w;
+    };
+    const watchList = `${only}&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan`;
+    const [plain, initial, fromNow, any] = await Promise.all([
+      open(only),
+      open(watchList),
+      open(`${only}&sendInitialEvents=false&resourceVersionMatch=NotOlderThan`),
+      open(`${watchList}&resourceVersion=0`),
+    ]);
+    const endOfInitial = (w: HttpWatch) => w.events.find((e) => e.type === 'BOOKMARK' && e.object.metadata.annotations?.['k8s.io/initial-events-end'] === 'true');
+    // Each wait is bounded and what arrived is then asserted: a start from the standby's past shows as a failed assertion.
+    const settle = (p: Promise<void>) => p.catch(() => undefined);
+    await settle(plain.until((x) => x.events.length > 0, 10_000));
+    t.same(plain.events.map(key), [`ADDED ${rv} ns/${name}`], 'a watch without resourceVersion starts from the most recent state');
+    await settle(initial.until((x) => x.events.some((e) => e.type === 'ADDED'), 10_000));
+    t.same(initial.events.filter((e) => e.type !== 'BOOKMARK').map(key), [`ADDED ${rv} ns/${name}`], 'a watch-list (sendInitialEvents=true) too');
+    t.ok(rvOf(endOfInitial(initial) ?? { type: 'BOOKMARK', object: {} }) >= rv, 'its initial-events-end bookmark is not older than the commit');
+    await any.until((x) => endOfInitial(x) !== undefined, 10_000, 'the rv=0 watch-list initial events');
+    t.same(any.events.filter((e) => e.type !== 'BOOKMARK'), [], 'resourceVersion=0 (any): the standby as it is');
+    t.ok(rvOf(endOfInitial(any)!) < rv, 'at its own rv');
+
+    await pair.resumeReplay();
+    const changed = await writer.applyBatch('a', [podEvent('MODIFIED', 'ns', name, '9999', { labels: { changed: 'yes' } })]);
+    const next = `MODIFIED ${changed.watermark} ns/${name}`;
+    for (const [w, what] of [[plain, 'plain'], [initial, 'watch-list'], [fromNow, 'sendInitialEvents=false'], [any, 'rv=0']] as const) {
+      await w.until((x) => x.events.some((e) => rvOf(e) === changed.watermark), 15_000, `${what}: the change after it`);
+    }
+    t.same(plain.events.map(key), [`ADDED ${rv} ns/${name}`, next], 'then the changes after it, once');
+    t.same(initial.events.filter((e) => e.type !== 'BOOKMARK').map(key), [`ADDED ${rv} ns/${name}`, next], 'the watch-list too');
+    t.same(fromNow.events.map(key), [next], 'a watch from now (sendInitialEvents=false) starts after the commit: nothing from before it');
+    t.same(any.events.filter((e) => e.type !== 'BOOKMARK').map(key), [`ADDED ${rv} ns/${name}`, next], 'rv=0 catches up from its own rv');
+    for (const w of [plain, initial, fromNow, any]) w.close();
+  });
+
   await t.test('the standby stopped and started', async (t) => {
     const w = await watch(onStandby.base, await writer.watermark());
     await pair.standby.stop();
@@ -182,25 +229,65 @@ t.test('an apiserver replica on a PostgreSQL standby', async (t) => {
     t.same(names(again.json), [name]);
   });
 
-  await t.test('the primary down: served from the standby with a Warning; promoted, the replica follows', async (t) => {
-    const from = await writer.watermark();
+  await t.test('the primary down: served from the standby with a Warning', async (t) => {
     await pair.caughtUp();
-    const w = await watch(onStandby.base, from);
     await pair.primary.stop();
     const r = await get(`${onStandby.base}${PODS}`);
     t.equal(r.status, 200, 'reads go on');
     t.match(String(r.headers.warning), /299 - "the primary database did not answer/, 'with a Warning');
     t.equal((await get(`${onStandby.base}/readyz`)).status, 200, 'still ready');
+    await pair.primary.start();
+    await pair.caughtUp();
+    await until('a most-recent list without a Warning again', async () => {
+      const again = await get(`${onStandby.base}${PODS}`);
+      return again.status === 200 && !again.headers.warning;
+    });
+  });
 
+  await t.test('a standby promoted while the primary answers is not read', async (t) => {
+    const from = await writer.watermark();
+    const w = await watch(onStandby.base, from);
     await pair.promote();
     promotedWriter = await Store.open(db.standby);
+    // Another timeline now: what is written there is not the primary's.
+    const other = await writePod(promotedWriter);
+    const { name, rv } = await writePod();
+    await until('the promotion is seen', async () => /promoted/.test((await get(`${onStandby.base}/readyz?verbose`)).text));
+
+    const r = await get(`${onStandby.base}${PODS}`);
+    t.equal(r.status, 200);
+    t.ok(names(r.json).includes(name), 'a most-recent list has the pod committed on the primary');
+    t.notOk(names(r.json).includes(other.name), 'and nothing of the promoted database');
+    t.ok(Number(r.json.metadata.resourceVersion) >= rv, 'at the primary\'s rv');
+    t.notOk(r.headers.warning, 'the primary answered: no Warning');
+    const any = await get(`${onStandby.base}${PODS}?resourceVersion=0`);
+    t.ok(names(any.json).includes(name) && !names(any.json).includes(other.name), 'resourceVersion=0 does not read it either');
+    await w.until((x) => x.events.some((e) => rvOf(e) === rv), 5000, 'the change committed on the primary');
+    t.same(w.events.map((e) => e.object.metadata.name), [name], 'watches follow the primary');
+
+    const ready = await get(`${onStandby.base}/readyz?verbose`);
+    t.equal(ready.status, 200, 'ready: the primary serves reads');
+    t.match(ready.text, /\[\+\]storage ok: reads the primary; standby 1 of 1 is out of recovery \(promoted\): not read while the primary answers/);
+    t.notMatch(ready.text, /127\.0\.0\.1|postgres:|:\d{4,5}\//, 'by its position, not its address');
+    const m = (await get(`${onStandby.base}/metrics`)).text;
+    t.equal(metric(m, 'panoptes_storage_read_selected', 'primary'), 1, 'metrics: the primary is read');
+    t.equal(metric(m, 'panoptes_storage_read_selected', 'promoted'), 0, 'not the promoted database');
+    w.close();
+  });
+
+  await t.test('the primary down: the promoted database is read, with a Warning', async (t) => {
+    const w = await watch(onStandby.base, await promotedWriter!.watermark());
+    await pair.primary.stop();
+    const r = await get(`${onStandby.base}${PODS}`);
+    t.equal(r.status, 200, 'reads go on');
+    t.match(String(r.headers.warning), /299 - "the primary database did not answer/, 'with a Warning');
+    const ready = await get(`${onStandby.base}/readyz?verbose`);
+    t.equal(ready.status, 200, 'still ready');
+    t.match(ready.text, /reads promoted 1 of 1, .* \(the primary does not answer\)/, '/readyz says which');
     const { name, rv } = await writePod(promotedWriter);
-    await w.until((x) => x.events.some((e) => rvOf(e) === rv), 5000, 'a change written on the promoted standby');
-    t.same(w.events.map((e) => e.object.metadata.name), [name], 'the watch follows the promoted standby');
-    await until('the standby is seen promoted', async () => metric((await get(`${onStandby.base}/metrics`)).text, 'panoptes_storage_read_selected', 'promoted') === 1);
+    await w.until((x) => x.events.some((e) => rvOf(e) === rv), 10_000, 'a change written on the promoted database');
+    t.same(w.events.map((e) => e.object.metadata.name), [name], 'the watch follows what is read');
     const after = await get(`${onStandby.base}${PODS}?fieldSelector=metadata.name%3D${name}`);
-    t.equal(after.status, 200);
-    t.same(names(after.json), [name], 'a most-recent list on the promoted standby');
-    t.notOk(after.headers.warning, 'without a Warning: it is a primary now');
+    t.same(names(after.json), [name], 'a most-recent list on the promoted database');
   });
 });

@@ -11,12 +11,28 @@ import type { Change } from './types.ts';
  * were compacted: 410 Expired, never a silent skip.
  */
 export async function changesAfter(knex: Knex, rv: number, limit: number): Promise<Change[]> {
-  const rows: ChangeRow[] = await knex('changes').where('rv', '>', rv).orderBy('rv').limit(limit).select('*');
+  return (await readChangesAfter(knex, rv, limit)).changes;
+}
+
+/**
+ * changesAfter as a hot standby answers it, with whether it was still in recovery when it read
+ * them (`inRecovery`: the dialect's expression, in the same statement, so after its snapshot was
+ * taken: true means the rows are the primary's timeline; undefined when it read none). A
+ * standby promoted since it was last checked answers false (storage/read-pool.ts).
+ */
+export function changesAfterInRecovery(knex: Knex, inRecovery: string, rv: number, limit: number): Promise<{ changes: Change[]; recovery: boolean | undefined }> {
+  return readChangesAfter(knex, rv, limit, inRecovery);
+}
+
+async function readChangesAfter(knex: Knex, rv: number, limit: number, inRecovery?: string): Promise<{ changes: Change[]; recovery: boolean | undefined }> {
+  const q = knex('changes').where('rv', '>', rv).orderBy('rv').limit(limit);
+  const rows: Array<ChangeRow & { in_recovery?: boolean | number }> = await (inRecovery === undefined ? q.select('*') : q.select('*', knex.raw(`${inRecovery} AS in_recovery`)));
   const changes = rows.map(toChange);
-  if (changes.length > 0 && changes[0].rv === rv + 1) return changes;
+  const recovery = inRecovery === undefined || rows.length === 0 ? undefined : rows.every((r) => r.in_recovery === true || r.in_recovery === 1);
+  if (changes.length > 0 && changes[0].rv === rv + 1) return { changes, recovery };
   const meta = await readMeta(knex);
   if (rv < meta.compactedRv) throw new CompactedError(rv, meta.compactedRv, 'watch');
-  return changes;
+  return { changes, recovery };
 }
 
 /**

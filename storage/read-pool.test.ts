@@ -1,9 +1,10 @@
 // Reads that must see an rv (a standby's snapshot is checked where it is read): list, get and
 // aggregate refuse a snapshot below minRv with RvTooLargeError, on both backends; the pool
-// over a primary alone reads it; untilFresh retries until the deadline, then gives up.
+// over a primary alone reads it; a read not older than N waits for N, then gives up.
 import t from 'tap';
 import { RvTooLargeError } from './errors.ts';
-import { ReadPool } from './read-pool.ts';
+import { ReadPool, type FreshReader } from './read-pool.ts';
+import type { ListResult } from './types.ts';
 import { backends, openTestStore, podEvent, stopTestPostgres } from './testing.ts';
 
 t.teardown(stopTestPostgres);
@@ -27,10 +28,13 @@ for (const backend of backends) {
     t.equal(pool.pick().store, store, 'a pool without standbys reads the primary');
     t.equal(pool.pick().authoritative, true);
 
-    const start = Date.now();
-    await t.rejects(ReadPool.untilFresh(() => store.list({ group: '', resource: 'pods', minRv: watermark + 1 }), Date.now() + 300), RvTooLargeError, 'untilFresh gives up at the deadline');
-    t.ok(Date.now() - start >= 290, 'after waiting');
-    const later = ReadPool.untilFresh(() => store.list({ group: '', resource: 'pods', minRv: watermark + 1 }), Date.now() + 5000);
+    const pods: FreshReader<ListResult> = (s, minRv) => s.list({ group: '', resource: 'pods', ...(minRv === undefined ? {} : { minRv }) });
+    const start = performance.now();
+    await t.rejects(pool.read({ kind: 'not-older-than', rv: watermark + 1 }, pods, 300), RvTooLargeError, 'a read not older than a future rv gives up at the end of the wait');
+    t.ok(performance.now() - start >= 290, 'after waiting');
+    t.equal((await pool.read({ kind: 'most-recent', since: performance.now() }, pods)).value.items.length, 1, 'most recent: the primary as it is');
+    t.equal((await pool.read({ kind: 'any' }, pods)).value.items.length, 1, 'any: too');
+    const later = pool.read({ kind: 'not-older-than', rv: watermark + 1 }, pods, 5000).then((r) => r.value);
     await new Promise((r) => setTimeout(r, 100));
     await store.applyBatch('a', [podEvent('ADDED', 'ns', 'q', '2')]);
     t.equal((await later).items.length, 2, 'and reads once the rv is there');

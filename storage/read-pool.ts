@@ -3,6 +3,11 @@
 // reads from its watch cache (KEP-2340): ask the source of truth for its current revision,
 // wait until the copy has it, then read the copy.
 //
+// `read(freshness, ...)` is the one entry point of that rule: lists, gets, external metrics
+// (apiserver/rv.ts) and every start of a watch (apiserver/watch/hub.ts: its snapshot, its
+// start rv) say what they need in kube's terms (most recent, any, not older than N) and get a
+// read that reflects it, on a standby when one has it, else on the primary.
+//
 // A standby replays the primary's WAL in commit order, and commit order is rv order (the
 // rv lock, storage/dialect.ts lockRv), so any snapshot of a standby holds exactly the changes
 // up to its `meta` rv: the rv a read needs is checked in the snapshot that is read (ListQuery
@@ -11,24 +16,27 @@
 // Service): each read is checked where it runs.
 //
 // The pool watches every database (refreshMs): whether it answers, whether it is still in
-// recovery (a standby) or was promoted, its rv, and how far behind the primary it is, in rv
-// and in seconds (how long ago the primary first had an rv the standby still lacks). Reads go
-// to one standby that answers and is at most maxLagMs behind (the same one while it stays so);
-// without one, to the primary; with the primary down too, to the standby that answers with the
-// most, and the apiserver says so in a Warning.
+// recovery (a standby) or out of it (promoted: another timeline), its rv, and how far behind
+// the primary it is (storage/replay-lag.ts: rv watermarks on a monotonic clock). Reads go to
+// one standby in recovery that answers and is at most maxLagMs behind (the same one while it
+// stays so); without one, to the primary. A database out of recovery that is not the primary
+// is never read while the primary answers. With the primary down, reads go to the database
+// that answers with the highest rv, and the apiserver says so in a Warning.
 import { StatusError } from '../kube/status.ts';
 import { logger, type Logger } from '../lib/log.ts';
 import { parseStorageUrl, type ConnectOptions } from './connect.ts';
 import { RvTooLargeError } from './errors.ts';
 import type { Meta } from './meta.ts';
+import { ReplayLag } from './replay-lag.ts';
 import { Store } from './store.ts';
-import type { Change, ListQuery, ListResult } from './types.ts';
+import type { Change } from './types.ts';
 
 export interface ReadDatabaseStatus {
   /** The database as host:port/name (no user, no password): for metrics, which need authorization. */
   database: string;
   /** 0 for the primary, 1.. for the standbys in --storage-read order: for /readyz, which needs none. */
   index: number;
+  /** `promoted`: a --storage-read database out of recovery (another timeline), not read while the primary answers. */
   role: 'primary' | 'standby' | 'promoted';
   /** It answered the last check. */
   up: boolean;
@@ -36,7 +44,7 @@ export interface ReadDatabaseStatus {
   rv: number;
   /** Changes the primary has that it has not replayed (0 for the primary). */
   lagRv: number;
-  /** How long the primary has had a change it lacks (0 when it lacks none). */
+  /** How long the primary has had a change it lacks, on a monotonic clock (0 when it lacks none). */
   lagSeconds: number;
   /** Reads go to it now. */
   selected: boolean;
@@ -53,10 +61,45 @@ export interface ReadPoolOptions {
   log?: Logger;
 }
 
+/**
+ * What a read must reflect, in kube's resourceVersion terms (apiserver/rv.ts maps a list's or
+ * get's parameters to it, apiserver/watch/hub.ts a watch's start).
+ */
+export type Freshness =
+  /** resourceVersion unset: every change committed before `since` (performance.now()). */
+  | { kind: 'most-recent'; since: number }
+  /** resourceVersion=0: any state; the database read as it is. */
+  | { kind: 'any' }
+  /**
+   * resourceVersion=N, a continue token: a snapshot that has `rv` (undefined: the read checks
+   * the rv it carries, a continue token's), waited for; then RvTooLargeError (kube's 504), or
+   * with `orPrimary` the primary's answer.
+   */
+  | { kind: 'not-older-than'; rv: number | undefined; orPrimary?: boolean }
+  /** The primary's own state: the rest of a snapshot the primary began. */
+  | { kind: 'primary' };
+
+/** Reads the given database, in a snapshot that has `minRv` when it is set (RvTooLargeError otherwise). */
+export type FreshReader<T> = (store: Store, minRv: number | undefined) => Promise<T>;
+
+export interface FreshRead<T> {
+  value: T;
+  /** The primary did not answer: a most-recent read served another database's state as it is. */
+  unconfirmed: boolean;
+  /** The primary answered it. */
+  primary: boolean;
+}
+
+/**
+ * What a standby's answer says of its recovery: nothing read from it (nothing to keep out),
+ * read while in recovery, read out of it (another timeline), or not known (ask it after).
+ */
+type Confirmation = 'nothing-read' | 'in-recovery' | 'out-of-recovery' | 'unknown';
+
 /** A database reads can go to. */
 export interface Reader {
   store: Store;
-  /** The primary, or a standby promoted to one: its own state is the most recent. */
+  /** The primary (--storage): its own state is the most recent. */
   authoritative: boolean;
   display: string;
 }
@@ -73,7 +116,8 @@ interface Db {
   recovery: boolean;
   rv: number;
   error?: string;
-  checked: boolean;
+  /** The newest query of its replication state, for reads that must know it is still in recovery after them. */
+  recoveryRead?: { started: number; result: Promise<boolean> };
 }
 
 /** host:port/name of a storage URL: where a database is, without who connects to it. */
@@ -93,22 +137,38 @@ export function isDatabaseFailure(err: unknown): boolean {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Samples of the primary's rv kept for lag in seconds: one per check and per watermark read, bounded. */
-const maxSamples = 4096;
+/**
+ * Retries `read` while it answers RvTooLargeError (the snapshot lacks an rv it needs: a standby
+ * still replaying, or an rv not committed yet), until `deadline` (performance.now()); then
+ * throws the last one.
+ */
+async function untilFresh<T>(read: () => Promise<T>, deadline: number): Promise<T> {
+  let delay = 2;
+  for (;;) {
+    try {
+      return await read();
+    } catch (err) {
+      if (!(err instanceof RvTooLargeError) || performance.now() >= deadline) throw err;
+      await sleep(Math.min(delay, Math.max(1, deadline - performance.now())));
+      delay = Math.min(delay * 2, 50);
+    }
+  }
+}
 
 export class ReadPool {
   readonly primary: Store;
+  /** A standby further behind than this is not read. */
+  readonly maxLagMs: number;
+  /** How often every database is checked. */
+  readonly refreshMs: number;
   private readonly dbs: Db[];
   private readonly standbys: Db[];
   private selected: Db | undefined;
-  private readonly maxLagMs: number;
-  private readonly refreshMs: number;
   private readonly log: Logger;
   private timer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
   private closed = false;
-  /** (time, primary rv) observations, oldest first, rv non-decreasing. */
-  private samples: Array<{ at: number; rv: number }> = [];
+  private readonly lag = new ReplayLag();
   private primaryRead: { started: number; result: Promise<number> } | undefined;
   /** Reads that waited for a standby in vain and were served by the primary (kube's fallback). */
   fallbacks = 0;
@@ -127,7 +187,6 @@ export class ReadPool {
       up: true,
       recovery: index !== 0,
       rv: 0,
-      checked: false,
     });
     this.standbys = standbys.map((s, i) => db(s, i + 1));
     this.dbs = [db(primary, 0), ...this.standbys];
@@ -155,13 +214,27 @@ export class ReadPool {
     return this.standbys.length > 0;
   }
 
+  /**
+   * How far behind the primary the database reads go to can fall before reads leave it: its
+   * lag is seen at most one check late, and past maxLagMs it is not read (0 without standbys).
+   */
+  get lagBoundMs(): number {
+    return this.hasStandbys ? this.maxLagMs + this.refreshMs : 0;
+  }
+
+  /** Whether a standby in recovery may be read: it answers and is at most maxLagMs behind. */
+  private readable(d: Db): boolean {
+    return !d.primary && d.up && d.recovery && this.lag.behindMs(d.rv) <= this.maxLagMs;
+  }
+
   /** Where reads go now (see the head of this file). */
   pick(): Reader {
     if (!this.hasStandbys) return this.reader(this.dbs[0]);
-    const usable = (d: Db) => d.up && (!d.recovery || this.lagMs(d) <= this.maxLagMs);
-    let next = this.selected && !this.selected.primary && usable(this.selected) ? this.selected : this.standbys.find(usable);
-    if (!next) next = this.dbs[0].up ? this.dbs[0] : [...this.standbys].filter((d) => d.up).sort((a, b) => b.rv - a.rv)[0];
-    next ??= this.dbs[0];
+    const primary = this.dbs[0];
+    let next = this.selected && this.readable(this.selected) ? this.selected : this.standbys.find((d) => this.readable(d));
+    // A database out of recovery that is not the primary (promoted: another timeline) only while the primary does not answer.
+    if (!next) next = primary.up ? primary : this.standbys.filter((d) => d.up).sort((a, b) => b.rv - a.rv)[0];
+    next ??= primary;
     if (next !== this.selected) {
       if (this.selected) this.log.info('reads move to another database', { from: this.selected.display, to: next.display });
       this.selected = next;
@@ -170,7 +243,7 @@ export class ReadPool {
   }
 
   private reader(d: Db): Reader {
-    return { store: d.store, authoritative: d.primary || !d.recovery, display: d.display };
+    return { store: d.store, authoritative: d.primary, display: d.display };
   }
 
   /** Whether the primary answered its last check (or its last watermark read). */
@@ -179,16 +252,16 @@ export class ReadPool {
   }
 
   /**
-   * The primary's rv, read by a query that started at or after `since` (so it has every
-   * change committed before then); concurrent callers share one query.
+   * The primary's rv, read by a query that started at or after `since` (performance.now(): so
+   * it has every change committed before then); concurrent callers share one query.
    */
-  async primaryWatermark(since = Date.now()): Promise<number> {
+  async primaryWatermark(since = performance.now()): Promise<number> {
     const inflight = this.primaryRead;
     if (inflight && inflight.started >= since) return inflight.result;
-    const started = Date.now();
+    const started = performance.now();
     const result = this.primary.watermark().then(
       (rv) => {
-        this.sample(rv);
+        this.lag.primaryAt(rv);
         this.dbs[0].up = true;
         this.dbs[0].rv = Math.max(this.dbs[0].rv, rv);
         return rv;
@@ -217,112 +290,159 @@ export class ReadPool {
   /**
    * Runs `read` on the picked database; when that database fails (not the request: a Status
    * error is the answer), marks it down and runs it on the next pick, each database once.
+   * What a standby answered counts only if it was still in recovery after it (`confirm`: what
+   * the value itself says, else a query after it): a standby promoted since its last check is
+   * another timeline, and the read runs again where the next pick says.
    */
-  async withReader<T>(read: (r: Reader) => Promise<T>): Promise<{ value: T; reader: Reader }> {
+  private async withReader<T>(read: (r: Reader) => Promise<T>, confirm: (value: T) => Confirmation = () => 'unknown'): Promise<{ value: T; reader: Reader }> {
     const tried = new Set<Store>();
-    for (;;) {
+    // Each database fails once at most, and each standby leaves recovery once at most.
+    for (let attempt = 0; attempt <= 2 * this.dbs.length; attempt++) {
       const r = this.pick();
+      const d = this.dbOf(r.store);
+      const standby = !d.primary && d.recovery;
       tried.add(r.store);
       try {
-        return { value: await read(r), reader: r };
+        const value = await read(r);
+        if (standby) {
+          const said = confirm(value);
+          if (said === 'out-of-recovery') this.observe(d, { rv: d.rv, recovery: false });
+          if (said === 'out-of-recovery' || (said === 'unknown' && !(await this.inRecoverySince(d, performance.now())))) continue;
+        }
+        return { value, reader: r };
       } catch (err) {
         if (!this.hasStandbys || !isDatabaseFailure(err)) throw err;
         this.markDown(r.store, err);
         if (tried.has(this.pick().store)) throw err;
       }
     }
+    throw new Error('no database answers reads');
+  }
+
+  private dbOf(store: Store): Db {
+    return this.dbs.find((d) => d.store === store) ?? this.dbs[0];
   }
 
   /**
-   * Retries `read` on `r` while it answers RvTooLargeError (the snapshot lacks an rv it needs:
-   * a standby still replaying), until `deadline`; then throws the last one.
+   * Whether `d` is in recovery by a query that began at or after `since` (what it answered
+   * before then is the primary's timeline); concurrent callers share one query.
    */
-  static async untilFresh<T>(read: () => Promise<T>, deadline: number): Promise<T> {
-    let delay = 2;
-    for (;;) {
-      try {
-        return await read();
-      } catch (err) {
-        if (!(err instanceof RvTooLargeError) || Date.now() >= deadline) throw err;
-        await sleep(Math.min(delay, Math.max(1, deadline - Date.now())));
-        delay = Math.min(delay * 2, 50);
-      }
-    }
+  private inRecoverySince(d: Db, since: number): Promise<boolean> {
+    const inflight = d.recoveryRead;
+    if (inflight && inflight.started >= since) return inflight.result;
+    const started = performance.now();
+    const result = d.store.replicationStatus().then((status) => {
+      this.observe(d, status);
+      return status.recovery;
+    });
+    d.recoveryRead = { started, result };
+    result.catch(() => {});
+    return result;
   }
 
-  // --- the reads of the watch engine (apiserver/watch/hub.ts), on the picked database
+  /** What a check found: its rv, whether it is in recovery; the primary's rv is a watermark seen now. */
+  private observe(d: Db, status: { rv: number; recovery: boolean }): void {
+    // The primary has what a standby of it replayed: seen now at the latest.
+    if (d.primary || status.recovery) this.lag.primaryAt(status.rv);
+    if (!d.up) this.log.info('a database reads use answers again', { database: d.display });
+    if (!d.primary && d.recovery && !status.recovery) this.log.warn('a standby is out of recovery (promoted): it is not read while the primary answers', { database: d.display });
+    d.up = true;
+    d.recovery = status.recovery;
+    d.rv = status.rv;
+    d.error = undefined;
+  }
+
+  /**
+   * Reads with `read` what `want` asks for (the one place the rule lives; see the head of this
+   * file): on the picked standby in a snapshot that has the rv needed, waited for up to
+   * `waitMs`; a most-recent read that the standby does not catch up for within it is served by
+   * the primary (kube's fallback from its cache to etcd), so is `orPrimary`; with the primary
+   * down, a most-recent read is the picked database's state as it is (`unconfirmed`).
+   */
+  async read<T>(want: Freshness, read: FreshReader<T>, waitMs = 3000): Promise<FreshRead<T>> {
+    const deadline = performance.now() + waitMs;
+    const floor = want.kind === 'not-older-than' ? want.rv : undefined;
+    if (!this.hasStandbys || want.kind === 'primary') return { value: await untilFresh(() => read(this.primary, floor), deadline), unconfirmed: false, primary: true };
+    let unconfirmed = false;
+    let primary = false;
+    /** After the wait: the primary, which has every committed rv. */
+    const onPrimary = async (): Promise<T> => {
+      this.fallbacks++;
+      const value = await read(this.primary, floor);
+      primary = true;
+      return value;
+    };
+    const { value, reader } = await this.withReader(async (r) => {
+      unconfirmed = false;
+      primary = false;
+      if (r.authoritative || want.kind === 'any') return untilFresh(() => read(r.store, floor), deadline);
+      if (want.kind === 'not-older-than') {
+        try {
+          return await untilFresh(() => read(r.store, floor), deadline);
+        } catch (err) {
+          if (!(err instanceof RvTooLargeError) || !want.orPrimary) throw err;
+          return onPrimary().catch((primaryErr: unknown) => {
+            if (!isDatabaseFailure(primaryErr)) throw primaryErr;
+            this.markDown(this.primary, primaryErr);
+            throw err;
+          });
+        }
+      }
+      let target: number;
+      try {
+        target = await this.primaryWatermark(want.since);
+      } catch (err) {
+        if (!isDatabaseFailure(err)) throw err;
+        unconfirmed = true;
+        return read(r.store, undefined);
+      }
+      try {
+        return await untilFresh(() => read(r.store, target), deadline);
+      } catch (err) {
+        if (!(err instanceof RvTooLargeError)) throw err;
+      }
+      try {
+        return await onPrimary();
+      } catch (err) {
+        if (!isDatabaseFailure(err)) throw err;
+        this.markDown(this.primary, err);
+        unconfirmed = true;
+        return read(r.store, undefined);
+      }
+    }, () => (primary ? 'nothing-read' : 'unknown'));
+    return { value, unconfirmed, primary: primary || reader.authoritative };
+  }
+
+  // --- the change log, for the watch engine (apiserver/watch/hub.ts), on the picked database
 
   changesAfter(rv: number, limit: number): Promise<Change[]> {
-    return this.withReader((r) => r.store.changesAfter(rv, limit)).then((x) => x.value);
-  }
-
-  changesOfResources(rv: number, upTo: number, resources: ReadonlyArray<{ group: string; resource: string }>, limit: number): Promise<Change[]> {
-    return this.withReader((r) => r.store.changesOfResources(rv, upTo, resources, limit)).then((x) => x.value);
-  }
-
-  watermark(): Promise<number> {
-    return this.withReader((r) => r.store.watermark()).then((x) => x.value);
+    // On a standby, whether it is still in recovery comes with the rows, in the same statement:
+    // the poll costs no second query.
+    return this.withReader(
+      async (r) => (r.authoritative ? { changes: await r.store.changesAfter(rv, limit), recovery: undefined } : r.store.changesAfterInRecovery(rv, limit)),
+      (read) => (read.recovery === undefined ? 'nothing-read' : read.recovery ? 'in-recovery' : 'out-of-recovery'),
+    ).then((x) => x.value.changes);
   }
 
   meta(): Promise<Meta> {
     return this.withReader((r) => r.store.meta()).then((x) => x.value);
   }
 
-  /**
-   * A list for the watch engine: a page after the first (a continue token) or at an exact rv
-   * waits a little (3 s) for a standby that lacks that rv, then is read on the primary,
-   * which has it.
-   */
-  async list(q: ListQuery, waitMs = 3000): Promise<ListResult> {
-    const deadline = Date.now() + waitMs;
-    const { value } = await this.withReader(async (r) => {
-      try {
-        return await ReadPool.untilFresh(() => r.store.list(q), deadline);
-      } catch (err) {
-        if (err instanceof RvTooLargeError && !r.authoritative) {
-          this.fallbacks++;
-          return this.primary.list(q);
-        }
-        throw err;
-      }
-    });
-    return value;
-  }
-
   // --- status
 
   /** Every database, for /readyz and metrics. */
   status(): ReadDatabaseStatus[] {
-    const primaryRv = this.primaryRv();
     return this.dbs.map((d) => ({
       database: d.label,
       index: d.index,
       role: d.primary ? 'primary' : d.recovery ? 'standby' : 'promoted',
       up: d.up,
       rv: d.rv,
-      lagRv: d.primary || !d.recovery ? 0 : Math.max(0, primaryRv - d.rv),
-      lagSeconds: d.primary || !d.recovery ? 0 : this.lagMs(d) / 1000,
+      lagRv: d.primary ? 0 : this.lag.behindRv(d.rv),
+      lagSeconds: d.primary ? 0 : this.lag.behindMs(d.rv) / 1000,
       selected: (this.selected ?? this.dbs[0]) === d,
       ...(d.error && !d.up ? { error: d.error } : {}),
     }));
-  }
-
-  private primaryRv(): number {
-    return Math.max(this.dbs[0].rv, this.samples.length ? this.samples[this.samples.length - 1].rv : 0);
-  }
-
-  private sample(rv: number): void {
-    const last = this.samples[this.samples.length - 1];
-    if (last && rv <= last.rv) return;
-    this.samples.push({ at: Date.now(), rv });
-    if (this.samples.length > maxSamples) this.samples.splice(0, this.samples.length - maxSamples / 2);
-  }
-
-  /** How long the primary has had an rv `d` lacks: since the first sample above d's rv. */
-  private lagMs(d: Db): number {
-    if (!d.recovery) return 0;
-    const first = this.samples.find((s) => s.rv > d.rv);
-    return first ? Date.now() - first.at : 0;
   }
 
   /** Checks every database once (concurrent callers share it). */
@@ -332,24 +452,24 @@ export class ReadPool {
   }
 
   private async check(): Promise<void> {
-    // All at once: a standby read before the primary looks behind by a sample taken now (0 s).
+    // All at once: a standby read before the primary looks behind by a watermark seen now (0 s).
     await Promise.all(
       this.dbs.map(async (d) => {
         try {
-          const status = await d.store.replicationStatus();
-          if (d.primary) this.sample(status.rv);
-          if (!d.up) this.log.info('a database reads use answers again', { database: d.display });
-          if (!d.primary && d.checked && d.recovery && !status.recovery) this.log.warn('a standby was promoted: it is read as a primary', { database: d.display });
-          d.up = true;
-          d.recovery = status.recovery;
-          d.rv = status.rv;
-          d.error = undefined;
+          const started = performance.now();
+          const read = d.store.replicationStatus();
+          // Also what reads that ended before this check began may rely on (inRecoverySince).
+          if (!d.primary) {
+            d.recoveryRead = { started, result: read.then((x) => x.recovery) };
+            d.recoveryRead.result.catch(() => {});
+          }
+          this.observe(d, await read);
         } catch (err) {
           this.markDown(d.store, err);
         }
-        d.checked = true;
       }),
     );
+    this.lag.forgetUpTo(Math.min(...this.standbys.map((d) => d.rv)));
   }
 
   private schedule(): void {

@@ -10,7 +10,7 @@ import type { Knex } from 'knex';
 import { connect, type Connection, type ConnectOptions } from './connect.ts';
 import { RvTooLargeError } from './errors.ts';
 import { aggregate, type AggregateQuery, type AggregateResult } from './aggregate.ts';
-import { changesAfter, changesOfResources } from './changes.ts';
+import { changesAfter, changesAfterInRecovery, changesOfResources } from './changes.ts';
 import * as clusters from './clusters.ts';
 import * as clusterObjects from './cluster-objects.ts';
 import * as ownObjects from './own-objects.ts';
@@ -148,13 +148,21 @@ export class Store {
     return changesAfter(this.conn.knex, rv, limit);
   }
 
+  /** changesAfter on a hot standby, with whether it was still in recovery when it read them (storage/changes.ts). */
+  changesAfterInRecovery(rv: number, limit: number): Promise<{ changes: Change[]; recovery: boolean | undefined }> {
+    return changesAfterInRecovery(this.conn.knex, this.conn.dialect.inRecovery, rv, limit);
+  }
+
   /** The changes of a few resources with rv in (rv, upTo], oldest first (storage/changes.ts): a follower of those resources alone. */
   changesOfResources(rv: number, upTo: number, resources: ReadonlyArray<{ group: string; resource: string }>, limit: number): Promise<Change[]> {
     return changesOfResources(this.conn.knex, rv, upTo, resources, limit);
   }
 
-  async watermark(): Promise<number> {
-    return (await readMeta(this.conn.knex)).rv;
+  /** The newest rv; with `minRv`, RvTooLargeError below it (a standby behind: storage/read-pool.ts). */
+  async watermark(minRv?: number): Promise<number> {
+    const { rv } = await readMeta(this.conn.knex);
+    if (minRv !== undefined && rv < minRv) throw new RvTooLargeError(minRv, rv);
+    return rv;
   }
 
   meta(): Promise<Meta> {

@@ -1,9 +1,10 @@
+import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { logger } from '../lib/log.ts';
 import { compactorLease, type Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import { openTestStore, podEvent } from '../storage/testing.ts';
-import { startCompactor, type CompactorLease } from './compactor.ts';
+import { defaultCompaction, startCompactor, type CompactorLease } from './compactor.ts';
 import { waitUntil } from './testutil.ts';
 
 const log = logger('test');
@@ -94,4 +95,11 @@ t.test('a compactor whose lease moved on writes nothing and gives the lease up',
   t.equal(stale.fenced[0].holder, 'old');
   t.equal((await store.meta()).compactedRv, 0, 'nothing compacted');
   t.same(await counts(store), ['n=-1'], 'nothing recounted');
+});
+
+t.test('the README says how long counts can be off: the recount interval', async (t) => {
+  const storage = readFileSync(new URL('../README.md', import.meta.url), 'utf8').split('\n## Storage\n')[1]?.split('\n## ')[0] ?? '';
+  const said = /recounts them when it takes its lease and every (\d+) minutes after/.exec(storage.replace(/\s+/g, ' '));
+  t.ok(said, 'README "Storage" names the interval');
+  t.equal(Number(said?.[1]) * 60_000, defaultCompaction.countRepairIntervalMs, 'the one the compactor uses');
 });

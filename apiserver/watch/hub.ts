@@ -9,6 +9,7 @@ import { logger, type Logger } from '../../lib/log.ts';
 import { kindsOf } from '../../storage/collection.ts';
 import { CompactedError, RvTooLargeError } from '../../storage/errors.ts';
 import { listenForCommits, type CommitSubscription } from '../../storage/listen.ts';
+import { ReadPool, type Freshness } from '../../storage/read-pool.ts';
 import type { Store } from '../../storage/store.ts';
 import type { Change, ListQuery } from '../../storage/types.ts';
 import { ChangeEvent, OutEvent } from './encode.ts';
@@ -32,6 +33,13 @@ export interface HubOptions {
   defaultTimeoutSeconds?: number;
   /** How long a watch from an rv this process has not reached yet waits (default 3 s). */
   futureRvWaitMs?: number;
+  /**
+   * How long a watch whose start was read from storage (its snapshot, the most recent rv: committed
+   * already) waits for this process's poller to reach it (default futureRvWaitMs plus the reads'
+   * lagBoundMs: a standby that does not catch up by then is not read, and the poller reads the
+   * primary).
+   */
+  catchUpWaitMs?: number;
   /** Changes per change-log page when a watch replays from storage (default 1,000). */
   replayPageSize?: number;
   /** Objects per page of a synthetic-ADDED snapshot (default 500). */
@@ -42,10 +50,11 @@ export interface HubOptions {
   /** PostgreSQL LISTEN for commits of other processes (default true; no-op on SQLite). */
   listen?: boolean;
   /**
-   * Where the watch engine reads (the change log, snapshots, the watermark): a ReadPool over
-   * standbys (storage/read-pool.ts). Default: the store. Commit notifications still come from
-   * the store (the primary: NOTIFY is not replayed on standbys), and with other reads they
-   * only wake the poller: a change is handed to watchers once the database read has it.
+   * Where the watch engine reads (the change log, snapshots, the start rv): a ReadPool, over
+   * standbys or not (storage/read-pool.ts); every start is read through its one consistent-read
+   * path. Default: the store alone. Commit notifications still come from the store (the primary:
+   * NOTIFY is not replayed on standbys), and with standbys they only wake the poller: a change
+   * is handed to watchers once the database read has it.
    */
   reads?: HubReads;
   /** Told each batch of changes once it was dispatched (e.g. the catalog follows Cluster changes). */
@@ -53,8 +62,8 @@ export interface HubOptions {
   log?: Logger;
 }
 
-/** What the watch engine reads. */
-export type HubReads = Pick<Store, 'changesAfter' | 'watermark' | 'meta' | 'list'>;
+/** What the watch engine reads: the change log, and every start through the one consistent-read path. */
+export type HubReads = Pick<ReadPool, 'read' | 'changesAfter' | 'meta' | 'hasStandbys' | 'lagBoundMs'>;
 
 export interface HubStats {
   rv: number;
@@ -103,7 +112,7 @@ export class WatchHub implements WatcherHost {
   ) {
     this.metrics = opts.metrics ?? watchMetrics(opts.registry);
     this.log = opts.log ?? logger('watch');
-    this.reads = opts.reads ?? store;
+    this.reads = opts.reads ?? ReadPool.primaryOnly(store);
     this.window = new Window<ChangeEvent>(0, opts.window);
     this.limits = {
       maxQueueBytes: opts.maxQueueBytes ?? 8 * 1024 * 1024,
@@ -127,14 +136,14 @@ export class WatchHub implements WatcherHost {
       this.window.endRv,
       { onBatch: (changes) => this.dispatch(changes), onGap: (err) => this.gap(err) },
       this.metrics,
-      { ...this.opts.poll, sourceMayLag: this.reads !== this.store },
+      { ...this.opts.poll, sourceMayLag: this.reads.hasStandbys },
       this.log.child({ part: 'poller' }),
     );
     this.unsubscribeCommit = this.store.onCommit((rv) => this.poller?.wake(rv));
     // A change a notification carried is the primary's: on other reads (a standby that may not
     // have replayed it yet) it is a wake-up only, so that nothing reaches a watcher before a
     // list or get on the same database can see it.
-    const offer = this.reads === this.store;
+    const offer = !this.reads.hasStandbys;
     if (this.opts.listen !== false)
       this.listen = listenForCommits(this.store.conn, (rv, change) => (change && offer ? this.poller?.offer(change) : this.poller?.wake(change?.rv ?? rv)));
     this.started = true;
@@ -177,10 +186,11 @@ export class WatchHub implements WatcherHost {
     if (!this.started || this.stopped) throw new StatusError('ServiceUnavailable', 'the watch engine is not running');
     const t = req.options.timeoutSeconds;
     const timeoutMs = t !== undefined && t > 0 ? t * 1000 : (this.opts.defaultTimeoutSeconds ?? 1800) * 1000 * (1 + Math.random());
+    const arrived = performance.now();
     const w = new Watcher(this, req, timeoutMs, this.limits);
     this.all.add(w);
     this.metrics.watchers.inc();
-    void this.begin(w);
+    void this.begin(w, arrived);
     return w;
   }
 
@@ -218,21 +228,33 @@ export class WatchHub implements WatcherHost {
 
   // --- start of a watch
 
-  private async begin(w: Watcher): Promise<void> {
+  /**
+   * Where a watch starts, in kube's terms: without resourceVersion the most recent state (every
+   * change committed before it arrived: the reads' consistent path, as a most-recent list),
+   * with 0 any state, with N not older than N (reached by this process already).
+   */
+  private startOf(rv: number | undefined, arrived: number): Freshness {
+    if (rv === undefined) return { kind: 'most-recent', since: arrived };
+    if (rv === 0) return { kind: 'any' };
+    return { kind: 'not-older-than', rv, orPrimary: true };
+  }
+
+  private async begin(w: Watcher, arrived: number): Promise<void> {
     const o = w.request.options;
     const rv = o.resourceVersion;
+    const start = this.startOf(rv, arrived);
     try {
       let from: number;
       if (o.sendInitialEvents === true || (o.sendInitialEvents === undefined && (rv === undefined || rv === 0))) {
-        // Synthetic ADDED from a consistent snapshot (watch-list: not older than rv), then changes after it.
+        // Synthetic ADDED from a snapshot as fresh as the start asks, then changes after it.
         if (o.sendInitialEvents && rv !== undefined && rv > 0) await this.awaitRv(rv);
-        from = await this.snapshot(w);
+        from = await this.snapshot(w, start);
         if (w.isClosed) return;
         w.cursor = from;
         if (o.sendInitialEvents) w.bookmark({ 'k8s.io/initial-events-end': 'true' });
       } else if (rv === undefined || rv === 0) {
-        // sendInitialEvents=false without rv: from the most recent rv.
-        from = await this.reads.watermark();
+        // sendInitialEvents=false without rv (or 0): from the most recent rv (or any).
+        from = (await this.reads.read(start, (store, minRv) => store.watermark(minRv), this.futureRvWaitMs)).value;
       } else {
         await this.awaitRv(rv);
         from = rv;
@@ -245,10 +267,14 @@ export class WatchHub implements WatcherHost {
     }
   }
 
-  /** Waits until this process has dispatched `rv`: 504 ResourceVersionTooLarge after futureRvWaitMs. */
-  private async awaitRv(rv: number): Promise<void> {
+  private get futureRvWaitMs(): number {
+    return this.opts.futureRvWaitMs ?? 3000;
+  }
+
+  /** Waits until this process has dispatched `rv`: 504 ResourceVersionTooLarge after `ms`. */
+  private async awaitRv(rv: number, ms = this.futureRvWaitMs): Promise<void> {
     if (rv <= this.rv) return;
-    if (await this.waitFor(rv, this.opts.futureRvWaitMs ?? 3000)) return;
+    if (await this.waitFor(rv, ms)) return;
     if (rv > this.rv) throw new RvTooLargeError(rv, this.rv);
   }
 
@@ -270,12 +296,20 @@ export class WatchHub implements WatcherHost {
     });
   }
 
-  /** Sends every matching object as ADDED, from one snapshot; returns its rv. */
-  private async snapshot(w: Watcher): Promise<number> {
+  /**
+   * Sends every matching object as ADDED, from one snapshot as fresh as `start` asks; returns
+   * its rv. Later pages are read where the first one was: on the primary when it served the
+   * first (the standby did not catch up), else on a standby that has the first page's rv, or
+   * the primary after the wait.
+   */
+  private async snapshot(w: Watcher, start: Freshness): Promise<number> {
     const base: ListQuery = { ...w.query, limit: this.opts.listPageSize ?? 500, continue: undefined, exactRv: undefined };
     let cont: string | undefined;
+    let want = start;
     for (let i = 0; i < MAX_SNAPSHOT_PAGES; i++) {
-      const page = await this.reads.list(cont ? { ...base, continue: cont } : base);
+      const q: ListQuery = cont ? { ...base, continue: cont } : base;
+      const read = await this.reads.read(want, (store, minRv) => store.list(minRv === undefined ? q : { ...q, minRv }), this.futureRvWaitMs);
+      const page = read.value;
       for (const item of page.items) {
         if (w.pressured) await w.drained();
         if (w.isClosed) return page.resourceVersion;
@@ -283,6 +317,8 @@ export class WatchHub implements WatcherHost {
       }
       if (!page.continue) return page.resourceVersion;
       cont = page.continue;
+      // The token carries the first page's rv: the read checks it.
+      want = read.primary ? { kind: 'primary' } : { kind: 'not-older-than', rv: undefined, orPrimary: true };
     }
     throw new StatusError('InternalError', 'snapshot has too many pages');
   }
@@ -291,8 +327,9 @@ export class WatchHub implements WatcherHost {
    * From `from` (exclusive) to live. Each step serves the changes after the watcher's cursor
    * from the window when it covers the cursor (serveFromWindow, which also goes live), else
    * one page of the change log (replayFromLog). A cursor ahead of this process's poller (a
-   * snapshot read from storage after the poller's last poll) waits for the poller as a
-   * future rv does: bounded, then ERROR 504. A replay waits for a slow consumer instead of
+   * snapshot or most recent rv read from storage after the poller's last poll, or on the
+   * primary while the poller reads a standby) waits for the poller: bounded (catchUpWaitMs),
+   * then ERROR 504. A replay waits for a slow consumer instead of
    * overflowing its queue.
    */
   private async catchUp(w: Watcher, from: number): Promise<void> {
@@ -302,7 +339,7 @@ export class WatchHub implements WatcherHost {
     for (let step = 0; step < MAX_CATCHUP_STEPS; step++) {
       if (w.isClosed || this.stopped) return;
       if (w.cursor > this.rv) {
-        await this.awaitRv(w.cursor);
+        await this.awaitRv(w.cursor, this.opts.catchUpWaitMs ?? this.futureRvWaitMs + this.reads.lagBoundMs);
         continue;
       }
       const fromWindow = this.serveFromWindow(w, page);
@@ -489,7 +526,7 @@ export class WatchHub implements WatcherHost {
         if (!(err instanceof CompactedError)) throw err;
       }
     }
-    return new Window<ChangeEvent>(await this.reads.watermark(), this.opts.window);
+    return new Window<ChangeEvent>((await this.reads.meta()).rv, this.opts.window);
   }
 
   private updateWindowMetrics(): void {
