@@ -169,11 +169,12 @@ export class MemberWriter {
   private async once(op: Op): Promise<Applied> {
     const { namespace } = this.key;
     const path = `${collectionPath(op.kind, namespace)}/${encodeURIComponent(op.name)}`;
-    const live = await this.live(op.kind, op.name);
+    const anchored = op.kind !== 'Service';
+    // The object and (once per batch) the key's Service, read at once: one round trip.
+    const [live, serviceOwner] = await Promise.all([this.live(op.kind, op.name), anchored ? this.serviceOwner() : undefined]);
     const writes: Verb[] = [];
     const verb: Verb = op.verb === 'delete' ? 'delete' : live ? 'update' : 'create';
-    const anchored = op.kind !== 'Service';
-    const conflict = refusal({ kind: op.kind, verb, namespace, service: this.key.name, installation: this.key.installation, live, desired: op.desired, ...(anchored ? { serviceOwner: await this.serviceOwner() } : {}) });
+    const conflict = refusal({ kind: op.kind, verb, namespace, service: this.key.name, installation: this.key.installation, live, desired: op.desired, ...(serviceOwner ? { serviceOwner } : {}) });
     if (conflict) return { op, writes, ...(live ? { object: live, rv: live.metadata?.resourceVersion } : {}), conflict };
 
     const del = (o: KubeObject) => this.request('delete', op.kind, op.name, () => this.client.delete(path, { ...this.opts(), preconditions: { uid: o.metadata?.uid, resourceVersion: o.metadata?.resourceVersion } }));
