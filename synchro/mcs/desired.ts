@@ -334,6 +334,23 @@ export function planKey(inputs: KeyInputs): KeyPlan {
     status: { clusters: dispatching.map((cluster) => ({ cluster })) },
   };
 
+  // What a consumer may be given of each slice: the same for every consumer whose own ranges are
+  // not known (the addresses kube refuses alone), computed once for them.
+  const unranged = new Map<KubeObject, { slice: KubeObject; refused: string[] }>();
+  const allowedFor = (consumer: string, ranges: ConsumerRanges | undefined) => {
+    const parsed = parseRanges(ranges);
+    const cache = parsed.cidrs.length === 0 ? unranged : new Map<KubeObject, { slice: KubeObject; refused: string[] }>();
+    return (s: KubeObject) => {
+      let r = cache.get(s);
+      if (!r) {
+        const { endpoints, refused } = allowedEndpoints(s, consumer, parsed);
+        r = { slice: refused.length ? { ...s, endpoints } : s, refused };
+        cache.set(s, r);
+      }
+      return r;
+    };
+  };
+
   for (const c of plan.consumerSet) {
     const own = ownServices.find((s) => s.cluster === c);
     let service: ServicePlan;
@@ -344,12 +361,12 @@ export function planKey(inputs: KeyInputs): KeyPlan {
     const cp: ConsumerPlan = { cluster: c, service, slices: new Map(), refused: { endpoints: 0, examples: [] } };
     // Only into a Service of Panoptes' own: a consumer's own Service (a provider's too) gets no slices.
     if (service.kind === 'ensure') {
-      const ranges = parseRanges(views.get(c)!.ranges);
+      const allowed = allowedFor(c, views.get(c)!.ranges);
       for (const [p, set] of sliceSets) {
         if (p === c) continue;
         for (const s of set) {
-          const { endpoints, refused } = allowedEndpoints(s, c, ranges);
-          cp.slices.set(s.metadata!.name!, refused.length ? { ...s, endpoints } : s);
+          const { slice, refused } = allowed(s);
+          cp.slices.set(s.metadata!.name!, slice);
           cp.refused.endpoints += refused.length;
           for (const r of refused) if (cp.refused.examples.length < 3) cp.refused.examples.push(`${s.metadata?.annotations?.[annotations.source]}: ${r}`);
         }

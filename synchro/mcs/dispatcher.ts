@@ -507,7 +507,7 @@ export class McsDispatcher {
         if (left < this.opts.minLeaseMs) throw new LeaseGoneError(`the lease of ${c.cluster} ends in ${Math.round(left)} ms: no write is started`);
         return left;
       },
-    }, this.opts.writeTimeoutMs, { ...plan.key, installation });
+    }, this.opts.writeTimeoutMs, { ...plan.key, installation, serviceMine: isMine(held.service, installation) });
     const started = performance.now();
     const counts: Record<string, number> = {};
     const written = c.written.get(k) ?? new Map<string, Written & { at: number }>();

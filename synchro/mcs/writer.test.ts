@@ -228,6 +228,19 @@ t.test("no slice nor ServiceImport beside a Service that is not this installatio
   t.equal(m.requests.filter((r) => r === `GET ${servicePath}`).length, 1);
 });
 
+t.test("storage's copy says the Service is this installation's: a slice already there is updated without reading the Service; a new one still checks it", async (t) => {
+  const m = new FakeMember();
+  putService(m, {}); // meanwhile the consumer's own: storage has not seen it yet
+  m.objects.set(slicePath, slice(['10.9.9.9'], { metadata: { name: 'east-a', namespace: 'shop', resourceVersion: '4', labels: { ...mark, 'kubernetes.io/service-name': 'web' }, annotations: { [annotations.source]: 'east/shop/a' } } }));
+  const w = new MemberWriter(m, leaseFor(() => 5000), 1000, { ...KEY, serviceMine: true });
+  t.same((await w.apply(op('update', slice(['10.0.0.1'])))).writes, ['update'], 'an update of its own slice: one GET and one PUT');
+  t.equal(m.requests.filter((r) => r === `GET ${servicePath}`).length, 0, 'no read of the Service on the path of an endpoint change');
+  const other = slice(['10.0.0.2'], { metadata: { name: 'east-b', namespace: 'shop', labels: { ...mark, 'kubernetes.io/service-name': 'web' }, annotations: { [annotations.source]: 'east/shop/b' } } });
+  const created = await w.apply({ kind: 'EndpointSlice', verb: 'create', name: 'east-b', desired: other });
+  t.same(created.writes, [], 'a new slice: the live Service is read, and it is not this installation\'s');
+  t.match(created.conflict, /the consumer's own: Panoptes adds nothing to a Service it did not create/);
+});
+
 t.test("another installation's objects, and slices of another Service or source, are left alone", async (t) => {
   const m = new FakeMember();
   putService(m);

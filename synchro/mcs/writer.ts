@@ -3,7 +3,8 @@
 // write reads the live object first and asks ownership.ts whether this installation may write
 // it: never another installation's object nor one without Panoptes' mark, never a slice of
 // another Service or source, and no slice or ServiceImport unless the key's Service there is
-// this installation's (read live once per batch). A refusal is a conflict, reported. An object
+// this installation's (read live, once per batch, before one is created; for an update of one
+// already there, as storage's copy says). A refusal is a conflict, reported. An object
 // already as the plan says is not written again, and the write itself is conditional on what
 // was read (PUT with its resourceVersion, DELETE with uid and resourceVersion preconditions),
 // so nobody's change in between is overwritten. Before every write the lease is checked: this
@@ -63,6 +64,13 @@ export interface WriterKey {
   /** The Service name. */
   name: string;
   installation: string;
+  /**
+   * The key's Service in the consumer is this installation's as far as storage's copy (and
+   * this dispatcher's own writes) say: enough to update or delete a slice already there (the
+   * Service's replacement would hold it already); a slice or ServiceImport that is created is
+   * checked against the live Service.
+   */
+  serviceMine?: boolean;
 }
 
 type Obj = Record<string, unknown>;
@@ -136,8 +144,13 @@ export class MemberWriter {
     }
   }
 
-  /** Whose the key's Service is in the consumer now (read once per batch, then followed through this writer's own writes). */
-  private async serviceOwner(): Promise<ServiceOwner> {
+  /**
+   * Whose the key's Service is in the consumer now: read live once per batch (then followed
+   * through this writer's own writes) when an object is to be created, or when storage's copy
+   * does not say it is this installation's.
+   */
+  private async serviceOwner(creating: boolean): Promise<ServiceOwner> {
+    if (this.service === undefined && !creating && this.key.serviceMine) return 'mine';
     if (this.service === undefined) {
       const svc = await this.live('Service', this.key.name);
       this.service = svc ? ownerOf(svc, this.key.installation) : 'absent';
@@ -170,10 +183,10 @@ export class MemberWriter {
     const { namespace } = this.key;
     const path = `${collectionPath(op.kind, namespace)}/${encodeURIComponent(op.name)}`;
     const anchored = op.kind !== 'Service';
-    // The object and (once per batch) the key's Service, read at once: one round trip.
-    const [live, serviceOwner] = await Promise.all([this.live(op.kind, op.name), anchored ? this.serviceOwner() : undefined]);
+    const live = await this.live(op.kind, op.name);
     const writes: Verb[] = [];
     const verb: Verb = op.verb === 'delete' ? 'delete' : live ? 'update' : 'create';
+    const serviceOwner = anchored ? await this.serviceOwner(verb === 'create') : undefined;
     const conflict = refusal({ kind: op.kind, verb, namespace, service: this.key.name, installation: this.key.installation, live, desired: op.desired, ...(serviceOwner ? { serviceOwner } : {}) });
     if (conflict) return { op, writes, ...(live ? { object: live, rv: live.metadata?.resourceVersion } : {}), conflict };
 
