@@ -1,4 +1,4 @@
-// Test helper: the apiserver in aggregated mode over one storage, behind a fake host cluster
+// For tests: the apiserver in aggregated mode over one storage, behind a fake host cluster
 // (hack/testing/fakehost.ts) whose SubjectAccessReviews `policy` answers, and requests through
 // the front proxy as a given user: what an RBAC decision test needs, in one call.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
