@@ -13,6 +13,7 @@ import { fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired, uniqueS
 import { objectMetaShape, type Shape } from '../kube/known-fields.ts';
 import { invalidLabelKey, invalidLabelValue } from '../kube/labels.ts';
 import { dnsLabelProblem } from '../kube/names.ts';
+import { mcsRolesField, validateMcsRoles, type McsRoles } from './mcs-roles.ts';
 import { parsePattern, PatternError } from './resource-patterns.ts';
 
 export const clusterSourceResource = 'clustersources';
@@ -45,8 +46,11 @@ export interface ClusterSourceSpec {
   /** Only source objects with these labels (on top of what the type requires). */
   selector?: LabelSelectorSpec;
   naming?: { template?: string; prefix?: string; invalidNames?: InvalidNameRule };
-  /** What every imported cluster syncs (as a Cluster's spec.resources and spec.namespaces). */
-  defaults?: { resources?: string[]; namespaces?: { include?: string[]; exclude?: string[] } };
+  /**
+   * What every imported cluster syncs (as a Cluster's spec.resources and spec.namespaces), and
+   * whether it may provide and consume multi-cluster Services (api/mcs-roles.ts: neither unless true).
+   */
+  defaults?: { resources?: string[]; namespaces?: { include?: string[]; exclude?: string[] }; multiClusterServices?: Partial<McsRoles> };
   onSourceRemoval?: RemovalPolicy;
   clusterAPI?: { provisionedOnly?: boolean };
   kubeconfigSecrets?: { key?: string; contexts?: (typeof kubeconfigContexts)[number] };
@@ -95,7 +99,7 @@ export const clusterSourceShape: Shape = {
     namespaces: true,
     selector: { matchLabels: true, matchExpressions: { '[]': { key: true, operator: true, values: true } } },
     naming: { template: true, prefix: true, invalidNames: true },
-    defaults: { resources: true, namespaces: { include: true, exclude: true } },
+    defaults: { resources: true, namespaces: { include: true, exclude: true }, [mcsRolesField]: { provider: true, consumer: true } },
     onSourceRemoval: true,
     clusterAPI: { provisionedOnly: true },
     kubeconfigSecrets: { key: true, contexts: true },
@@ -159,7 +163,8 @@ function validateNaming(errs: FieldError[], v: unknown): void {
 function validateDefaults(errs: FieldError[], v: unknown): void {
   const p = 'spec.defaults';
   if (v === undefined) return;
-  if (!isRecord(v)) return void errs.push(fieldInvalid(p, v, 'must be an object with resources and/or namespaces'));
+  if (!isRecord(v)) return void errs.push(fieldInvalid(p, v, `must be an object with resources, namespaces and/or ${mcsRolesField}`));
+  errs.push(...validateMcsRoles(v[mcsRolesField], `${p}.${mcsRolesField}`));
   if (v.resources !== undefined) {
     if (Array.isArray(v.resources) && v.resources.length === 0) errs.push(fieldInvalid(`${p}.resources`, v.resources, 'must name at least one resource pattern; leave it out for the default set'));
     uniqueStrings(errs, `${p}.resources`, v.resources, (s, q) => {

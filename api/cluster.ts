@@ -8,6 +8,7 @@ import { fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired, uniqueS
 import { allowHint, MemberNetworks, memberNetworksFlag } from '../member/networks.ts';
 import { objectMetaShape, type Shape } from '../kube/known-fields.ts';
 import { dnsLabelProblem, dnsSubdomainProblem } from '../kube/names.ts';
+import { mcsRolesField, validateMcsRoles, type McsRoles } from './mcs-roles.ts';
 import { parsePattern, PatternError } from './resource-patterns.ts';
 
 export { dnsLabelProblem, dnsSubdomainProblem };
@@ -55,6 +56,8 @@ export interface ClusterSpec {
   resources?: string[];
   namespaces?: { include?: string[]; exclude?: string[] };
   credentials?: ClusterSpecCredentials;
+  /** Whether it may provide and consume multi-cluster Services (api/mcs-roles.ts: granted by the operator; defaults by source). */
+  multiClusterServices?: Partial<McsRoles>;
 }
 
 /** The host cluster object an imported Cluster comes from (and, for a kubeconfig with several, its context). */
@@ -98,6 +101,7 @@ const publicSpecFields: Record<string, FieldType> = {
   namespaces: { include: 'strings', exclude: 'strings' },
   credentials: { secretRef: { name: 'string' }, sourceSecretRef: { namespace: 'string', name: 'string' } },
   sourceObject: { apiVersion: 'string', kind: 'string', namespace: 'string', name: 'string', context: 'string' },
+  [mcsRolesField]: { provider: 'boolean', consumer: 'boolean' },
   // clusters.yaml: a kubeconfig context, and paths of files (not their contents).
   kubeconfig: 'string',
   context: 'string',
@@ -233,6 +237,7 @@ export const clusterShape: Shape = {
     namespaces: { include: true, exclude: true },
     credentials: { secretRef: { name: true }, sourceSecretRef: { namespace: true, name: true }, token: true, clientCertData: true, clientKeyData: true },
     sourceObject: { apiVersion: true, kind: true, namespace: true, name: true, context: true },
+    [mcsRolesField]: { provider: true, consumer: true },
     ...Object.fromEntries(Object.keys(fileOnly).map((k) => [k, true])),
   },
   status: true,
@@ -379,6 +384,7 @@ export function validateClusterSpec(spec: unknown, ctx: ValidationContext = {}):
     }
   }
   validateCredentials(errs, spec.credentials);
+  errs.push(...validateMcsRoles(spec[mcsRolesField], `spec.${mcsRolesField}`));
   return errs;
 }
 

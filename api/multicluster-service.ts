@@ -76,6 +76,14 @@ export interface McsConsumerStatus {
   conditions: McsCondition[];
   /** After the MultiClusterService was deleted: everything dispatched to this consumer is gone. */
   cleanedUp?: boolean;
+  /**
+   * Since when writes for this Service keep failing in this consumer (the first failure of the
+   * current run; gone once it is in place). A deletion waits for its cleanup there this long at
+   * most (--mcs-away-consumer-grace): what is left is removed when a write succeeds.
+   */
+  failingSince?: string;
+  /** Provider endpoints not dispatched to this consumer: addresses kube refuses, or inside its own pod or service ranges. */
+  refusedEndpoints?: number;
 }
 
 export interface McsProviderStatus {
@@ -129,20 +137,46 @@ export const annotations = {
 /** The MCS-API group and its kinds. */
 export const mcsApi = { group: 'multicluster.x-k8s.io', version: 'v1alpha1', serviceExports: 'serviceexports', serviceImports: 'serviceimports' } as const;
 
-/** kube's limit on an object name that is a DNS subdomain (EndpointSlice names are). */
+/** kube's limit on an object name that is a DNS subdomain (EndpointSlice names are: ValidateEndpointSliceName). */
 const maxNameLength = 253;
+/** The hex digits of the hash that ends every dispatched slice's name. */
+const sliceHashLength = 12;
 
 /**
  * The name of the slice dispatched to consumers for provider `cluster`'s slice `slice`:
- * `<cluster>-<slice>`, deterministic, a DNS subdomain of at most 253 characters (a longer one
- * keeps its start and ends with a hash of the whole, so two never collide).
+ * `<cluster>-<slice>` to read (cut to fit) and a hash of the pair, so that two pairs never
+ * share a name (`east` + `a-web-x1` and `east-a` + `web-x1` do not), a DNS subdomain of at
+ * most 253 characters. Slices named before the hash (`<cluster>-<slice>`) are not names of
+ * this form: the dispatcher deletes them as it creates these.
  */
 export function dispatchedSliceName(cluster: string, slice: string): string {
-  const name = `${cluster}-${slice}`;
-  if (name.length <= maxNameLength) return name;
-  const hash = createHash('sha256').update(name).digest('hex').slice(0, 10);
-  return `${name.slice(0, maxNameLength - hash.length - 1).replace(/[-.]+$/, '')}-${hash}`;
+  const hash = createHash('sha256').update(`${cluster}\n${slice}`).digest('hex').slice(0, sliceHashLength);
+  const readable = `${cluster}-${slice}`.slice(0, maxNameLength - sliceHashLength - 1).replace(/[-.]+$/, '');
+  return `${readable}-${hash}`;
 }
+
+/**
+ * The label that says which Panoptes installation (one storage database: Store.installationId)
+ * wrote a dispatched object, beside the managed-by mark. An installation changes and deletes
+ * only what carries its own id (and adopts what it wrote before the id existed: synchro/mcs/ownership.ts).
+ */
+export const installationLabel = 'panoptes.io/installation';
+
+/**
+ * Services Panoptes never dispatches unless the operator names them
+ * (--mcs-allow-system-services): those of kube's own namespaces (`kube-*`) and the API
+ * server's Service `default/kubernetes`. A Service of that name in a consumer carries its
+ * control plane's traffic (API requests with ServiceAccount tokens, cluster DNS); whoever may
+ * create a MultiClusterService must not be able to point it elsewhere.
+ */
+export function systemServiceProblem(key: { namespace: string; name: string }, allowed: readonly string[] = []): string | undefined {
+  const system = key.namespace.startsWith('kube-') ? `namespace ${key.namespace} is one of kube's own (kube-*)` : key.namespace === 'default' && key.name === 'kubernetes' ? 'default/kubernetes is the API server\'s Service' : undefined;
+  if (!system || allowed.includes(key.namespace) || allowed.includes(`${key.namespace}/${key.name}`)) return undefined;
+  return `${system}: Panoptes dispatches no system Service unless the operator allows it with ${systemServicesFlag}`;
+}
+
+/** The flag of synchro and all-in-one that allows system Services (namespaces, or namespace/name), comma-separated. */
+export const systemServicesFlag = '--mcs-allow-system-services';
 
 /** The effective not-Ready policy of a spec. */
 export function providerNotReadyOf(spec: MultiClusterServiceSpec): { policy: ProviderNotReadyPolicy; gracePeriodSeconds: number } {

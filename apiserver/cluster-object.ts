@@ -6,7 +6,9 @@
 // generation), a change of that endpoint without new inline credentials refused (422),
 // credentials refused in metadata, the credentials a request carries registered with the
 // redactor while it is handled, objects of clusters.yaml refused (403), and the finalizer
-// `panoptes.io/synchro`. An imported Cluster (spec.source `clustersource/<name>`) is its
+// `panoptes.io/synchro`. A write that grants multi-cluster Service roles (spec.multiClusterServices:
+// api/mcs-roles.ts) also needs `update` on `clusters/multiclusterservices` of that Cluster:
+// registering a cluster is not granting it the right to provide or consume. An imported Cluster (spec.source `clustersource/<name>`) is its
 // ClusterSource's: a change of its spec is refused with 422 (a Forbidden cause on `spec`,
 // as kube refuses a change of a field it manages — e.g. `field is immutable` — rather than
 // the request as a whole: its labels and annotations stay editable), its deletion with 403.
@@ -14,15 +16,18 @@
 // beside the row in the same transaction.
 import { clusterEndpoint, clusterFinalizer, clusterNameProblem, clusterShape, endpointBindingRule, endpointChanges, servedSpec, splitCredentials, validateClusterSpec } from '../api/cluster.ts';
 import { importedFrom } from '../api/cluster-source.ts';
+import { mcsRolesOf, type McsRoles } from '../api/mcs-roles.ts';
 import { fieldForbidden, type FieldError } from '../kube/field-errors.ts';
 import { canonicalJson } from '../kube/patch.ts';
 import { secretValuesIn } from '../lib/redact.ts';
 import { credentialsDigest, type ClusterCredentials, type ClusterObjectState } from '../storage/cluster-objects.ts';
 import { forbiddenObject, type Obj, type OwnKind, type ShapedSpec, type WriteRules } from './own-object.ts';
+import { grantPrivileges } from './mcs-grants.ts';
 import { clusterInfo } from './panoptes-group.ts';
 import { decodeObject } from './write-request.ts';
 
 const isRecord = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const noRoles: McsRoles = { provider: false, consumer: false };
 
 /**
  * Stored inline credentials go only where they were given for: a change of endpoint (server,
@@ -108,6 +113,7 @@ export const clusterKind: OwnKind<ClusterObjectState, ClusterCredentials | null>
     throw forbiddenObject(clusterKind, name, `it is defined in the clusters file of synchro (spec.source: file), which the API cannot ${verb}: change the file instead`);
   },
   requestSecrets,
+  privileges: (current, next, name) => grantPrivileges(clusterInfo.resource, name, current ? mcsRolesOf(current.object.spec) : noRoles, mcsRolesOf(next.spec)),
   // The apiserver holds no lease: its writes are serialized by resourceVersion under the rv lock.
   write(store, _namespace, name, decide) {
     return store.writeClusterObjectWithoutLease(name, (cur) => {

@@ -1,6 +1,8 @@
 // The columns and cells of `kubectl get clusters` (the Table of clusters.panoptes.io): name,
 // phase, ready, synced resources, objects and age; -o wide adds the server, the synchro
-// process writing for the cluster, its lease epoch and the last health message.
+// process writing for the cluster, its lease epoch, its multi-cluster Service roles
+// (api/mcs-roles.ts), the installation syncing it and the last health message.
+import { describeRoles, mcsRolesOf } from '../api/mcs-roles.ts';
 import { humanDuration } from '../kube/printers.ts';
 import type { KubeObject } from '../storage/types.ts';
 import type { TableRenderer } from './table.ts';
@@ -26,6 +28,8 @@ export const clusterTable: TableRenderer = {
     { name: 'Server', type: 'string', format: '', description: 'The member API server', priority: 1 },
     { name: 'Owner', type: 'string', format: '', description: 'The synchro process writing for this cluster', priority: 1 },
     { name: 'Epoch', type: 'integer', format: '', description: 'The fencing epoch of its lease: grows with every handover', priority: 1 },
+    { name: 'MCS', type: 'string', format: '', description: 'The multi-cluster Service roles the operator granted it: provider, consumer, both or none (spec.multiClusterServices)', priority: 1 },
+    { name: 'Installation', type: 'string', format: '', description: 'The Panoptes installation syncing it: the panoptes.io/installation label of what it dispatches there', priority: 1 },
     { name: 'Message', type: 'string', format: '', description: 'The last health message, and the Duplicate condition\'s when the member is registered more than once', priority: 1 },
   ],
   cells(o: KubeObject, _cluster: string, now: number) {
@@ -46,6 +50,8 @@ export const clusterTable: TableRenderer = {
       server,
       typeof owner.member === 'string' ? owner.member : '<none>',
       typeof owner.epoch === 'number' ? owner.epoch : 0,
+      describeRoles(mcsRolesOf(spec)),
+      typeof s.installation === 'string' ? s.installation : '<none>',
       message(s),
     ];
   },

@@ -162,7 +162,11 @@ t.test('registering clusters with kubectl: all-in-one, SQLite', async (t) => {
     t.match(unchanged.stdout, /cluster.panoptes.io\/east unchanged/, 'applying the same manifest again changes nothing');
 
     const wide = await root(['get', 'clusters', '-o', 'wide']);
-    t.match(wide.stdout.split('\n')[0], /^NAME\s+PHASE\s+READY\s+SYNCED\s+OBJECTS\s+AGE\s+SERVER\s+OWNER\s+EPOCH\s+MESSAGE$/);
+    t.match(wide.stdout.split('\n')[0], /^NAME\s+PHASE\s+READY\s+SYNCED\s+OBJECTS\s+AGE\s+SERVER\s+OWNER\s+EPOCH\s+MCS\s+INSTALLATION\s+MESSAGE$/);
+    t.match(wide.stdout, /\neast\s.*\s\d+\s+none\s+[0-9a-f]{12}\s/, 'an API-registered cluster: no multi-cluster Service role unless granted; the installation syncing it');
+    const roles = await root(['explain', 'clusters.spec.multiClusterServices']);
+    t.match(roles.stdout, /provider\s+<boolean>/, 'kubectl explain describes the roles');
+    t.match(roles.stdout, /clusters\/multiclusterservices/);
     t.match(wide.stdout, new RegExp(`east\\s+Ready\\s+True\\s+2/2\\s+\\d+\\s+\\S+\\s+${east.url.replace(/[.]/g, '\\.')}/`));
     const explain = await root(['explain', 'clusters.spec.credentials']);
     t.match(explain.stdout, /secretRef\s+<ClusterSecretRef>/, 'kubectl explain describes the spec');

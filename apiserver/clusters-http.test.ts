@@ -143,8 +143,8 @@ t.test('clusters.panoptes.io is writable', async (t) => {
     t.equal(page.json.items.length, 1);
     t.ok(page.json.metadata.continue, 'paging');
     const table = await call('GET', C, undefined, { Accept: TABLE });
-    t.same(table.json.columnDefinitions.map((c: { name: string }) => c.name), ['Name', 'Phase', 'Ready', 'Synced', 'Objects', 'Age', 'Server', 'Owner', 'Epoch', 'Message']);
-    t.match(table.json.rows.find((r: { cells: unknown[] }) => r.cells[0] === 'east').cells, ['east', 'Pending', 'False', '0/0', 0, /s$/, 'https://east.example:6443', '<none>', 0, '']);
+    t.same(table.json.columnDefinitions.map((c: { name: string }) => c.name), ['Name', 'Phase', 'Ready', 'Synced', 'Objects', 'Age', 'Server', 'Owner', 'Epoch', 'MCS', 'Installation', 'Message']);
+    t.match(table.json.rows.find((r: { cells: unknown[] }) => r.cells[0] === 'east').cells, ['east', 'Pending', 'False', '0/0', 0, /s$/, 'https://east.example:6443', '<none>', 0, 'none', '<none>', '']);
     const wide = await call('GET', `${C}?includeObject=Object`, undefined, { Accept: TABLE });
     t.ok(wide.json.rows[0].object.spec, 'includeObject=Object');
     t.match((await call('GET', C, undefined, { Accept: PARTIAL_LIST })).json, { kind: 'PartialObjectMetadataList' });

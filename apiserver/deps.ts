@@ -9,6 +9,7 @@ import { defaultQueryBudget, type QueryBudget } from '../storage/json-fields.ts'
 import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
 import { defaultProxyWriteWaitMs } from './proxy/write-consistency.ts';
+import type { Authorizer } from './auth/authz.ts';
 import type { CollectionsDeps } from './collections/serve.ts';
 import type { Compression } from './compression.ts';
 import type { OpenAPIService } from './openapi/service.ts';
@@ -70,6 +71,11 @@ export interface Deps {
   memberNetworks: MemberNetworks;
   /** The proxy to member clusters (writes, subresources, unsynced reads of a one-cluster view). */
   proxy: ProxyDeps;
+  /**
+   * The host cluster's authorizer (absent without authentication): the reviews a write of an
+   * own kind needs beyond its verb (granting multi-cluster Service roles: apiserver/own-writes.ts).
+   */
+  authorizer?: Pick<Authorizer, 'authorize'>;
 }
 
 export interface Reply {

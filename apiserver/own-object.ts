@@ -21,6 +21,7 @@ import { StatusError } from '../kube/status.ts';
 import type { MemberNetworks } from '../member/networks.ts';
 import type { Store } from '../storage/store.ts';
 import type { KubeObject } from '../storage/types.ts';
+import type { ResourceAttributes } from './auth/attributes.ts';
 import type { ResourceInfo } from './catalog.ts';
 import { panoptesApiVersion } from './panoptes-group.ts';
 
@@ -75,8 +76,20 @@ export interface OwnKind<S extends StoredOwnObject, X> {
   refuse?(current: S, name: string, verb: 'update' | 'delete'): void;
   /** Values of a request body to keep out of every answer, Warning and log line while it is handled. */
   requestSecrets?(body: Buffer, contentType: string | undefined): string[];
+  /**
+   * The rights a write needs beyond its verb, from the stored object and the object it would
+   * store (a Cluster or ClusterSource that grants multi-cluster Service roles needs `update` on
+   * its `multiclusterservices` subresource): reviewed by the write handler before it writes.
+   */
+  privileges?(current: S | undefined, next: KubeObject, name: string): Privilege[];
   /** One read-decide-write of the object under the rv lock, without a lease (the apiserver's writes). */
   write(store: Store, namespace: string, name: string, decide: (current: S | undefined) => OwnWrite<X>): Promise<{ object?: string }>;
+}
+
+/** A right a write needs beyond its verb: what to review, and why (said in the 403). */
+export interface Privilege {
+  attrs: ResourceAttributes;
+  why: string;
 }
 
 /** An own kind of any state and extra (the registry of kinds). */

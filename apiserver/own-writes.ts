@@ -6,7 +6,11 @@
 // (apiserver/own-object.ts, with the kind's strategy); `dryRun=All` decides against the
 // current object and writes nothing. `.../status` is synchro's: 405 for writes. The values a
 // kind keeps secret (a Cluster's credentials) are registered with the redactor (lib/redact.ts)
-// while the request is handled: no error, Warning or log line of it can echo them.
+// while the request is handled: no error, Warning or log line of it can echo them. A write
+// that needs a right beyond its verb (OwnKind.privileges: granting a Cluster multi-cluster
+// Service roles) is reviewed by SubjectAccessReview before anything is written: the decision
+// that finds it unreviewed writes nothing and asks for the review, which is made and the
+// decision taken again against the latest object (403 when refused, with what was asked).
 import type { Context } from 'koa';
 import { fieldInvalid, invalidObject } from '../kube/field-errors.ts';
 import { pruneUnknownFields } from '../kube/known-fields.ts';
@@ -19,7 +23,8 @@ import type { KubeObject } from '../storage/types.ts';
 import type { ResourceInfo } from './catalog.ts';
 import type { Deps, Reply } from './deps.ts';
 import { negotiateOutput } from './negotiate.ts';
-import { createName, decideCreate, decideDelete, decideUpdate, notFound, shownObject, type Obj, type OwnKind, type OwnWrite, type StoredOwnObject, type WriteRules } from './own-object.ts';
+import type { AuthState } from './auth/middleware.ts';
+import { createName, decideCreate, decideDelete, decideUpdate, notFound, shownObject, type Obj, type OwnKind, type OwnWrite, type Privilege, type StoredOwnObject, type WriteRules } from './own-object.ts';
 import { tableJson, tableRenderer, tableRowJson } from './table.ts';
 import {
   decodeDeleteOptions,
@@ -130,6 +135,8 @@ async function decideAndWrite<S extends StoredOwnObject, X>(ctx: Context, deps: 
   let target: string;
   let decide: (current: S | undefined) => OwnWrite<X>;
   let dryRun = opts.dryRun;
+  /** The rights beyond the verb already reviewed for this request. */
+  const reviewed = new Set<string>();
   switch (verb) {
     case 'create': {
       const obj = pruneForWrite(k, decodeObject(body, ctx.get('Content-Type'), kind), opts.fieldValidation, warnings);
@@ -162,6 +169,63 @@ async function decideAndWrite<S extends StoredOwnObject, X>(ctx: Context, deps: 
     }
   }
 
+  decide = withPrivileges(k, target, decide, reviewed);
+  let json: string;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      json = await writeDecided(deps, k, namespace, target, decide, dryRun, verb);
+      break;
+    } catch (err) {
+      // Bounded: each round reviews what the latest object asks for; a fourth is a 409.
+      if (!(err instanceof NeedsReview)) throw err;
+      if (attempt >= 3) throw new StatusError('Conflict', `Operation cannot be fulfilled on ${k.info.resource}.${k.info.group} ${JSON.stringify(target)}: the object keeps changing; please apply your changes to the latest version and try again`);
+      await review(ctx, deps, err.needed);
+      for (const p of err.needed) reviewed.add(privilegeKey(p));
+    }
+  }
+  const reply = render(k, json, accept);
+  reply.status = verb === 'create' ? 201 : 200;
+  if (warnings.length) reply.headers = { Warning: warnings.map(redact) };
+  return reply;
+}
+
+/** A decision found rights it needs that are not reviewed yet: nothing is written; the handler reviews them and decides again. */
+class NeedsReview extends Error {
+  constructor(readonly needed: Privilege[]) {
+    super('the write needs a review');
+  }
+}
+
+const privilegeKey = (p: Privilege) => JSON.stringify(p.attrs);
+
+/** `decide`, refusing to write what needs a right not reviewed yet (NeedsReview). */
+function withPrivileges<S extends StoredOwnObject, X>(k: Kind<S, X>, name: string, decide: (current: S | undefined) => OwnWrite<X>, reviewed: Set<string>): (current: S | undefined) => OwnWrite<X> {
+  if (!k.privileges) return decide;
+  return (cur) => {
+    const w = decide(cur);
+    if (w.action !== 'put') return w;
+    const needed = k.privileges!(cur, w.object, name).filter((p) => !reviewed.has(privilegeKey(p)));
+    if (needed.length) throw new NeedsReview(needed);
+    return w;
+  };
+}
+
+/** Reviews the rights a write needs for the requesting user: 403 naming the right and why (nothing to review without authentication). */
+async function review(ctx: Context, deps: Deps, needed: Privilege[]): Promise<void> {
+  const user = (ctx.state as AuthState).user;
+  if (!deps.authorizer || !user) return;
+  for (const p of needed) {
+    try {
+      await deps.authorizer.authorize(user, { kind: 'resource', attrs: p.attrs });
+    } catch (err) {
+      if (err instanceof StatusError && err.reason === 'Forbidden') throw new StatusError('Forbidden', `${err.message}: ${p.why}`, err.details);
+      throw err;
+    }
+  }
+}
+
+/** The write (or, for dryRun=All, the decision alone, against the same state): the object to answer. */
+async function writeDecided<S extends StoredOwnObject, X>(deps: Deps, k: Kind<S, X>, namespace: string, target: string, decide: (current: S | undefined) => OwnWrite<X>, dryRun: boolean, verb: WriteVerb): Promise<string> {
   let json: string;
   if (dryRun) {
     // Decided as the write would be, against the same state (what the kind stores beside the
@@ -178,8 +242,5 @@ async function decideAndWrite<S extends StoredOwnObject, X>(ctx: Context, deps: 
     const result = await k.write(deps.store, namespace, target, decide);
     json = result.object!;
   }
-  const reply = render(k, json, accept);
-  reply.status = verb === 'create' ? 201 : 200;
-  if (warnings.length) reply.headers = { Warning: warnings.map(redact) };
-  return reply;
+  return json;
 }

@@ -157,6 +157,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
     openapi,
     externalMetrics: { rules, metrics, authorizer: opts.secure?.authorizer },
     collections: { definitions: opts.collections ?? [...builtinCollections], authorizer: opts.secure?.authorizer },
+    ...(opts.secure ? { authorizer: opts.secure.authorizer } : {}),
     memberNetworks: opts.memberNetworks ?? new MemberNetworks(),
     proxy: {
       members: new MemberPool(opts.proxy?.credentials ?? noMemberCredentials, log.child({ part: 'proxy' }), opts.proxy?.connect),

@@ -1,10 +1,12 @@
 // The simulated clusters of hack/bench-mcs.ts, in their own process (they do not share the
-// dispatcher's event loop), driven over IPC. Every cluster provides and consumes every
-// Service: namespace `bench`, Services svc-00... each with one EndpointSlice of its own as
-// kube's EndpointSlice controller writes them (static clusters: only what is written here
-// changes). Every write a cluster receives is recorded; the time a change is written in a
-// provider and the time each consumer holds it are both taken here, on one clock.
-import { labels } from '../api/multicluster-service.ts';
+// dispatcher's event loop), driven over IPC. Namespace `bench`, Services svc-00...: each is
+// provided by one cluster (svc-<s> by cluster s mod the clusters), which has it with one
+// EndpointSlice per cluster of the fleet as kube's EndpointSlice controller writes them, and
+// consumed by every other cluster (which has no Service of that name of its own: Panoptes
+// creates it; static clusters: only what is written here changes). Every write a cluster
+// receives is recorded; the time a change is written in a provider and the time each
+// consumer holds it are both taken here, on one clock.
+import { dispatchedSliceName, labels } from '../api/multicluster-service.ts';
 import { recordWrites, type ReceivedWrite } from '../synchro/mcs/testutil.ts';
 import { Random } from './sim/random.ts';
 import { startSimClusters, type SimCluster } from './sim/cluster.ts';
@@ -52,15 +54,20 @@ const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const svcName = (s: number) => `svc-${String(s).padStart(2, '0')}`;
-const sliceName = (s: number) => `${svcName(s)}-abcde`;
+/** The provider of Service `s`. */
+const providerOf = (s: number) => s % clusters.length;
+/** Its slices: one per cluster of the fleet, as many as the fleet dispatches per Service when every cluster provided one. */
+const slicesPerService = () => clusters.length;
+const sliceName = (s: number, k: number) => `${svcName(s)}-${String(k).padStart(2, '0')}abc`;
 
-/** The endpoints of cluster `c`'s slice of Service `s`: `n` pods, addresses 10.<c>.<s>.<v*16 + i + 1>. */
-function endpoints(c: number, s: number, n: number, v: number): JsonObject[] {
+/** The endpoints of slice `k` of Service `s`: `n` pods, addresses 10.<k>.<s>.<v*16 + i + 1>. */
+function endpoints(k: number, s: number, n: number, v: number): JsonObject[] {
+  const c = providerOf(s);
   return Array.from({ length: n }, (_, i) => ({
-    addresses: [`10.${c}.${s}.${v * 16 + i + 1}`],
+    addresses: [`10.${k}.${s}.${v * 16 + i + 1}`],
     conditions: { ready: true, serving: true, terminating: false },
     nodeName: `${clusters[c].name}-node-${i % 3}`,
-    targetRef: { kind: 'Pod', namespace: benchNamespace, name: `${svcName(s)}-${v}-${i}` },
+    targetRef: { kind: 'Pod', namespace: benchNamespace, name: `${svcName(s)}-${k}-${v}-${i}` },
   }));
 }
 
@@ -68,30 +75,35 @@ function info(c: SimCluster, id: string) {
   return c.registry.byId(id)!;
 }
 
-/** Writes cluster `c`'s slice of Service `s` (unrecorded: the provider's own controller). */
-function writeSlice(c: number, s: number, eps: JsonObject[]): void {
+/** Writes slice `k` of Service `s` in its provider (unrecorded: the provider's own controller). */
+function writeSlice(s: number, k: number, eps: JsonObject[]): void {
+  const c = providerOf(s);
   const sim = clusters[c];
   const crud = recorders[c].fixture;
   const body: KObject = {
-    metadata: { name: sliceName(s), namespace: benchNamespace, labels: { [labels.serviceName]: svcName(s), [labels.endpointSliceManagedBy]: 'endpointslice-controller.k8s.io' } },
+    metadata: { name: sliceName(s, k), namespace: benchNamespace, labels: { [labels.serviceName]: svcName(s), [labels.endpointSliceManagedBy]: 'endpointslice-controller.k8s.io' } },
     addressType: 'IPv4',
     endpoints: eps,
     ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
   };
-  const old = sim.store.get(SLICES, benchNamespace, sliceName(s));
-  if (old) crud.update(info(sim, SLICES), 'v1', benchNamespace, sliceName(s), { ...body, metadata: { ...body.metadata, resourceVersion: old.metadata.resourceVersion } });
+  const old = sim.store.get(SLICES, benchNamespace, sliceName(s, k));
+  if (old) crud.update(info(sim, SLICES), 'v1', benchNamespace, sliceName(s, k), { ...body, metadata: { ...body.metadata, resourceVersion: old.metadata.resourceVersion } });
   else crud.create(info(sim, SLICES), 'v1', benchNamespace, body);
 }
 
-/** Every consumer holds every other cluster's slice of every Service as the provider has it. */
+/** The name of slice `k` of Service `s` in its consumers. */
+const dispatchedName = (s: number, k: number) => dispatchedSliceName(clusters[providerOf(s)].name, sliceName(s, k));
+
+/** Every consumer holds every slice of every Service it does not provide, as its provider has it. */
 function dispatchedEverywhere(): boolean {
   for (const [c, sim] of clusters.entries()) {
     const held = new Map(sim.store.list(SLICES, { namespace: benchNamespace }).items.map((o) => [o.metadata.name!, o]));
-    for (let p = 0; p < clusters.length; p++) {
+    for (let s = 0; s < services; s++) {
+      const p = providerOf(s);
       if (p === c) continue;
-      for (let s = 0; s < services; s++) {
-        const want = clusters[p].store.get(SLICES, benchNamespace, sliceName(s));
-        const have = held.get(`${clusters[p].name}-${sliceName(s)}`);
+      for (let k = 0; k < slicesPerService(); k++) {
+        const want = clusters[p].store.get(SLICES, benchNamespace, sliceName(s, k));
+        const have = held.get(dispatchedName(s, k));
         if (!want || !have || JSON.stringify(have.endpoints) !== JSON.stringify(want.endpoints)) return false;
       }
     }
@@ -113,10 +125,10 @@ const mark = () => recorders.map((r) => r.writes.length);
 const since = (m: number[]) => recorders.map((r, i) => r.writes.slice(m[i]));
 
 async function changes(count: number, ratePerSec: number, timeoutMs: number, settleMs: number): Promise<ChangesResult> {
-  // Each (provider, Service) pair changes at most once, in a fixed random order: every write of a dispatched slice in the phase is one change's.
+  // Each provider slice changes at most once, in a fixed random order: every write of a dispatched slice in the phase is one change's.
   const rng = new Random(20);
   const pairs: Array<[number, number]> = [];
-  for (let c = 0; c < clusters.length; c++) for (let s = 0; s < services; s++) pairs.push([c, s]);
+  for (let s = 0; s < services; s++) for (let k = 0; k < slicesPerService(); k++) pairs.push([s, k]);
   for (let i = pairs.length - 1; i > 0; i--) {
     const j = rng.int(i + 1);
     [pairs[i], pairs[j]] = [pairs[j], pairs[i]];
@@ -143,12 +155,12 @@ async function changes(count: number, ratePerSec: number, timeoutMs: number, set
   for (let k = 0; k < n; k++) {
     const wait = start + (k * 1000) / ratePerSec - performance.now();
     if (wait > 0) await sleep(wait);
-    const [c, s] = pairs[k];
-    const eps = endpoints(c, s, endpointsPerSlice + 1, 1);
-    const name = `${clusters[c].name}-${sliceName(s)}`;
+    const [s, slice] = pairs[k];
+    const eps = endpoints(slice, s, endpointsPerSlice + 1, 1);
+    const name = dispatchedName(s, slice);
     names.push(name);
-    pending.set(name, { provider: c, t0: now(), expected: JSON.stringify(eps), arrived: new Map() });
-    writeSlice(c, s, eps);
+    pending.set(name, { provider: providerOf(s), t0: now(), expected: JSON.stringify(eps), arrived: new Map() });
+    writeSlice(s, slice, eps);
   }
   const consumers = clusters.length - 1;
   const deadline = performance.now() + timeoutMs;
@@ -186,16 +198,14 @@ process.on('message', async (m: McsSimMsg) => {
       const names = Array.from({ length: m.clusters }, (_, i) => `c${String(i).padStart(2, '0')}`);
       clusters = await startSimClusters(names, { historySize: 200_000, controllers: false });
       recorders = clusters.map((c) => recordWrites(c));
-      for (const [c, sim] of clusters.entries()) {
-        const crud = recorders[c].fixture;
-        crud.create(info(sim, '/namespaces'), 'v1', undefined, { metadata: { name: benchNamespace } });
-        for (let s = 0; s < services; s++) {
-          crud.create(info(sim, '/services'), 'v1', benchNamespace, {
-            metadata: { name: svcName(s), namespace: benchNamespace },
-            spec: { selector: { app: svcName(s) }, ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] },
-          });
-          writeSlice(c, s, endpoints(c, s, endpointsPerSlice, 0));
-        }
+      for (const [c, sim] of clusters.entries()) recorders[c].fixture.create(info(sim, '/namespaces'), 'v1', undefined, { metadata: { name: benchNamespace } });
+      for (let s = 0; s < services; s++) {
+        const p = providerOf(s);
+        recorders[p].fixture.create(info(clusters[p], '/services'), 'v1', benchNamespace, {
+          metadata: { name: svcName(s), namespace: benchNamespace },
+          spec: { selector: { app: svcName(s) }, ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] },
+        });
+        for (let k = 0; k < slicesPerService(); k++) writeSlice(s, k, endpoints(k, s, endpointsPerSlice, 0));
       }
       send({ ok: 'start', urls: clusters.map((c) => c.url), names, namespace: benchNamespace });
       break;

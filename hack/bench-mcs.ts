@@ -1,15 +1,16 @@
-// Benchmark of multi-cluster Services: synchro's dispatcher over simulated clusters that all
-// provide and consume every exported Service (the clusters in a child process,
-// hack/bench-mcs-sim.ts; synchro in this one).
+// Benchmark of multi-cluster Services: synchro's dispatcher over simulated clusters, every one
+// the provider of some exported Services and a consumer of all the others (the clusters in a
+// child process, hack/bench-mcs-sim.ts; synchro in this one).
 //
 //   node --import tsx hack/bench-mcs.ts [--clusters 20] [--services 50] [--endpoints 3]
 //        [--changes 300] [--rate 10] [--resync 10] [--storage sqlite|postgres]
 //
-// 1. Initial dispatch: --services MultiClusterServices created (every cluster a provider and a
-//    consumer), until every consumer holds every other cluster's slice of every Service: time
-//    and member writes (clusters × (clusters − 1) × services creates).
+// 1. Initial dispatch: --services MultiClusterServices created (each Service provided by one
+//    cluster with one slice per cluster of the fleet, consumed by every other), until every
+//    consumer holds every slice of every Service it does not provide: time and member writes
+//    (a Service per consumer and Service, and clusters × (clusters − 1) × services slices).
 // 2. Endpoint changes: --changes times, at --rate per second, an endpoint added to another
-//    provider's slice; the time from the provider's write to every consumer holding it (both
+//    provider slice; the time from the provider's write to every consumer holding it (both
 //    taken in the simulator process, on one clock). Targets: p50 ≤ 300 ms, p99 ≤ 1 s. Member
 //    writes per change: exactly one per consumer (clusters − 1), none to the provider.
 // 3. Resync: two full passes (--resync seconds apart) of the unchanged fleet write nothing.
@@ -84,7 +85,7 @@ const synchro = await startSynchro({ store, clustersFile: `${dir}/clusters.yaml`
 let figures: McsFigures | undefined;
 try {
   if (!(await synchro.waitForInitialSync(120_000))) throw new Error('the initial sync did not complete in 120 s');
-  console.log(`${nClusters} simulated clusters, ${nServices} Services each with a slice of ${args.endpoints} endpoints, every cluster a provider and a consumer of every Service (${backend})`);
+  console.log(`${nClusters} simulated clusters, ${nServices} Services each provided by one cluster with ${nClusters} slices of ${args.endpoints} endpoints and consumed by the ${consumers} others (${backend})`);
 
   // 1. Initial dispatch.
   const m0 = (await sims.call({ cmd: 'mark' })).mark as number[];
@@ -94,9 +95,11 @@ try {
   const initialSeconds = (done.at - t0) / 1000;
   const initialWrites = byVerb((await sims.call({ cmd: 'writes', mark: m0 })).counts as WriteCounts);
   const slices = nClusters * consumers * nServices;
+  // And the Service Panoptes creates in each consumer of each Service.
+  const expected = slices + consumers * nServices;
   console.log(
     `initial dispatch of ${nServices} Services to ${nClusters} clusters: ${done.complete ? '' : 'NOT COMPLETE after '}${initialSeconds.toFixed(1)} s, ${slices} slices (${Math.round(slices / initialSeconds)}/s); ` +
-      `member writes ${describe(initialWrites)}: ${initialWrites.total === slices && initialWrites.create === slices ? 'one create per slice' : `expected ${slices} creates`}`,
+      `member writes ${describe(initialWrites)}: ${initialWrites.total === expected && initialWrites.create === expected ? 'one create per slice and per Service' : `expected ${expected} creates`}`,
   );
   if (!done.complete) throw new Error('the initial dispatch did not complete');
 

@@ -171,6 +171,14 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   t.match(find(aio, 'RoleBinding', 'panoptes:all-in-one:cluster-credentials-reader'), { subjects: [{ name: 'panoptes-apiserver' }] });
   t.notOk(all.some((o) => o.kind === 'RoleBinding' && JSON.stringify(o).includes('cluster-credentials-reader') && JSON.stringify(o).includes('"panoptes-apiserver"')), 'the HA apiserver gets no Secret access');
   t.match(find(all, 'ClusterRole', 'panoptes:cluster-registrar')?.rules, [{ apiGroups: ['panoptes.io'], resources: ['clusters'], verbs: ['create', 'update', 'patch', 'delete', 'get', 'list', 'watch'] }]);
+  // Granting multi-cluster Service roles: the operator's, in no other role, aggregated nowhere.
+  const grantor = find(all, 'ClusterRole', 'panoptes:multicluster-services-grantor');
+  t.same(grantor?.rules, [{ apiGroups: ['panoptes.io'], resources: ['clusters/multiclusterservices', 'clustersources/multiclusterservices'], verbs: ['update'] }]);
+  t.notOk(Object.keys(grantor?.metadata.labels ?? {}).some((k) => k.startsWith('rbac.authorization.k8s.io/aggregate-to-')), 'granting roles is granted explicitly');
+  for (const role of ['panoptes:cluster-registrar', 'panoptes:cluster-importer', 'panoptes:aggregate-to-view']) {
+    const rules = find(all, 'ClusterRole', role)?.rules ?? [];
+    t.notOk(rbacAllows(rules, { verb: 'update', group: 'panoptes.io', resource: 'clusters', subresource: 'multiclusterservices', name: 'east' }) || rbacAllows(rules, { verb: 'update', group: 'panoptes.io', resource: 'clustersources', subresource: 'multiclusterservices', name: 'capi' }), `${role} grants no multi-cluster Service role`);
+  }
   // Exporting Services: a role to bind per namespace, not aggregated anywhere; reading is in view.
   const exporter = find(all, 'ClusterRole', 'panoptes:service-exporter');
   t.same(exporter?.rules, [{ apiGroups: ['panoptes.io'], resources: ['multiclusterservices'], verbs: ['create', 'update', 'patch', 'delete', 'get', 'list', 'watch'] }]);

@@ -149,3 +149,24 @@ clusters:
   t.match(userinfo.invalid[0].message, /server must not carry credentials/);
   t.same(userinfo.invalid[0].spec, { name: 'ui', server: 'https://10.0.0.4:6443/' }, 'nor is its user:password served');
 });
+
+t.test('multiClusterServices: what an entry grants (both when it says nothing), served; anything else is the entry\'s error', async (t) => {
+  const cfg = parseClustersYaml(
+    `
+clusters:
+  - { name: both, server: https://10.0.0.1:6443 }
+  - { name: consumer-only, server: https://10.0.0.2:6443, multiClusterServices: { provider: false } }
+  - { name: bad, server: https://10.0.0.3:6443, multiClusterServices: { provider: "yes" } }
+  - { name: typo, server: https://10.0.0.4:6443, multiClusterServices: { providers: true } }
+`,
+    '/',
+  );
+  const [both, consumerOnly] = cfg.clusters;
+  t.equal(both.multiClusterServices, undefined);
+  t.same(consumerOnly.multiClusterServices, { provider: false });
+  t.same(publicSpec(consumerOnly as never).multiClusterServices, { provider: false }, 'served (and stored in the file cluster\'s spec)');
+  t.not(both.fingerprint, parseClustersYaml('clusters:\n  - { name: both, server: https://10.0.0.1:6443, multiClusterServices: { consumer: false } }\n', '/').clusters[0].fingerprint, 'a change of it is a change of the entry');
+  const byName = Object.fromEntries(cfg.invalid.map((i) => [i.name, i.message]));
+  t.match(byName.bad, /multiClusterServices\.provider must be true or false/);
+  t.match(byName.typo, /multiClusterServices: unknown key "providers" \(use provider, consumer\)/);
+});

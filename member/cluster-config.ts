@@ -8,6 +8,7 @@ import type { ClusterConnection } from './client.ts';
 import { readKubeconfig } from './kubeconfig.ts';
 import { defaultResources, parsePattern, PatternError, type ResourcePattern } from '../api/resource-patterns.ts';
 import { clusterNameProblem, servedSpec } from '../api/cluster.ts';
+import { mcsRoleNames, mcsRolesField, type McsRoles } from '../api/mcs-roles.ts';
 
 export interface NamespaceFilter {
   /** Only these namespaces (namespaced objects, and Namespace objects by name). */
@@ -39,10 +40,12 @@ export interface ClusterConfig extends ClusterConnection {
   generation?: number;
   /** API clusters: where the credentials come from. */
   credentials?: CredentialsSource;
+  /** clusters.yaml: the multi-cluster Service roles the entry grants (api/mcs-roles.ts; both when absent). */
+  multiClusterServices?: Partial<McsRoles>;
 }
 
 /** The settings that decide a cluster's connection and selection, with their patterns and fingerprint. */
-export type ClusterSettings = ClusterConnection & { name: string; resources: string[]; namespaces?: NamespaceFilter; source: 'file' | 'api' };
+export type ClusterSettings = ClusterConnection & { name: string; resources: string[]; namespaces?: NamespaceFilter; source: 'file' | 'api'; multiClusterServices?: Partial<McsRoles> };
 
 /** A configuration from its settings: parsed patterns (a PatternError for a bad one) and the fingerprint. */
 export function settingsConfig(s: ClusterSettings): ClusterConfig {
@@ -72,7 +75,7 @@ export class ConfigError extends Error {
 const clusterName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const pathKeys = ['kubeconfig', 'certificateAuthority', 'tokenFile', 'clientCertificate', 'clientKey'] as const;
 const stringKeys = ['kubeconfig', 'context', 'server', 'certificateAuthority', 'certificateAuthorityData', 'token', 'tokenFile', 'clientCertificate', 'clientCertificateData', 'clientKey', 'clientKeyData', 'tlsServerName'] as const;
-const entryKeys = new Set<string>(['name', 'resources', 'namespaces', 'insecureSkipTLSVerify', ...stringKeys]);
+const entryKeys = new Set<string>(['name', 'resources', 'namespaces', 'insecureSkipTLSVerify', mcsRolesField, ...stringKeys]);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -105,6 +108,19 @@ function parseNamespaces(v: unknown): NamespaceFilter | undefined {
   if (v.include !== undefined) f.include = stringList(v.include, 'namespaces.include');
   if (v.exclude !== undefined) f.exclude = stringList(v.exclude, 'namespaces.exclude');
   return f;
+}
+
+/** An entry's multiClusterServices: provider and/or consumer, true or false. */
+function parseMcsRoles(v: unknown): Partial<McsRoles> | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!isRecord(v)) throw new ConfigError(`${mcsRolesField} must be a map with provider and/or consumer (true or false)`);
+  const out: Partial<McsRoles> = {};
+  for (const [k, x] of Object.entries(v)) {
+    if (!(mcsRoleNames as readonly string[]).includes(k)) throw new ConfigError(`${mcsRolesField}: unknown key ${JSON.stringify(k)} (use provider, consumer)`);
+    if (typeof x !== 'boolean') throw new ConfigError(`${mcsRolesField}.${k} must be true or false`);
+    out[k as keyof McsRoles] = x;
+  }
+  return out;
 }
 
 function parsePatterns(list: string[]): ResourcePattern[] {
@@ -159,7 +175,8 @@ function parseEntry(raw: Record<string, unknown>, baseDir: string, defaults: { r
   if (resources.length === 0) throw new ConfigError('resources is empty: leave it out for the default set, or name some');
   const patterns = parsePatterns(resources);
   const namespaces = parseNamespaces(raw.namespaces) ?? defaults.namespaces;
-  const base: ClusterSettings = { ...(c as ClusterConnection), name, resources, namespaces, source: 'file' };
+  const roles = parseMcsRoles(raw[mcsRolesField]);
+  const base: ClusterSettings = { ...(c as ClusterConnection), name, resources, namespaces, source: 'file', ...(roles ? { [mcsRolesField]: roles } : {}) };
   return { ...base, patterns, fingerprint: fingerprint(base) };
 }
 

@@ -11,6 +11,7 @@
 // restricted.
 import dns, { type LookupAddress } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { ipv6Words } from '../kube/ip.ts';
 
 /** The flag (and its environment variable) that widens what API-registered clusters may reach. */
 export const memberNetworksFlag = '--allow-member-networks';
@@ -36,22 +37,6 @@ const refusedLists = refusedRanges.map((r) => {
   list.addSubnet(r.net, r.prefix, r.family);
   return { range: r, list };
 });
-
-/** The 8 16-bit words of an IPv6 address (zone and brackets removed), or undefined. */
-function ipv6Words(address: string): number[] | undefined {
-  let a = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
-  if (isIP(a) !== 6) return undefined;
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(a);
-  if (dotted) {
-    const [p, q, r, s] = dotted[1].split('.').map(Number);
-    a = `${a.slice(0, -dotted[1].length)}${((p << 8) | q).toString(16)}:${((r << 8) | s).toString(16)}`;
-  }
-  const [head, tail] = a.includes('::') ? a.split('::') : [a, undefined];
-  const h = head ? head.split(':') : [];
-  const t = tail === undefined ? [] : tail ? tail.split(':') : [];
-  const zeros = tail === undefined ? 0 : 8 - h.length - t.length;
-  return [...h, ...Array<string>(zeros).fill('0'), ...t].map((w) => parseInt(w, 16));
-}
 
 /**
  * An address as the network sees it: IPv4 for IPv4 (also for the IPv4-mapped ::ffff:a.b.c.d

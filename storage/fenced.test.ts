@@ -237,6 +237,8 @@ const reads = [
   'analyze',
   'replicationStatus',
   'memberRvAt',
+  // The installation's id: made once at the first ask (as a migration makes a table), then only read.
+  'installationId',
   'close',
 ];
 const leaseOperations = ['heartbeat', 'members', 'removeMember', 'listLeases', 'listLeasesNamed', 'acquireLease', 'renewLeases', 'releaseLease', 'deleteLease'];

@@ -20,7 +20,7 @@ import { compact } from './compact.ts';
 import { repairCounts, type CountRepair } from './counts.ts';
 import { list } from './list.ts';
 import { memberRvAt } from './object-versions.ts';
-import { readMeta, type Meta } from './meta.ts';
+import { installationId, readMeta, type Meta } from './meta.ts';
 import * as openapi from './openapi.ts';
 import { objectColumns, rowsOf, toStored, type ObjectRow } from './rows.ts';
 import { migrate } from './schema.ts';
@@ -112,6 +112,22 @@ export class Store {
 
   get dialect(): 'sqlite' | 'postgres' {
     return this.conn.dialect.name;
+  }
+
+  private installation?: Promise<string>;
+
+  /**
+   * The id of the installation this database is (storage/meta.ts): made once per database,
+   * the same for every process that shares it. What Panoptes writes into member clusters
+   * carries it (label panoptes.io/installation), so two installations never take each
+   * other's objects for their own.
+   */
+  installationId(): Promise<string> {
+    this.installation ??= installationId(this.conn.knex).catch((err: unknown) => {
+      this.installation = undefined;
+      throw err;
+    });
+    return this.installation;
   }
 
   /**

@@ -80,6 +80,8 @@ export interface ClusterDeps {
   configError?: () => string | undefined;
   /** HTTP/2 to the member when it offers it (member/client.ts ConnectOptions.http2). */
   http2?: boolean;
+  /** This installation's id (Store.installationId): shown in the status, carried by what the dispatcher writes into the member. */
+  installation?: string;
 }
 
 /** What a cluster's row in the clusters table says about its health and sync state. */
@@ -110,6 +112,8 @@ export interface ClusterStatus {
   /** Which member cluster this is (identity.ts): the uid of its kube-system namespace, or `server:URL` when that cannot be read. */
   clusterID?: string;
   clusterIDSource?: ClusterIDSource;
+  /** The Panoptes installation syncing it: the panoptes.io/installation label of what it dispatches there. */
+  installation?: string;
 }
 
 const crdId = 'apiextensions.k8s.io/customresourcedefinitions';
@@ -278,6 +282,7 @@ export class ClusterSync {
       s.clusterID = this.identity.clusterID;
       s.clusterIDSource = this.identity.source;
     }
+    if (this.deps.installation) s.installation = this.deps.installation;
     const warnings = [...(this.client?.warnings ?? []), ...(this.identity?.warning ? [this.identity.warning] : [])];
     if (warnings.length) s.warnings = warnings;
     if (this.discoveryErrors) s.discoveryErrors = this.discoveryErrors;

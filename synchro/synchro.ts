@@ -115,7 +115,9 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
 
   const committer = new Committer(store, batch, metrics, log.child({ part: 'committer' }));
   const config = new ConfigSource({ ...opts, metrics, log, onFileChange: () => void reload().catch(() => undefined) });
-  const deps = { store, metrics, log, batch, committer, timings, onCommit: opts.onCommit, configError: () => config.error, ...(opts.memberHttp2 !== undefined ? { http2: opts.memberHttp2 } : {}) };
+  // The installation's id (one per database), in every Cluster's status: what it dispatches into members carries it.
+  const installation = await store.installationId();
+  const deps = { store, metrics, log, batch, committer, timings, onCommit: opts.onCommit, configError: () => config.error, installation, ...(opts.memberHttp2 !== undefined ? { http2: opts.memberHttp2 } : {}) };
   // A lost cluster lease stops that cluster's work (and its dispatch) at once.
   const membership = new Membership(store, shards, metrics, log, (lease, epoch) => {
     if (!lease.startsWith(clusterLease(''))) return;

@@ -41,6 +41,7 @@ export const clusterDefinitions: Record<string, JsonObject> = {
       resources: strings('Resource patterns to sync: *, GROUP/*, GROUP/RESOURCE or RESOURCE.GROUP (secrets only when named). Default: a set of common resources.'),
       namespaces: ref(`${p}ClusterNamespaceFilter`, 'Which namespaces namespaced objects are synced from.'),
       credentials: ref(`${p}ClusterCredentials`, 'How synchro authenticates to the member: a Secret of the host cluster, or inline (write-only) values. None: anonymous.'),
+      multiClusterServices: ref(`${p}ClusterMultiClusterServices`, 'Whether the cluster may provide and consume multi-cluster Services: granted by the operator.'),
       kubeconfig: str(`${fileOnly} path of a kubeconfig file to connect with.`),
       context: str(`${fileOnly} the kubeconfig context to use.`),
       certificateAuthority: str(`${fileOnly} path of the CA bundle.`),
@@ -65,6 +66,15 @@ export const clusterDefinitions: Record<string, JsonObject> = {
       token: str(`Bearer token. ${writeOnly}`),
       clientCertData: str(`Client certificate, base64 PEM (as client-certificate-data in a kubeconfig). ${writeOnly}`),
       clientKeyData: str(`Client key, base64 PEM (as client-key-data in a kubeconfig). ${writeOnly}`),
+    },
+  },
+  [`${p}ClusterMultiClusterServices`]: {
+    description:
+      'The multi-cluster Service roles granted to the cluster. Absent fields: true for a clusters.yaml entry (source: file), false for a Cluster of the API or of a ClusterSource. A write that grants a role needs update on clusters/multiclusterservices of the Cluster (clustersources/multiclusterservices for a ClusterSource\'s defaults) besides the write itself.',
+    type: 'object',
+    properties: {
+      provider: bool("Its Services' endpoints may be dispatched into other clusters (a MultiClusterService naming it, or a ServiceExport in it)."),
+      consumer: bool('Panoptes may write dispatched Services, EndpointSlices and ServiceImports into it, with its own identity.'),
     },
   },
   [`${p}ClusterSecretRef`]: {
@@ -107,6 +117,7 @@ export const clusterDefinitions: Record<string, JsonObject> = {
       server: str('The member API server URL.'),
       clusterID: str('Which member cluster this is: the uid of its kube-system namespace, or server:URL when that namespace cannot be read. Registrations with one clusterID are one member.'),
       clusterIDSource: str('KubeSystemNamespace or Server.', { enum: ['KubeSystemNamespace', 'Server'] }),
+      installation: str('The Panoptes installation that syncs the cluster (one per storage database): what it dispatches into the cluster carries the label panoptes.io/installation=<this>, and it never changes what another installation wrote.'),
       conditions: list('ClusterCondition', 'The Ready condition; Duplicate (reason SameClusterAs) when the member is also registered under another name; ObjectsQuarantined.'),
       initialSync: ref(`${p}ClusterInitialSync`, 'Progress of the first list of every selected resource.'),
       resources: list('ClusterResourceStatus', 'Sync state of every synced resource.'),

@@ -61,11 +61,12 @@ export const clusterSourceDefinitions: Record<string, JsonObject> = {
     },
   },
   [`${p}ClusterSourceDefaults`]: {
-    description: 'spec.resources and spec.namespaces of every imported Cluster.',
+    description: 'spec.resources, spec.namespaces and spec.multiClusterServices of every imported Cluster.',
     type: 'object',
     properties: {
       resources: strings('Resource patterns, as a Cluster\'s spec.resources. Default: the default set.'),
       namespaces: ref(`${p}ClusterNamespaceFilter`, 'As a Cluster\'s spec.namespaces.'),
+      multiClusterServices: ref(`${p}ClusterMultiClusterServices`, 'The multi-cluster Service roles of every imported Cluster (neither unless true). Granting one needs update on clustersources/multiclusterservices of this ClusterSource.'),
     },
   },
   [`${p}ClusterSourceClusterAPI`]: {

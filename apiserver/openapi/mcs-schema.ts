@@ -29,8 +29,12 @@ export const mcsDefinitions: Record<string, JsonObject> = {
     description: 'MultiClusterServiceSpec says where a Service is collected from and dispatched to.',
     type: 'object',
     properties: {
-      providerClusters: clusterNames('Clusters whose Service of this namespace and name, and its EndpointSlices, are collected.'),
-      consumerClusters: clusterNames('Clusters the Service and the slices are dispatched to (a provider never receives its own slices).'),
+      providerClusters: clusterNames(
+        'Clusters whose Service of this namespace and name, and its EndpointSlices, are collected; only clusters the operator granted the provider role (their Cluster\'s spec.multiClusterServices.provider) provide.',
+      ),
+      consumerClusters: clusterNames(
+        'Clusters the Service and the slices are dispatched to; only clusters granted the consumer role get anything. A consumer with a Service of that name of its own (a provider too) gets nothing added to it.',
+      ),
       ports: list('MultiClusterServicePort', 'Only these ports of the providers\' Service are exported; absent: every port.'),
       providerNotReady: ref(`${p}MultiClusterServiceProviderNotReady`, 'What happens to the dispatched endpoints of a provider while it is not Ready.'),
     },
@@ -87,6 +91,8 @@ export const mcsDefinitions: Record<string, JsonObject> = {
       lastError: str('The last error of a write to this consumer (a Status reason and message).'),
       conditions: list('MultiClusterServiceCondition', 'ServiceApplied and EndpointSlicesDispatched.'),
       cleanedUp: bool('After deletion: everything dispatched to this consumer is gone.'),
+      failingSince: time('Since when writes for this Service keep failing in this consumer; a deletion waits for its cleanup there this long at most (--mcs-away-consumer-grace).'),
+      refusedEndpoints: int('Provider endpoints not dispatched to this consumer: addresses kube refuses (loopback, link-local, unspecified), or inside its own pod or service ranges.'),
     },
   },
   [`${p}MultiClusterServiceCondition`]: conditionDefinition('A condition, as metav1.Condition.', 'Ready (the object), ServiceApplied or EndpointSlicesDispatched (a consumer).', {

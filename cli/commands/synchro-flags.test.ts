@@ -1,6 +1,7 @@
-// --mcs-resync-interval and --mcs-away-consumer-grace of synchro and all-in-one: the
-// dispatcher's full pass and how long a deletion waits for a consumer that is away, parsed into
-// startSynchro's options, a bad or too short value a usage error.
+// --mcs-resync-interval, --mcs-away-consumer-grace and --mcs-allow-system-services of synchro
+// and all-in-one: the dispatcher's full pass, how long a deletion waits for a consumer that is
+// away, and the system Services allowed, parsed into startSynchro's options, a bad or too short
+// value a usage error.
 import t from 'tap';
 import { UsageError } from '../command.ts';
 import { parseSynchroFlags } from './synchro-flags.ts';
@@ -24,4 +25,10 @@ t.test('--mcs-away-consumer-grace: how long a deleted MultiClusterService waits 
   t.equal(mcs({ 'mcs-away-consumer-grace': '30s' }).awayConsumerGraceMs, 30_000);
   t.equal(mcs({ 'mcs-away-consumer-grace': '0s' }).awayConsumerGraceMs, 0, 'zero: never waits for one');
   t.throws(() => parseSynchroFlags({ 'mcs-away-consumer-grace': 'long' }), /--mcs-away-consumer-grace must be a duration like 500ms/);
+});
+
+t.test('--mcs-allow-system-services: the system Services the operator lets be dispatched', async (t) => {
+  t.equal(mcs({}).allowedSystemServices, undefined, 'none by default');
+  t.same(mcs({ 'mcs-allow-system-services': 'kube-public, default/kubernetes' }).allowedSystemServices, ['kube-public', 'default/kubernetes']);
+  t.throws(() => parseSynchroFlags({ 'mcs-allow-system-services': 'Kube System' }), /--mcs-allow-system-services: "Kube System" is not a namespace or namespace\/name/);
 });

@@ -22,6 +22,7 @@ export const synchroFlagSpec = {
   'lease-ttl': { type: 'string' },
   'mcs-resync-interval': { type: 'string' },
   'mcs-away-consumer-grace': { type: 'string' },
+  'mcs-allow-system-services': { type: 'string' },
   'host-kubeconfig': { type: 'string' },
   'credentials-namespace': { type: 'string' },
   ...memberNetworksFlagSpec,
@@ -52,9 +53,13 @@ export const synchroFlagHelp = `  --clusters FILE               clusters.yaml: m
                                 Service again and repairs drift in the consumers (default 60s; changes are
                                 dispatched as they come, without waiting for it)
   --mcs-away-consumer-grace DURATION
-                                how long a deleted MultiClusterService waits for a consumer that is not Ready
-                                (default 5m): then it goes, and what that consumer holds is removed when it
-                                is back`;
+                                how long a deleted MultiClusterService waits for a consumer that is not Ready,
+                                or whose cleanup keeps failing (default 5m): then it goes, and what that
+                                consumer holds is removed when it can be
+  --mcs-allow-system-services NS[/NAME],...
+                                multi-cluster Services of kube's own namespaces (kube-*) and default/kubernetes
+                                are never dispatched unless named here (a Service of that name in a consumer
+                                carries its API and DNS traffic)`;
 
 type SynchroFlagValues = { [K in keyof typeof synchroFlagSpec]?: string };
 
@@ -99,6 +104,10 @@ export function parseSynchroFlags(
   const resyncIntervalMs = durationFlag('mcs-resync-interval', values['mcs-resync-interval'], defaultDispatcherOptions.resyncIntervalMs);
   if (resyncIntervalMs < 1000) throw new UsageError('--mcs-resync-interval must be at least 1s');
   const awayConsumerGraceMs = durationFlag('mcs-away-consumer-grace', values['mcs-away-consumer-grace'], defaultDispatcherOptions.awayConsumerGraceMs);
+  const allowedSystemServices = (values['mcs-allow-system-services'] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  for (const a of allowedSystemServices) {
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\/[a-z]([-a-z0-9]*[a-z0-9])?)?$/.test(a)) throw new UsageError(`--mcs-allow-system-services: ${JSON.stringify(a)} is not a namespace or namespace/name`);
+  }
   return {
     clustersFile,
     kubeconfig: values.kubeconfig,
@@ -117,6 +126,6 @@ export function parseSynchroFlags(
       minCount: intFlag('retention-count', values['retention-count'], defaultCompaction.minCount),
     },
     shards: { identity, leaseTtlMs },
-    mcs: { resyncIntervalMs, awayConsumerGraceMs },
+    mcs: { resyncIntervalMs, awayConsumerGraceMs, ...(allowedSystemServices.length ? { allowedSystemServices } : {}) },
   };
 }

@@ -81,10 +81,10 @@ t.test('panoptes demo: three clusters, a kubeconfig, kubectl works through its c
   const dispatched = await eventually(async () => /^catalog\s+1\s+2\s+2\s+2\/2\s/m.test(await run(mcs)), 30_000);
   t.ok(dispatched, 'kubectl get mcs: one provider, two consumers, two endpoints, both ready');
   t.match(await run(svc), /^catalog\s+ClusterIP\s+10\.96\./m, "west's Service made by Panoptes");
-  t.match(await run(slices), /^east-catalog-\w{5}\s+IPv4\s+8080\s+10\.244\.\d+\.\d+,10\.244\.\d+\.\d+\s/m, "west's slice: east's two endpoints");
+  t.match(await run(slices), /^east-catalog-\w{5}-[0-9a-f]{12}\s+IPv4\s+8080\s+10\.244\.\d+\.\d+,10\.244\.\d+\.\d+\s/m, "west's slice: east's two endpoints");
   t.match(await run(imports), /^catalog\s+ClusterSetIP\s/m, "west's ServiceImport");
   t.match(await run(scale), 'deployment.apps/catalog scaled');
-  t.ok(await eventually(async () => /^east-catalog-\w{5}\s+IPv4\s+8080\s+\S+ \+ 1 more/m.test(await run(follow)), 30_000), "lab's slice follows: four endpoints");
+  t.ok(await eventually(async () => /^east-catalog-\w{5}-[0-9a-f]{12}\s+IPv4\s+8080\s+\S+ \+ 1 more/m.test(await run(follow)), 30_000), "lab's slice follows: four endpoints");
 
   p.kill('SIGTERM');
   t.equal(await exited, 0, 'stops cleanly on SIGTERM');

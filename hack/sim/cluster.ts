@@ -229,7 +229,9 @@ export async function startSimClusters(names: string[], opts: SimClustersOptions
   const started: SimCluster[] = [];
   try {
     for (const [i, name] of names.entries()) {
-      started.push(await startSimCluster({ ...rest, name, port: basePort ? basePort + i : 0, mcsCRDs: crdsOf(name) }));
+      // A pod network of its own per cluster (10.244, 10.245, ...): their pods' addresses differ, as a multi-cluster network needs.
+      const workload = rest.workload ? { ...(typeof rest.workload === 'object' ? rest.workload : {}), podNetwork: 244 + i } : rest.workload;
+      started.push(await startSimCluster({ ...rest, ...(workload !== undefined ? { workload } : {}), name, port: basePort ? basePort + i : 0, mcsCRDs: crdsOf(name) }));
     }
   } catch (err) {
     await Promise.all(started.map((c) => c.close()));

@@ -37,6 +37,7 @@ t.test('EndpointSlices: kube\'s rules and words', async (t) => {
     "FieldValueInvalid metadata.labels: Invalid value: \"x/y/z\": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
     `FieldValueInvalid metadata.labels: Invalid value: "${'v'.repeat(64)}": must be no more than 63 characters`,
     'FieldValueInvalid endpoints[0].addresses[0]: Invalid value: "10.0.0.256": must be a valid IPv4 address',
+    'FieldValueInvalid endpoints[0].addresses[0]: Invalid value: "10.0.0.256": must be a valid IP address',
     'FieldValueRequired endpoints[1].addresses: Required value: must contain at least 1 address',
     'FieldValueInvalid endpoints[2].addresses[0]: Invalid value: "fd00::1": must be a valid IPv4 address',
     "FieldValueInvalid endpoints[2].hostname: Invalid value: \"Not_A_Label\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
@@ -51,6 +52,31 @@ t.test('EndpointSlices: kube\'s rules and words', async (t) => {
   t.equal(type.json.message, 'EndpointSlice.discovery.k8s.io "t" is invalid: addressType: Unsupported value: "IP": supported values: "FQDN", "IPv4", "IPv6"');
   const v6 = await post(slice('v6', { addressType: 'IPv6', endpoints: [{ addresses: ['10.0.0.1'] }] }));
   t.equal(v6.json.message, 'EndpointSlice.discovery.k8s.io "v6" is invalid: endpoints[0].addresses[0]: Invalid value: "10.0.0.1": must be a valid IPv6 address');
+  // ValidateNonSpecialIP (CVE-2021-25737): what kube-proxy must never be sent to, in every spelling.
+  const special = await post(slice('special', {
+    endpoints: [
+      { addresses: ['169.254.169.254'] }, { addresses: ['127.0.0.1'] }, { addresses: ['0.0.0.0'] }, { addresses: ['224.0.0.251'] },
+      { addresses: ['::ffff:127.0.0.1'] }, { addresses: ['010.0.0.1'] }, { addresses: ['10.1.2.3'], nodeName: 'Node_1' },
+      { addresses: ['10.1.2.4'], hints: { forZones: [{ name: 'a' }, { name: 'a' }] } },
+    ],
+  }));
+  t.equal(special.status, 422);
+  t.same((special.json.details.causes as { field: string; message: string }[]).map((x) => `${x.field}: ${x.message}`), [
+    'endpoints[0].addresses[0]: Invalid value: "169.254.169.254": may not be in the link-local range (169.254.0.0/16, fe80::/10)',
+    'endpoints[1].addresses[0]: Invalid value: "127.0.0.1": may not be in the loopback range (127.0.0.0/8, ::1/128)',
+    'endpoints[2].addresses[0]: Invalid value: "0.0.0.0": may not be unspecified (0.0.0.0)',
+    'endpoints[3].addresses[0]: Invalid value: "224.0.0.251": may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)',
+    'endpoints[4].addresses[0]: Invalid value: "::ffff:127.0.0.1": may not be in the loopback range (127.0.0.0/8, ::1/128)',
+    "endpoints[6].nodeName: Invalid value: \"Node_1\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+    'endpoints[7].hints.forZones[1].name: Duplicate value: "a"',
+  ], 'leading zeros parse as kube parses them (ParseIPSloppy): 010.0.0.1 is 10.0.0.1');
+  const v6special = await post(slice('v6special', { addressType: 'IPv6', endpoints: [{ addresses: ['::1'] }, { addresses: ['fe80::1'] }, { addresses: ['::'] }, { addresses: ['ff02::fb'] }, { addresses: ['fd00::1'] }] }));
+  t.same((v6special.json.details.causes as { field: string; message: string }[]).map((x) => `${x.field}: ${x.message}`), [
+    'endpoints[0].addresses[0]: Invalid value: "::1": may not be in the loopback range (127.0.0.0/8, ::1/128)',
+    'endpoints[1].addresses[0]: Invalid value: "fe80::1": may not be in the link-local range (169.254.0.0/16, fe80::/10)',
+    'endpoints[2].addresses[0]: Invalid value: "::": may not be unspecified (::)',
+    'endpoints[3].addresses[0]: Invalid value: "ff02::fb": may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)',
+  ]);
   const fqdn = await post(slice('f', { addressType: 'FQDN', endpoints: [{ addresses: ['db'] }, { addresses: ['db.example.com.'] }] }));
   t.equal(fqdn.json.message, 'EndpointSlice.discovery.k8s.io "f" is invalid: endpoints[0].addresses[0]: Invalid value: "db": should be a domain with at least two segments separated by dots');
   const many = await post(slice('many', { endpoints: Array.from({ length: 1001 }, (_, i) => ({ addresses: [`10.1.${i >> 8}.${i & 255}`] })) }));
@@ -168,7 +194,9 @@ t.test('kubectl sees the same answers', async (t) => {
   writeFileSync(file, JSON.stringify(slice('k', { endpoints: [{ addresses: ['not-an-ip'] }] })));
   const r = await kubectl(c, dir, ['create', '-f', file]);
   t.not(r.code, 0);
-  t.match(r.stderr, 'The EndpointSlice "k" is invalid: endpoints[0].addresses[0]: Invalid value: "not-an-ip": must be a valid IPv4 address');
+  t.match(r.stderr, 'The EndpointSlice "k" is invalid: ');
+  t.match(r.stderr, 'endpoints[0].addresses[0]: Invalid value: "not-an-ip": must be a valid IPv4 address');
+  t.match(r.stderr, 'endpoints[0].addresses[0]: Invalid value: "not-an-ip": must be a valid IP address');
   writeFileSync(file, JSON.stringify(slice('k', { endpoints: [{ addresses: ['10.0.0.1'], zonee: 'a' }] })));
   const strict = await kubectl(c, dir, ['create', '-f', file]);
   t.not(strict.code, 0, 'kubectl asks for Strict by default');

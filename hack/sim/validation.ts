@@ -1,6 +1,7 @@
 // kube-apiserver v1.28's validation of what a simulated cluster is written, as far as
 // Panoptes writes to members: every object's metadata (name, generateName, labels,
-// annotations, ownerReferences, finalizers), EndpointSlices and Services. The rules and the
+// annotations, ownerReferences, finalizers), EndpointSlices (addresses per addressType and
+// ValidateNonSpecialIP: no loopback, link-local or unspecified endpoint) and Services. The rules and the
 // words are kube's, so an object a real cluster refuses is refused here with the same 422.
 // Ref: k8s.io/apimachinery/pkg/util/validation (IsQualifiedName, IsValidLabelValue,
 // IsDNS1123Label/Subdomain, IsDNS1035Label, IsValidPortNum, IsValidPortName, IsValidIP...),
@@ -8,10 +9,10 @@
 // pkg/apis/discovery/validation/validation.go, pkg/apis/core/validation/validation.go
 // (ValidateService, validateServicePort, ValidateServiceClusterIPsRelatedFields,
 // validateUpgradeDowngradeClusterIPs).
-import { isIPv4, isIPv6 } from 'node:net';
 import {
   fieldDuplicate, fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired, fieldTooLong, fieldTooMany, GoSyntax, type FieldError,
 } from '../../kube/field-errors.ts';
+import { ipBytes, nonSpecialIPProblems } from '../../kube/ip.ts';
 import type { ResourceInfo } from './resources.ts';
 import { isObject, type JsonObject, type KObject } from './types.ts';
 
@@ -167,9 +168,8 @@ const protocols = ['SCTP', 'TCP', 'UDP'];
 
 /** netutils.ParseIPSloppy: IPv4 may have leading zeros. */
 function parseIP(s: string): 4 | 6 | undefined {
-  if (isIPv4(s.replace(/(^|\.)0+(\d)/g, '$1$2'))) return 4;
-  if (isIPv6(s)) return /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(s) ? 4 : 6;
-  return undefined;
+  const b = ipBytes(s);
+  return b === undefined ? undefined : b.length === 4 ? 4 : 6;
 }
 
 /** IsFullyQualifiedDomainName */
@@ -185,6 +185,22 @@ function fqdnErrors(path: string, value: string): FieldError[] {
     if (p.length) return [fieldInvalid(path, label, p.join(','))];
   }
   return [];
+}
+
+/** validateHints: at most 8 zones, each once, each a label value. */
+function hintErrors(hints: JsonObject, path: string): FieldError[] {
+  const zones = Array.isArray(hints.forZones) ? hints.forZones : [];
+  if (zones.length > 8) return [fieldTooMany(`${path}.forZones`, zones.length, 8)];
+  const errs: FieldError[] = [];
+  const seen = new Set<string>();
+  zones.forEach((z, i) => {
+    const name = isObject(z) && typeof z.name === 'string' ? z.name : '';
+    const p = `${path}.forZones[${i}].name`;
+    if (seen.has(name)) errs.push(fieldDuplicate(p, name));
+    seen.add(name);
+    errs.push(...invalidEach(p, name, labelValueProblems(name)));
+  });
+  return errs;
 }
 
 function validateEndpointSlice(obj: KObject, old: KObject | undefined): FieldError[] {
@@ -206,15 +222,20 @@ function validateEndpointSlice(obj: KObject, old: KObject | undefined): FieldErr
       else if (addresses.length > 100) errs.push(fieldTooMany(p, addresses.length, 100));
       addresses.forEach((a, j) => {
         const ap = `${p}[${j}]`;
-        if (type === 'IPv4' && parseIP(a) !== 4) errs.push(fieldInvalid(ap, a, 'must be a valid IPv4 address'));
-        else if (type === 'IPv6' && parseIP(a) !== 6) errs.push(fieldInvalid(ap, a, 'must be a valid IPv6 address'));
-        else if (type === 'IP' && parseIP(a) === undefined) errs.push(fieldInvalid(ap, a, 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'));
+        // IsValidIPv4Address / IsValidIPv6Address, then ValidateNonSpecialIP, both appended as kube does.
+        if (type === 'IPv4' || type === 'IPv6') {
+          if (parseIP(a) !== (type === 'IPv4' ? 4 : 6)) errs.push(fieldInvalid(ap, a, `must be a valid ${type} address`));
+          errs.push(...invalidEach(ap, a, nonSpecialIPProblems(a)));
+        } else if (type === 'IP' && parseIP(a) === undefined) errs.push(fieldInvalid(ap, a, 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'));
         else if (type === 'FQDN') errs.push(...fqdnErrors(ap, a));
       });
+      // ValidateNodeName: a DNS subdomain.
+      if (typeof e.nodeName === 'string') errs.push(...invalidEach(`endpoints[${i}].nodeName`, e.nodeName, dns1123SubdomainProblems(e.nodeName)));
       const topology = isObject(e.deprecatedTopology) ? e.deprecatedTopology : {};
-      if (Object.keys(topology).length > 16) errs.push(fieldTooMany(`endpoints[${i}].topology`, Object.keys(topology).length, 16));
-      errs.push(...validateLabels(topology, `endpoints[${i}].topology`));
+      if (Object.keys(topology).length > 16) errs.push(fieldTooMany(`endpoints[${i}].deprecatedTopology`, Object.keys(topology).length, 16));
+      errs.push(...validateLabels(topology, `endpoints[${i}].deprecatedTopology`));
       if (typeof e.hostname === 'string') errs.push(...dns1123Label(e.hostname, `endpoints[${i}].hostname`));
+      if (isObject(e.hints)) errs.push(...hintErrors(e.hints, `endpoints[${i}].hints`));
     });
   }
   const ports = Array.isArray(obj.ports) ? obj.ports : [];

@@ -19,6 +19,12 @@ export interface WorkloadOptions {
   cluster?: string;
   /** Replica multiplier for the deployments (default 1). */
   scale?: number;
+  /**
+   * The second octet of the cluster's pod network: its nodes' podCIDRs are 10.<n>.<i>.0/24
+   * (default 244, kind's 10.244.0.0/16). Clusters of one fleet get networks of their own, as
+   * clusters whose pods reach each other must: startSimClusters gives the i-th 244 + i.
+   */
+  podNetwork?: number;
 }
 
 /** The CRD the demo installs (group demo.panoptes.io, kind Widget). */
@@ -191,7 +197,7 @@ export function loadWorkload(crud: Crud, opts: WorkloadOptions = {}): void {
     nodes.push(name);
     b.create('', 'nodes', undefined, {
       metadata: { name, labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'topology.kubernetes.io/zone': zones[i - 1], ...(i === 1 ? { 'node-role.kubernetes.io/control-plane': '' } : {}) } },
-      spec: { podCIDR: `10.244.${i}.0/24` },
+      spec: { podCIDR: `10.${opts.podNetwork ?? 244}.${i}.0/24` },
       status: {
         conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' }],
         addresses: [{ type: 'InternalIP', address: `172.18.0.${i + 1}` }, { type: 'Hostname', address: name }],

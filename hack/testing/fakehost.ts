@@ -108,15 +108,21 @@ export async function startFakeHost(o: FakeHostOptions): Promise<FakeHost> {
 
 /** A GET through the front proxy (its client certificate and X-Remote-User), as kube-apiserver forwards an aggregated request. */
 export function frontProxyGet(base: string, path: string, ca: string, client: { cert: string; key: string }, user: string, extraHeaders: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  return frontProxyRequest(base, 'GET', path, ca, client, user, undefined, extraHeaders);
+}
+
+/** Any request through the front proxy, with a JSON body (a write: POST, PUT, PATCH with merge-patch). */
+export function frontProxyRequest(base: string, method: string, path: string, ca: string, client: { cert: string; key: string }, user: string, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const headers = { 'X-Remote-User': user, 'X-Remote-Group': ['system:authenticated'], ...extraHeaders };
-    const req = request(base + path, { ca, cert: client.cert, key: client.key, headers, agent: false, timeout: 10_000 }, (res) => {
+    const type = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json';
+    const headers = { 'X-Remote-User': user, 'X-Remote-Group': ['system:authenticated'], ...(body !== undefined ? { 'Content-Type': type } : {}), ...extraHeaders };
+    const req = request(base + path, { method, ca, cert: client.cert, key: client.key, headers, agent: false, timeout: 10_000 }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
     });
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', reject);
-    req.end();
+    req.end(body === undefined ? undefined : JSON.stringify(body));
   });
 }

@@ -11,7 +11,8 @@
 // is bounded.
 import type { Test } from 'tap';
 import { parse } from 'yaml';
-import { dispatchedSliceName, dispatchManagedBy, managedByLabel, managedByValue, type MultiClusterServiceStatus } from '../../api/multicluster-service.ts';
+import { dispatchedSliceName, dispatchManagedBy, installationLabel, managedByLabel, managedByValue, type MultiClusterServiceStatus } from '../../api/multicluster-service.ts';
+import { StatusError } from '../../kube/status.ts';
 import { emptyStorageUrl, type Backend } from '../../storage/testing.ts';
 import { spawnPanoptes, tempDir, waitUntil, type PanoptesProcess } from '../../synchro/testutil.ts';
 import { freePort } from '../postgres.ts';
@@ -21,11 +22,13 @@ import {
   addresses,
   dispatchedSlices,
   everythingDispatched,
+  fleetNames,
   IMPORTS,
   mcsRows,
   mirrors,
   NS,
   ownSlices,
+  QUOTA_NS,
   readOnlyToken,
   SLICES,
   writesOf,
@@ -116,7 +119,7 @@ export function metricValue(text: string, name: string, labels: Record<string, s
   return sum;
 }
 
-const mcs = (name: string, spec: Record<string, unknown>) => ({ apiVersion: 'panoptes.io/v1alpha1', kind: 'MultiClusterService', metadata: { name, namespace: NS }, spec });
+const mcs = (name: string, spec: Record<string, unknown>, namespace = NS) => ({ apiVersion: 'panoptes.io/v1alpha1', kind: 'MultiClusterService', metadata: { name, namespace }, spec });
 
 export async function mcsScenario(t: Test, fleet: McsFleet, panoptes: PanoptesUnderTest): Promise<void> {
   const { sims, kubectl } = fleet;
@@ -140,6 +143,8 @@ export async function mcsScenario(t: Test, fleet: McsFleet, panoptes: PanoptesUn
   const followed = (consumers: typeof west[], n: number, svc = 'web') =>
     until(`${n} endpoints of east's ${svc} in ${consumers.map((c) => c.name).join(', ')}`, () => addresses(ownSlices(east, svc)).length === n && consumers.every((c) => mirrors(c, east, svc)), 30_000);
   const labService = lab.store.get('/services', NS, 'api')!;
+  /** The installation's id, as every Cluster's status shows it. */
+  let installation = '';
 
   await t.test('every member cluster Ready and synced', async (t) => {
     const all = await until('five clusters Ready and synced', async () => {
@@ -147,6 +152,24 @@ export async function mcsScenario(t: Test, fleet: McsFleet, panoptes: PanoptesUn
       return cs.size === 5 && [...cs.values()].every((c) => c.phase === 'Ready' && c.synced) ? cs : undefined;
     }, 90_000);
     t.same([...all.keys()].sort(), ['audit', 'east', 'lab', 'north', 'west']);
+    installation = (await get(`${panoptes.url}/apis/panoptes.io/v1alpha1/clusters/west`)).json?.status?.installation;
+    t.match(installation, /^[0-9a-f]{12}$/, 'the installation id in the status');
+  });
+
+  await t.test('a MultiClusterService named default/kubernetes: refused, nothing added to any member\'s own', async (t) => {
+    const before = fleet.mark();
+    const file = fleet.file('kubernetes.yaml', { apiVersion: 'panoptes.io/v1alpha1', kind: 'MultiClusterService', metadata: { name: 'kubernetes', namespace: 'default' }, spec: {} });
+    t.match(await ok(['--context', 'panoptes', 'apply', '-f', file]), /multiclusterservice\.panoptes\.io\/kubernetes created/);
+    const st = await until('the refusal in its status', async () => {
+      const s = (parse(await ok(['--context', 'panoptes', 'get', 'mcs', 'kubernetes', '-n', 'default', '-o', 'yaml'])) as { status?: MultiClusterServiceStatus }).status;
+      return s?.consumers?.length === 5 && s.consumers.every((c) => c.conditions.some((x) => x.reason === 'SystemService')) ? s : undefined;
+    });
+    t.match(st.consumers?.[0].conditions[0].message, /default\/kubernetes is the API server's Service: Panoptes dispatches no system Service unless the operator allows it/);
+    await sleep(panoptes.resyncMs * 2);
+    const w = fleet.since(before);
+    for (const c of fleetNames) t.same(w[c].filter((x) => x.namespace === 'default'), [], `${c}: nothing written next to its own kubernetes Service`);
+    const del = await kubectl(['--context', 'panoptes', 'delete', 'mcs', 'kubernetes', '-n', 'default', '--timeout', '60s'], 90_000);
+    t.equal(del.code, 0, del.stderr);
   });
 
   await t.test('kubectl apply of MultiClusterServices: the Service, its slices and the ServiceImport in the consumers', async (t) => {
@@ -174,7 +197,7 @@ export async function mcsScenario(t: Test, fleet: McsFleet, panoptes: PanoptesUn
     t.equal(provided.length, 1, "east's own slice of web");
     for (const consumer of ['west', 'lab']) {
       const slices = (await json(['--context', `sim-${consumer}`, 'get', 'endpointslices', '-n', NS, '-l', 'multicluster.kubernetes.io/service-name=web'])).items as KObject[];
-      t.same(slices.map((s) => s.metadata.name), [dispatchedSliceName('east', provided[0].metadata.name!)], `${consumer}: one slice, named <provider>-<slice>`);
+      t.same(slices.map((s) => s.metadata.name), [dispatchedSliceName('east', provided[0].metadata.name!)], `${consumer}: one slice, named <provider>-<slice>-<hash of the pair>`);
       const [s] = slices;
       t.match(s.metadata.labels, {
         'kubernetes.io/service-name': 'web',
@@ -182,7 +205,8 @@ export async function mcsScenario(t: Test, fleet: McsFleet, panoptes: PanoptesUn
         'multicluster.kubernetes.io/source-cluster': 'east',
         'endpointslice.kubernetes.io/managed-by': dispatchManagedBy,
         [managedByLabel]: managedByValue,
-      }, `${consumer}: labelled for kube-proxy, DNS and the MCS-API`);
+        [installationLabel]: installation,
+      }, `${consumer}: labelled for kube-proxy, DNS and the MCS-API, and with the installation that wrote it`);
       t.match(s.metadata.annotations, { 'panoptes.io/source': `east/${NS}/${provided[0].metadata.name}`, 'panoptes.io/provider-ready': 'true', 'panoptes.io/provider-last-sync': /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/ });
       t.equal(s.addressType, 'IPv4');
       t.same(s.endpoints, provided[0].endpoints, `${consumer}: the provider's endpoints as they are`);
@@ -197,6 +221,8 @@ export async function mcsScenario(t: Test, fleet: McsFleet, panoptes: PanoptesUn
     const noCrd = await kubectl(['--context', 'sim-lab', 'get', 'serviceimports', '-n', NS]);
     t.not(noCrd.code, 0, 'lab has no ServiceImport CRD...');
     t.notOk(lab.registry.byId(IMPORTS), '...and got no ServiceImport');
+    const wide = await ok(['--context', 'panoptes', 'get', 'clusters', '-o', 'wide']);
+    t.match(wide, new RegExp(`\\nwest\\s.*\\sprovider,consumer\\s+${installation}\\s`), 'kubectl get clusters -o wide: the roles clusters.yaml grants, and the installation');
     const w = fleet.since(before);
     for (const svc of ['web', 'api', 'keep', 'grace', 'drop']) t.same(writesOf(w.east, svc), [], `nothing of ${svc} written to its provider`);
     t.same(writesOf(w.north, 'web'), [], 'nothing to a cluster that is not a consumer');
@@ -255,12 +281,41 @@ export async function mcsScenario(t: Test, fleet: McsFleet, panoptes: PanoptesUn
     t.ok(audit.auth.seen.every((tok) => tok === readOnlyToken), 'audit saw only its own token');
   });
 
+  await t.test("another tenant's full quota in lab holds back its own Service only, and its status names only its own object", async (t) => {
+    const crud = lab.crud;
+    const create = crud.create;
+    crud.create = (info, version, ns, body, opts) => {
+      if (ns === QUOTA_NS) throw new StatusError('Forbidden', `${info.resource} "${(body as KObject).metadata?.name}" is forbidden: exceeded quota: compute, requested: count/${info.resource}=1, used: count/${info.resource}=5, limited: count/${info.resource}=5`);
+      return create(info, version, ns, body, opts);
+    };
+    t.teardown(() => {
+      crud.create = create;
+    });
+    const file = fleet.file('tenant.yaml', mcs('app', { providerClusters: ['east'], consumerClusters: ['west', 'lab'] }, QUOTA_NS));
+    t.match(await ok(['--context', 'panoptes', 'apply', '-f', file]), /multiclusterservice\.panoptes\.io\/app created/);
+    const tenant = async () => (parse(await ok(['--context', 'panoptes', 'get', 'mcs', 'app', '-n', QUOTA_NS, '-o', 'yaml'])) as { status?: MultiClusterServiceStatus }).status ?? {};
+    const st = await until("lab's refusal in tenant-b's status", async () => {
+      const s = await tenant();
+      return s.consumers?.find((c) => c.cluster === 'lab')?.lastError && condition(s, 'west', 'EndpointSlicesDispatched')?.status === 'True' ? s : undefined;
+    });
+    t.match(st.consumers?.find((c) => c.cluster === 'lab')?.lastError, /^Forbidden: writing Service tenant-b\/app in cluster lab: HTTP 403 Forbidden: services "app" is forbidden: exceeded quota: compute/, 'its own object\'s error, not RBAC');
+    // Meanwhile lab follows shop's web as before: one tenant's refusal blocks no other.
+    await scale(2);
+    await followed([west, lab], 2);
+    t.notMatch(JSON.stringify(await status('web')), /tenant-b|exceeded quota/, "shop's status names nothing of tenant-b");
+    crud.create = create;
+    await until('lab gets tenant-b\'s app once the quota allows it', () => mirrors(lab, east, 'app', undefined, QUOTA_NS), 60_000);
+    const del = await kubectl(['--context', 'panoptes', 'delete', 'mcs', 'app', '-n', QUOTA_NS, '--timeout', '60s'], 90_000);
+    t.equal(del.code, 0, del.stderr);
+  });
+
   await t.test('a ServiceExport in west exports its Service to every other cluster', async (t) => {
     const file = fleet.file('export.yaml', { apiVersion: 'multicluster.x-k8s.io/v1alpha1', kind: 'ServiceExport', metadata: { name: 'reports', namespace: NS } });
     t.match(await ok(['--context', 'sim-west', 'apply', '-f', file]), /serviceexport\.multicluster\.x-k8s\.io\/reports created/);
     await until('reports in east, lab and north', () => [east, lab, north].every((c) => mirrors(c, west, 'reports') && dispatchedSlices(c, 'reports').length === 1));
-    const imp = await until("west's ServiceImport of reports", () => west.store.get(IMPORTS, NS, 'reports'));
-    t.match(imp, { spec: { type: 'ClusterSetIP' }, status: { clusters: [{ cluster: 'west' }] } });
+    // west provides it itself: its own Service is used as it is, nothing of Panoptes' beside it.
+    t.notOk(west.store.get(IMPORTS, NS, 'reports'), 'west, the provider, gets no ServiceImport');
+    t.same(everythingDispatched(west).filter((o) => o.includes('reports')), [], 'nor anything else of reports');
     t.same(everythingDispatched(audit), [], 'still nothing written to audit');
     const eastSlices = await json(['--context', 'sim-east', 'get', 'endpointslices', '-n', NS, '-l', 'multicluster.kubernetes.io/source-cluster=west']);
     t.same(addresses(eastSlices.items), addresses(ownSlices(west, 'reports')), "east holds west's endpoints");

@@ -1,14 +1,15 @@
 // The simulated fleet of the multi-cluster Services end-to-end tests, and what they read of it:
 // five member clusters with their controllers on (east provides, west has the MCS-API CRDs and
 // a Service of its own to export, lab has a Service of its own in the way, north is a spare
-// consumer, audit lets Panoptes read but not write), a clusters.yaml over them, a kubeconfig
+// consumer, audit lets Panoptes read but not write; each has its own default/kubernetes), a
+// clusters.yaml over them, a kubeconfig
 // with a context per cluster and the Panoptes contexts, the real kubectl, and the writes each
 // cluster receives.
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { labels as mcsLabels, managedByLabel, managedByValue } from '../../api/multicluster-service.ts';
+import { dispatchedSliceName, labels as mcsLabels, managedByLabel, managedByValue } from '../../api/multicluster-service.ts';
 import { writeKubeconfig } from '../../cli/commands/kubeconfig.ts';
 import { recordWrites, type ReceivedWrite } from '../../synchro/mcs/testutil.ts';
 import { writeClusters } from '../../synchro/testutil.ts';
@@ -20,6 +21,8 @@ import { addApp } from '../sim/workload.ts';
 export const SLICES = 'discovery.k8s.io/endpointslices';
 export const IMPORTS = 'multicluster.x-k8s.io/serviceimports';
 export const NS = 'shop';
+/** Another tenant's namespace. */
+export const QUOTA_NS = 'tenant-b';
 /** The token Panoptes uses for audit, where it may get, list and watch, and nothing else. */
 export const readOnlyToken = 'audit-read-only';
 
@@ -80,11 +83,24 @@ export async function startMcsFleet(dir: string): Promise<McsFleet> {
   for (const s of started) s.crud.create(info(s, '/namespaces'), 'v1', undefined, { metadata: { name: NS } });
   nodes(sims.east, 1);
   for (const [name, replicas] of eastApps) addApp(sims.east.crud, NS, name, replicas);
+  // A second tenant's namespace, whose quota in lab is full (hack/testing/mcs-e2e.ts).
+  for (const s of [sims.east, sims.lab, sims.west]) s.crud.create(info(s, '/namespaces'), 'v1', undefined, { metadata: { name: QUOTA_NS } });
+  addApp(sims.east.crud, QUOTA_NS, 'app', 1);
   nodes(sims.west, 2);
   addApp(sims.west.crud, NS, 'reports', 2);
   // lab's own Service api, which Panoptes did not create: a conflict, never touched.
   sims.lab.crud.create(info(sims.lab, '/services'), 'v1', NS, { metadata: { name: 'api', namespace: NS, labels: { team: 'lab' } }, spec: { ports: [{ name: 'http', port: 80, targetPort: 9090 }] } });
   sims.audit.auth.grant(readOnlyToken, readOnlyUser('panoptes'));
+  // Every member's own API server Service and its endpoints, as kube keeps them.
+  for (const s of started) {
+    s.crud.create(info(s, '/services'), 'v1', 'default', { metadata: { name: 'kubernetes', namespace: 'default', labels: { component: 'apiserver', provider: 'kubernetes' } }, spec: { ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }] } });
+    s.crud.create(info(s, SLICES), 'v1', 'default', {
+      metadata: { name: 'kubernetes', namespace: 'default', labels: { [mcsLabels.serviceName]: 'kubernetes', [mcsLabels.endpointSliceManagedBy]: 'endpointslicemirroring-controller.k8s.io' } },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: [`192.168.${fleetNames.indexOf(s.name as FleetName) + 1}.10`], conditions: { ready: true } }],
+      ports: [{ name: 'https', port: 6443, protocol: 'TCP' }],
+    });
+  }
   for (const s of started) await s.controllers.settle();
   const rec = new Map(started.map((s) => [s.name, recordWrites(s)]));
 
@@ -122,12 +138,12 @@ export async function startMcsFleet(dir: string): Promise<McsFleet> {
 const isManaged = (o: KObject) => o.metadata.labels?.[managedByLabel] === managedByValue;
 
 /** Panoptes' slices of Service `svc` in `sim`. */
-export const dispatchedSlices = (sim: SimCluster, svc: string): KObject[] =>
-  sim.store.list(SLICES, { namespace: NS }).items.filter((s) => isManaged(s) && s.metadata.labels?.[mcsLabels.serviceName] === svc);
+export const dispatchedSlices = (sim: SimCluster, svc: string, namespace = NS): KObject[] =>
+  sim.store.list(SLICES, { namespace }).items.filter((s) => isManaged(s) && s.metadata.labels?.[mcsLabels.serviceName] === svc);
 
 /** The slices kube's EndpointSlice controller keeps for Service `svc` of `sim`. */
-export const ownSlices = (sim: SimCluster, svc: string): KObject[] =>
-  sim.store.list(SLICES, { namespace: NS }).items.filter((s) => s.metadata.labels?.[mcsLabels.endpointSliceManagedBy] === 'endpointslice-controller.k8s.io' && s.metadata.labels?.[mcsLabels.serviceName] === svc);
+export const ownSlices = (sim: SimCluster, svc: string, namespace = NS): KObject[] =>
+  sim.store.list(SLICES, { namespace }).items.filter((s) => s.metadata.labels?.[mcsLabels.endpointSliceManagedBy] === 'endpointslice-controller.k8s.io' && s.metadata.labels?.[mcsLabels.serviceName] === svc);
 
 /** Every object Panoptes wrote into `sim` (Services, EndpointSlices, ServiceImports), as `Kind/name`. */
 export function everythingDispatched(sim: SimCluster): string[] {
@@ -145,12 +161,12 @@ const endpointsOf = (s: KObject): JsonObject[] => (Array.isArray(s.endpoints) ? 
 export const addresses = (slices: KObject[]): string[] => slices.flatMap((s) => endpointsOf(s).flatMap((e) => (Array.isArray(e.addresses) ? (e.addresses as string[]) : []))).sort();
 
 /** Panoptes' slices of `svc` in `consumer` hold exactly the provider's slices, endpoints as they are (and `ready` as the provider-ready annotation says, if given). */
-export function mirrors(consumer: SimCluster, provider: SimCluster, svc: string, ready?: 'true' | 'false'): boolean {
-  const want = ownSlices(provider, svc).filter((s) => endpointsOf(s).length > 0);
-  const have = dispatchedSlices(consumer, svc).filter((s) => s.metadata.labels?.[mcsLabels.sourceCluster] === provider.name);
+export function mirrors(consumer: SimCluster, provider: SimCluster, svc: string, ready?: 'true' | 'false', namespace = NS): boolean {
+  const want = ownSlices(provider, svc, namespace).filter((s) => endpointsOf(s).length > 0);
+  const have = dispatchedSlices(consumer, svc, namespace).filter((s) => s.metadata.labels?.[mcsLabels.sourceCluster] === provider.name);
   if (want.length !== have.length) return false;
   return want.every((w) => {
-    const h = have.find((x) => x.metadata.name === `${provider.name}-${w.metadata.name}`);
+    const h = have.find((x) => x.metadata.name === dispatchedSliceName(provider.name, w.metadata.name!));
     return h !== undefined && JSON.stringify(endpointsOf(h)) === JSON.stringify(endpointsOf(w)) && (ready === undefined || h.metadata.annotations?.['panoptes.io/provider-ready'] === ready);
   });
 }
@@ -168,6 +184,6 @@ export function mcsRows(stdout: string): Map<string, Record<string, string>> {
   return out;
 }
 
-/** The writes of one Service's objects (its name, and its slices `<provider>-<name>-...`) among `writes`. */
+/** The writes of one Service's objects (its name, and its slices `<provider>-<name>-<5>-<hash>`) among `writes`. */
 export const writesOf = (writes: ReceivedWrite[], svc: string): ReceivedWrite[] =>
-  writes.filter((w) => (w.resource === SLICES && new RegExp(`^[a-z0-9-]+-${svc}-[a-z0-9]{5}$`).test(w.name)) || ((w.resource === '/services' || w.resource === IMPORTS) && w.name === svc));
+  writes.filter((w) => (w.resource === SLICES && new RegExp(`^[a-z0-9-]+-${svc}-[a-z0-9]{5}-[0-9a-f]{12}$`).test(w.name)) || ((w.resource === '/services' || w.resource === IMPORTS) && w.name === svc));

@@ -31,7 +31,7 @@ const isRecord = (v: unknown): v is Obj => typeof v === 'object' && v !== null &
 const kubeTime = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** The spec of the Cluster a source object makes (as served: compared with the stored one as is). */
-export function importedSpec(sourceName: string, c: ImportedCluster, defaults: { resources?: string[]; namespaces?: Obj } | undefined): Obj {
+export function importedSpec(sourceName: string, c: ImportedCluster, defaults: { resources?: string[]; namespaces?: Obj; multiClusterServices?: Obj } | undefined): Obj {
   const conn = c.connection;
   return servedSpec({
     source: importedSource(sourceName),
@@ -42,6 +42,8 @@ export function importedSpec(sourceName: string, c: ImportedCluster, defaults: {
     ...(conn?.tlsServerName ? { tlsServerName: conn.tlsServerName } : {}),
     ...(defaults?.resources ? { resources: defaults.resources } : {}),
     ...(defaults?.namespaces ? { namespaces: defaults.namespaces } : {}),
+    // The roles the ClusterSource grants its Clusters (api/mcs-roles.ts): none unless it says so.
+    ...(defaults?.multiClusterServices ? { multiClusterServices: defaults.multiClusterServices } : {}),
     ...(c.secret ? { credentials: { sourceSecretRef: c.secret } } : {}),
   });
 }

@@ -105,6 +105,8 @@ for (const backend of backends) {
       const a = await ready('capi-a');
       t.match(a.spec, { source: 'clustersource/capi', sourceObject: { kind: 'Secret', namespace: 'capi', name: 'a-kubeconfig' }, server: sim('capi-a').url, resources: ['configmaps'], credentials: { sourceSecretRef: { namespace: 'capi', name: 'a-kubeconfig' } } });
       t.match(a.status.credentials, { source: 'Secret', secret: 'capi/a-kubeconfig', kinds: ['token'] });
+      t.equal(a.spec.multiClusterServices, undefined, 'a source that grants nothing: no multi-cluster Service role');
+      t.match((await call('GET', C, undefined, { Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' })).json.rows.find((r: { cells: unknown[] }) => r.cells[0] === 'capi-a').cells[9], 'none', 'kubectl get clusters -o wide: MCS none');
       t.notOk(JSON.stringify(a).includes('capi-a-token-1'), 'the token is not served');
       t.notOk(JSON.stringify(await store.listClusterRegistrations()).includes('capi-a-token-1'), 'nor copied into storage');
       configmap('capi-a', 'hello');
@@ -177,9 +179,10 @@ for (const backend of backends) {
       const two = (tokenA: string) => kubeconfig([{ name: 'a', server: sim('kc-a').url, token: tokenA }, { name: 'b', server: sim('kc-b').url, token: 'kc-b-token-1' }]);
       await secret('fleet', 'prod', { kubeconfig: b64(two('kc-a-token-1')) }, { metadata: { labels: { fleet: 'yes' } } });
       await secret('fleet', 'unrelated', { kubeconfig: b64(two('x')) });
-      t.equal((await call('POST', CS, { metadata: { name: 'kc' }, spec: { type: 'kubeconfigSecrets', namespaces: ['fleet'], selector: { matchLabels: { fleet: 'yes' } }, kubeconfigSecrets: { contexts: 'All' }, defaults: { resources: ['configmaps'] } } })).status, 201);
-      await ready('prod-a');
+      t.equal((await call('POST', CS, { metadata: { name: 'kc' }, spec: { type: 'kubeconfigSecrets', namespaces: ['fleet'], selector: { matchLabels: { fleet: 'yes' } }, kubeconfigSecrets: { contexts: 'All' }, defaults: { resources: ['configmaps'], multiClusterServices: { consumer: true } } } })).status, 201);
+      const prodA = await ready('prod-a');
       await ready('prod-b');
+      t.same(prodA.spec.multiClusterServices, { consumer: true }, 'the roles its ClusterSource grants');
       t.equal((await call('GET', `${C}/unrelated-a`)).status, 404, 'the selector leaves the other Secret out');
 
       // The member accepts only the new token from now on; the Secret is rotated.

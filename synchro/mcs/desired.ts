@@ -2,27 +2,35 @@
 // pure, no I/O, so that every synchro member holding a consumer's lease computes the same
 // plan from the same rows. The inputs are what Panoptes already holds: the
 // MultiClusterService (or the MCS-API ServiceExports found in members), every cluster's
-// Service and EndpointSlices of that name, and the clusters' phases. The output is, per
-// consumer cluster, the Service to ensure (or why none), the EndpointSlices to dispatch (one
-// per provider slice, named by dispatchedSliceName) and the ServiceImport where the consumer
-// has the CRD; everything else Panoptes dispatched for that Service is to be deleted.
+// Service and EndpointSlices of that name, the clusters' phases, the roles the operator
+// granted them (api/mcs-roles.ts: only a provider's endpoints are dispatched, only into a
+// consumer) and the consumers' own address ranges. The output is, per consumer cluster, the
+// Service to ensure (or why none), the EndpointSlices to dispatch (one per provider slice,
+// named by dispatchedSliceName, without the endpoints kube would refuse or that would reach
+// the consumer's own pods: addresses.ts) and the ServiceImport where the consumer has the
+// CRD; everything else this installation dispatched for that Service is to be deleted. A
+// consumer whose own Service has that name gets nothing (a conflict), also when it provides
+// the Service itself: Panoptes adds nothing to a Service it did not create. System Services
+// (kube-*, default/kubernetes) are dispatched only where the operator allows them.
+import type { McsRoles } from '../../api/mcs-roles.ts';
 import {
   annotations,
   dispatchedSliceName,
   dispatchManagedBy,
   labels,
   listed,
-  managedByLabel,
-  managedByValue,
   mcsApi,
   providerNotReadyOf,
   providerReadyAnnotation,
+  systemServiceProblem,
   type McsProviderStatus,
   type MultiClusterServicePort,
   type MultiClusterServiceSpec,
   type MultiClusterServiceStatus,
 } from '../../api/multicluster-service.ts';
 import type { KubeObject } from '../../storage/types.ts';
+import { allowedEndpoints, parseRanges, type ConsumerRanges } from './addresses.ts';
+import { isPanoptes, ownLabels } from './ownership.ts';
 
 /** A Service of one namespace and name, the unit of dispatch. */
 export interface ServiceKey {
@@ -43,6 +51,10 @@ export interface ClusterView {
   phase: string;
   /** It serves ServiceImports (multicluster.x-k8s.io/v1alpha1): the CRD is there. */
   serviceImports: boolean;
+  /** What the operator granted it (api/mcs-roles.ts mcsRolesOf its Cluster's spec). */
+  roles: McsRoles;
+  /** Its own pod and service ranges, where known: no provider address inside them is dispatched to it. */
+  ranges?: ConsumerRanges;
 }
 
 /** The MultiClusterService of a key, as the plan needs it. */
@@ -74,8 +86,12 @@ export interface KeyInputs {
   services: ClusterObject[];
   /** Every cluster's EndpointSlices of this namespace labelled kubernetes.io/service-name=<name> (dispatched ones too: they are skipped). */
   slices: ClusterObject[];
-  /** How long a deletion waits for a consumer that is not Ready (default awayGraceDefaultMs). */
+  /** How long a deletion waits for a consumer that is not Ready, or whose cleanup keeps failing (default awayGraceDefaultMs). */
   awayGraceMs?: number;
+  /** This installation's id (Store.installationId): on everything it dispatches. */
+  installation: string;
+  /** System Services the operator allows (namespaces, or namespace/name: --mcs-allow-system-services). */
+  allowedSystemServices?: readonly string[];
 }
 
 export const awayGraceDefaultMs = 300_000;
@@ -83,7 +99,7 @@ export const awayGraceDefaultMs = 300_000;
 export type ServicePlan =
   /** A Service Panoptes creates and keeps (no selector, its ports from the providers). */
   | { kind: 'ensure'; object: KubeObject }
-  /** The consumer provides the Service itself: its own Service stays as it is. */
+  /** The consumer provides the Service itself: its own Service stays as it is, and nothing is added to it. */
   | { kind: 'provider' }
   /** The consumer has a Service Panoptes did not create and does not provide it: nothing is dispatched there. */
   | { kind: 'conflict'; message: string }
@@ -97,6 +113,8 @@ export interface ConsumerPlan {
   slices: Map<string, KubeObject>;
   /** Where the consumer has the CRD. */
   serviceImport?: KubeObject;
+  /** Provider endpoints left out of its slices, each `address why` (addresses.ts), and how many. */
+  refused: { endpoints: number; examples: string[] };
 }
 
 export interface KeyPlan {
@@ -121,16 +139,15 @@ export interface KeyPlan {
    * there is removed when they are back (a full pass plans every key of what it dispatched).
    */
   away: string[];
+  /** Clusters the spec (or a ServiceExport) names for a role the operator did not grant them: why each takes no part. */
+  ungranted: string[];
 }
 
 type Obj = Record<string, unknown>;
 const isRecord = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Whether an object carries Panoptes' managed-by mark: the only objects ever updated or deleted. */
-export const isManaged = (o: KubeObject | undefined): boolean => o?.metadata?.labels?.[managedByLabel] === managedByValue;
-
-/** A slice Panoptes dispatched (never collected back as a provider's). */
-export const isDispatchedSlice = (o: KubeObject): boolean => isManaged(o) || o.metadata?.labels?.[labels.endpointSliceManagedBy] === dispatchManagedBy;
+/** A slice Panoptes dispatched, by any installation (never collected back as a provider's). */
+export const isDispatchedSlice = (o: KubeObject): boolean => isPanoptes(o) || o.metadata?.labels?.[labels.endpointSliceManagedBy] === dispatchManagedBy;
 
 interface ServicePort {
   name?: string;
@@ -191,7 +208,7 @@ const readyEndpoints = (slice: KubeObject): number =>
   (Array.isArray(slice.endpoints) ? slice.endpoints : []).filter((e) => !isRecord(e) || !isRecord(e.conditions) || e.conditions.ready !== false).length;
 
 /** The slice dispatched for provider `cluster`'s slice `src`, its ports filtered to `portNames` (undefined: all), or undefined when no port is left. */
-function dispatchedSlice(key: ServiceKey, cluster: string, src: KubeObject, portNames: Set<string> | undefined, provider: { ready: boolean; lastSync: string }): KubeObject | undefined {
+function dispatchedSlice(key: ServiceKey, cluster: string, src: KubeObject, portNames: Set<string> | undefined, provider: { ready: boolean; lastSync: string }, installation: string): KubeObject | undefined {
   const srcPorts = (Array.isArray(src.ports) ? src.ports : []).filter(isRecord);
   const ports = portNames ? srcPorts.filter((p) => portNames.has(typeof p.name === 'string' ? p.name : '')) : srcPorts;
   if (portNames && srcPorts.length > 0 && ports.length === 0) return undefined;
@@ -207,7 +224,7 @@ function dispatchedSlice(key: ServiceKey, cluster: string, src: KubeObject, port
         [labels.mcsServiceName]: key.name,
         [labels.sourceCluster]: cluster,
         [labels.endpointSliceManagedBy]: dispatchManagedBy,
-        [managedByLabel]: managedByValue,
+        ...ownLabels(installation),
       },
       annotations: {
         [annotations.source]: `${cluster}/${key.namespace}/${srcName}`,
@@ -225,20 +242,31 @@ const iso = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z
 
 /** The plan of one key: see the module comment. */
 export function planKey(inputs: KeyInputs): KeyPlan {
-  const { key, mcs } = inputs;
+  const { key, mcs, installation } = inputs;
   const views = new Map(inputs.clusters.map((c) => [c.name, c]));
   const known = [...views.keys()].sort();
-  const source: KeyPlan['source'] = mcs ? 'MultiClusterService' : inputs.exporters.some((c) => views.has(c)) ? 'ServiceExport' : undefined;
-  const empty: KeyPlan = { key, source, deleting: mcs?.deleting ?? false, generation: mcs?.generation, consumerSet: [], consumers: new Map(), providers: [], dispatching: [], away: [] };
+  const granted = (c: string, role: keyof McsRoles) => views.get(c)?.roles[role] === true;
+  // A ServiceExport exports only from a provider the operator granted.
+  const exporters = inputs.exporters.filter((c) => granted(c, 'provider'));
+  const system = systemServiceProblem(key, inputs.allowedSystemServices);
+  const source: KeyPlan['source'] = mcs ? 'MultiClusterService' : exporters.length > 0 && !system ? 'ServiceExport' : undefined;
+  const empty: KeyPlan = { key, source, deleting: mcs?.deleting ?? false, generation: mcs?.generation, consumerSet: [], consumers: new Map(), providers: [], dispatching: [], away: [], ungranted: [] };
   if (!source) return empty;
 
-  // Providers: the clusters the spec names (or that export it) whose Service is their own.
-  const ownServices = inputs.services.filter((s) => views.has(s.cluster) && !isManaged(s.object)).sort((a, b) => a.cluster.localeCompare(b.cluster));
-  const mayProvide = (c: string) => (mcs ? listed(mcs.spec.providerClusters, c) : inputs.exporters.includes(c));
+  // Who the spec names for a role the operator did not grant (named explicitly, or exporting).
+  const ungranted = (role: keyof McsRoles, named: string[]) =>
+    named.filter((c) => views.has(c) && !granted(c, role)).map((c) => `${c} is not a ${role} (spec.multiClusterServices.${role} of Cluster ${c} is not true)`);
+  const plan: KeyPlan = {
+    ...empty,
+    ungranted: [...new Set([...ungranted('provider', mcs ? (mcs.spec.providerClusters ?? []) : inputs.exporters), ...ungranted('consumer', mcs?.spec.consumerClusters ?? [])])],
+  };
+
+  // Providers: the granted clusters the spec names (or that export it) whose Service is their own.
+  const ownServices = inputs.services.filter((s) => views.has(s.cluster) && !isPanoptes(s.object)).sort((a, b) => a.cluster.localeCompare(b.cluster));
+  const mayProvide = (c: string) => granted(c, 'provider') && (mcs ? listed(mcs.spec.providerClusters, c) : exporters.includes(c));
   const providerServices = ownServices.filter((s) => mayProvide(s.cluster));
   const providerNames = providerServices.map((s) => s.cluster);
-  const consumerSet = mcs ? known.filter((c) => listed(mcs.spec.consumerClusters, c)) : known;
-  const plan: KeyPlan = { ...empty, consumerSet };
+  plan.consumerSet = known.filter((c) => granted(c, 'consumer') && (mcs ? listed(mcs.spec.consumerClusters, c) : true));
 
   const policy = mcs ? providerNotReadyOf(mcs.spec) : providerNotReadyOf({});
   const recorded = new Map((mcs?.status?.providers ?? []).map((p) => [p.cluster, p]));
@@ -263,16 +291,7 @@ export function planKey(inputs: KeyInputs): KeyPlan {
   plan.dispatching = dispatching;
   for (const p of plan.providers) p.dispatched = dispatching.includes(p.cluster);
   if (plan.deleting) {
-    const grace = inputs.awayGraceMs ?? awayGraceDefaultMs;
-    for (const c of new Set([...consumerSet, ...(mcs?.status?.consumers ?? []).map((e) => e.cluster)])) {
-      const view = views.get(c);
-      if (view?.ready) continue;
-      const since = view?.notReadySince ? Date.parse(view.notReadySince) : Number.NaN;
-      const ends = Number.isNaN(since) ? inputs.now : since + grace;
-      if (inputs.now >= ends) plan.away.push(c);
-      else plan.recheckAt = Math.min(plan.recheckAt ?? Infinity, ends);
-    }
-    plan.away.sort();
+    planAway(plan, inputs);
     return plan;
   }
 
@@ -280,8 +299,9 @@ export function planKey(inputs: KeyInputs): KeyPlan {
   const allHeadless = providerServices.length > 0 && providerServices.every((s) => headless(s.object));
   const portNames = mcs?.spec.ports ? new Set(ports.map((p) => p.name ?? '')) : undefined;
   const none = (reason: string, message: string): ServicePlan => ({ kind: 'none', reason, message });
-  const nothing: ServicePlan | undefined =
-    providerServices.length === 0
+  const nothing: ServicePlan | undefined = system
+    ? none('SystemService', `${keyString(key)} is not dispatched: ${system}`)
+    : providerServices.length === 0
       ? none('NoProviderService', `no provider cluster has Service ${keyString(key)}${mcs?.spec.providerClusters?.length ? ` (providers: ${mcs.spec.providerClusters.join(', ')})` : ''}`)
       : ports.length === 0 && !allHeadless
         ? none('NoPorts', `no port of the providers' Service ${keyString(key)} is selected by spec.ports`)
@@ -294,7 +314,7 @@ export function planKey(inputs: KeyInputs): KeyPlan {
     const provider = { ready: view.ready, lastSync: view.ready ? iso(inputs.now) : (plan.providers.find((p) => p.cluster === c)?.notReadySince ?? iso(inputs.now)) };
     const out: KubeObject[] = [];
     for (const s of sliceOf(c).sort((a, b) => (a.object.metadata?.name ?? '').localeCompare(b.object.metadata?.name ?? ''))) {
-      const d = dispatchedSlice(key, c, s.object, portNames, provider);
+      const d = dispatchedSlice(key, c, s.object, portNames, provider, installation);
       if (d) out.push(d);
     }
     sliceSets.set(c, out);
@@ -303,30 +323,79 @@ export function planKey(inputs: KeyInputs): KeyPlan {
   const serviceObject: KubeObject = {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: { name: key.name, namespace: key.namespace, labels: { [managedByLabel]: managedByValue } },
+    metadata: { name: key.name, namespace: key.namespace, labels: ownLabels(installation) },
     spec: { type: 'ClusterIP', ...(allHeadless ? { clusterIP: 'None' } : {}), ports },
   };
   const serviceImport: KubeObject = {
     apiVersion: `${mcsApi.group}/${mcsApi.version}`,
     kind: 'ServiceImport',
-    metadata: { name: key.name, namespace: key.namespace, labels: { [managedByLabel]: managedByValue } },
+    metadata: { name: key.name, namespace: key.namespace, labels: ownLabels(installation) },
     spec: { type: allHeadless ? 'Headless' : 'ClusterSetIP', ports },
     status: { clusters: dispatching.map((cluster) => ({ cluster })) },
   };
 
-  for (const c of consumerSet) {
+  // What a consumer may be given of each slice: the same for every consumer whose own ranges are
+  // not known (the addresses kube refuses alone), computed once for them.
+  const unranged = new Map<KubeObject, { slice: KubeObject; refused: string[] }>();
+  const allowedFor = (consumer: string, ranges: ConsumerRanges | undefined) => {
+    const parsed = parseRanges(ranges);
+    const cache = parsed.cidrs.length === 0 ? unranged : new Map<KubeObject, { slice: KubeObject; refused: string[] }>();
+    return (s: KubeObject) => {
+      let r = cache.get(s);
+      if (!r) {
+        const { endpoints, refused } = allowedEndpoints(s, consumer, parsed);
+        r = { slice: refused.length ? { ...s, endpoints } : s, refused };
+        cache.set(s, r);
+      }
+      return r;
+    };
+  };
+
+  for (const c of plan.consumerSet) {
     const own = ownServices.find((s) => s.cluster === c);
     let service: ServicePlan;
     if (nothing) service = nothing;
     else if (providerNames.includes(c)) service = { kind: 'provider' };
-    else if (own) service = { kind: 'conflict', message: `cluster ${c} has a Service ${keyString(key)} that Panoptes did not create (no label ${managedByLabel}=${managedByValue}) and that is not a provider of it: nothing is dispatched there` };
+    else if (own) service = { kind: 'conflict', message: `cluster ${c} has a Service ${keyString(key)} that Panoptes did not create and that is not a provider of it: nothing is dispatched there` };
     else service = { kind: 'ensure', object: serviceObject };
-    const slices = new Map<string, KubeObject>();
-    if (service.kind === 'ensure' || service.kind === 'provider') {
-      for (const [p, set] of sliceSets) if (p !== c) for (const s of set) slices.set(s.metadata!.name!, s);
+    const cp: ConsumerPlan = { cluster: c, service, slices: new Map(), refused: { endpoints: 0, examples: [] } };
+    // Only into a Service of Panoptes' own: a consumer's own Service (a provider's too) gets no slices.
+    if (service.kind === 'ensure') {
+      const allowed = allowedFor(c, views.get(c)!.ranges);
+      for (const [p, set] of sliceSets) {
+        if (p === c) continue;
+        for (const s of set) {
+          const { slice, refused } = allowed(s);
+          cp.slices.set(s.metadata!.name!, slice);
+          cp.refused.endpoints += refused.length;
+          for (const r of refused) if (cp.refused.examples.length < 3) cp.refused.examples.push(`${s.metadata?.annotations?.[annotations.source]}: ${r}`);
+        }
+      }
+      if (views.get(c)!.serviceImports) cp.serviceImport = serviceImport;
     }
-    const withImport = (service.kind === 'ensure' || service.kind === 'provider') && views.get(c)!.serviceImports;
-    plan.consumers.set(c, { cluster: c, service, slices, ...(withImport ? { serviceImport } : {}) });
+    plan.consumers.set(c, cp);
   }
   return plan;
+}
+
+/**
+ * A deleting plan's consumers it does not wait for (KeyPlan.away): not registered any more,
+ * not Ready for longer than the grace, or Ready but with a cleanup that keeps failing for
+ * longer than the grace (its entry's failingSince): what Panoptes dispatched there is removed
+ * when it can be, since a full pass plans every key of what it dispatched into each consumer.
+ */
+function planAway(plan: KeyPlan, inputs: KeyInputs): void {
+  const views = new Map(inputs.clusters.map((c) => [c.name, c]));
+  const grace = inputs.awayGraceMs ?? awayGraceDefaultMs;
+  const entries = new Map((inputs.mcs?.status?.consumers ?? []).map((e) => [e.cluster, e]));
+  for (const c of new Set([...plan.consumerSet, ...entries.keys()])) {
+    const view = views.get(c);
+    const failing = view?.ready ? entries.get(c)?.failingSince : undefined;
+    if (view?.ready && !failing) continue;
+    const since = Date.parse((view?.ready ? failing : view?.notReadySince) ?? '');
+    const ends = Number.isNaN(since) ? inputs.now : since + grace;
+    if (inputs.now >= ends) plan.away.push(c);
+    else plan.recheckAt = Math.min(plan.recheckAt ?? Infinity, ends);
+  }
+  plan.away.sort();
 }

@@ -1,14 +1,23 @@
-// What a consumer holds against its plan: the writes, as table tests. Only Panoptes' objects are
-// updated or deleted; a consumer's own objects are conflicts; a Ready provider's last-sync
-// time is no difference; storage's copy stands for the consumer once it is as recent as what
-// this dispatcher wrote.
+// What a consumer holds against its plan: the writes, as table tests. Only this installation's
+// objects are updated or deleted (and those Panoptes wrote before installations had ids get
+// writes the writer then checks); a consumer's own objects and another installation's are
+// conflicts; a Ready provider's last-sync time is no difference; storage's copy stands for the
+// consumer once it is as recent as what this dispatcher wrote.
 import t from 'tap';
-import { annotations, managedByLabel, managedByValue, providerReadyAnnotation } from '../../api/multicluster-service.ts';
+import { annotations, dispatchedSliceName, installationLabel, managedByLabel, managedByValue, providerReadyAnnotation } from '../../api/multicluster-service.ts';
 import type { KubeObject } from '../../storage/types.ts';
 import { planKey, type ClusterObject, type ConsumerPlan } from './desired.ts';
 import { diff, holdsNothing, overlay, type Held } from './diff.ts';
 
-const mark = { [managedByLabel]: managedByValue };
+const ID = 'aaaabbbbcccc';
+/** This installation's labels; another installation's; the mark alone (written before installations had ids). */
+const mark = { [managedByLabel]: managedByValue, [installationLabel]: ID };
+const other = { [managedByLabel]: managedByValue, [installationLabel]: 'ddddeeeeffff' };
+const legacy = { [managedByLabel]: managedByValue };
+const both = { provider: true, consumer: true };
+/** The names of the slices dispatched for east's web-a, and one for a provider slice that went. */
+const A = dispatchedSliceName('east', 'web-a');
+const GONE = dispatchedSliceName('east', 'web-gone');
 const where = { cluster: 'west', namespace: 'shop', name: 'web' };
 const svc = (cluster: string, managed = false): ClusterObject => ({ cluster, object: { metadata: { name: 'web', namespace: 'shop', ...(managed ? { labels: mark } : {}) }, spec: { ports: [{ name: 'http', port: 80, protocol: 'TCP', targetPort: 8080 }], ...(managed ? {} : { selector: { app: 'web' } }) } } });
 const src = (cluster: string, name: string, ips: string[]): ClusterObject => ({
@@ -21,13 +30,14 @@ function planFor(consumer: string, opts: { ips?: string[]; eastReady?: boolean; 
     key: { namespace: 'shop', name: 'web' },
     now: Date.parse('2026-03-01T12:00:00Z'),
     clusters: [
-      { name: 'east', ready: opts.eastReady ?? true, phase: 'Ready', serviceImports: false, ...(opts.eastReady === false ? { notReadySince: '2026-03-01T11:59:00Z' } : {}) },
-      { name: 'west', ready: true, phase: 'Ready', serviceImports: opts.imports ?? false },
+      { name: 'east', ready: opts.eastReady ?? true, phase: 'Ready', serviceImports: false, roles: both, ...(opts.eastReady === false ? { notReadySince: '2026-03-01T11:59:00Z' } : {}) },
+      { name: 'west', ready: true, phase: 'Ready', serviceImports: opts.imports ?? false, roles: both },
     ],
     mcs: { uid: 'u', generation: 1, spec: opts.foreign ? { providerClusters: ['east'] } : {}, deleting: false },
     exporters: [],
     services: [svc('east'), ...(opts.foreign ? [svc('west')] : [])],
     slices: [src('east', 'web-a', opts.ips ?? ['10.0.0.1'])],
+    installation: ID,
   });
   return p.consumers.get(consumer);
 }
@@ -47,12 +57,12 @@ t.test('the writes that bring a consumer to its plan', async (t) => {
   const inPlace = asPlanned(plan);
   const withSlice = (name: string, o: KubeObject) => ({ ...inPlace, slices: new Map([...inPlace.slices, [name, o]]) });
   const cases: Array<{ name: string; plan: ConsumerPlan | undefined; held: Held; ops: string[]; conflicts?: string[] }> = [
-    { name: 'nothing held: the Service first, then its slices', plan, held: { slices: new Map() }, ops: ['create Service web', 'create EndpointSlice east-web-a'] },
+    { name: 'nothing held: the Service first, then its slices', plan, held: { slices: new Map() }, ops: ['create Service web', `create EndpointSlice ${A}`] },
     { name: 'as planned (kube defaults and storage annotations aside): nothing', plan, held: inPlace, ops: [] },
     { name: 'a Ready provider written earlier: its last-sync time is no difference', plan: planFor('west')!, held: asPlanned({ ...plan, slices: new Map([...plan.slices].map(([n, s]) => [n, { ...s, metadata: { ...s.metadata, annotations: { ...s.metadata?.annotations, [annotations.providerLastSync]: '2020-01-01T00:00:00Z' } } }])) }), ops: [] },
-    { name: 'one endpoint more in the provider: one update', plan: planFor('west', { ips: ['10.0.0.1', '10.0.0.2'] }), held: inPlace, ops: ['update EndpointSlice east-web-a'] },
-    { name: 'the provider is not Ready (kept): the slice says so, once', plan: planFor('west', { eastReady: false }), held: inPlace, ops: ['update EndpointSlice east-web-a'] },
-    { name: 'a slice of a provider slice that went: deleted, after the writes', plan, held: withSlice('east-web-gone', { metadata: { name: 'east-web-gone', labels: mark } }), ops: ['delete EndpointSlice east-web-gone'] },
+    { name: 'one endpoint more in the provider: one update', plan: planFor('west', { ips: ['10.0.0.1', '10.0.0.2'] }), held: inPlace, ops: [`update EndpointSlice ${A}`] },
+    { name: 'the provider is not Ready (kept): the slice says so, once', plan: planFor('west', { eastReady: false }), held: inPlace, ops: [`update EndpointSlice ${A}`] },
+    { name: 'a slice of a provider slice that went: deleted, after the writes', plan, held: withSlice(`${GONE}`, { metadata: { name: `${GONE}`, labels: mark } }), ops: [`delete EndpointSlice ${GONE}`] },
     { name: 'the Service Panoptes made lost its ports: updated', plan, held: { ...inPlace, service: { ...inPlace.service!, spec: { ports: [] } } }, ops: ['update Service web'] },
     { name: "someone's own Service where Panoptes' should be: a conflict, not written", plan, held: { ...inPlace, service: svc('west').object }, ops: [], conflicts: ['Service'] },
     { name: 'the ServiceImport where the CRD is: created', plan: planFor('west', { imports: true }), held: inPlace, ops: ['create ServiceImport web'] },
@@ -67,13 +77,13 @@ t.test('the writes that bring a consumer to its plan', async (t) => {
       name: 'no plan (not a consumer, or nothing exports it): everything of Panoptes deleted, slices first, nothing else touched',
       plan: undefined,
       held: { ...inPlace, serviceImport: { metadata: { name: 'web', labels: mark } } },
-      ops: ['delete EndpointSlice east-web-a', 'delete Service web', 'delete ServiceImport web'],
+      ops: [`delete EndpointSlice ${A}`, 'delete Service web', 'delete ServiceImport web'],
     },
     { name: "no plan: someone's own Service and ServiceImport stay", plan: undefined, held: { service: svc('west').object, serviceImport: { metadata: { name: 'web' } }, slices: new Map() }, ops: [] },
-    { name: 'a conflict in the plan: only Panoptes\' leftovers go', plan: planFor('west', { foreign: true }), held: { service: svc('west').object, slices: inPlace.slices }, ops: ['delete EndpointSlice east-web-a'] },
+    { name: 'a conflict in the plan: only Panoptes\' leftovers go', plan: planFor('west', { foreign: true }), held: { service: svc('west').object, slices: inPlace.slices }, ops: [`delete EndpointSlice ${A}`] },
   ];
   for (const c of cases) {
-    const r = diff(c.plan, c.held, where);
+    const r = diff(c.plan, c.held, where, ID);
     t.same(ops(r), c.ops, c.name);
     t.same(r.conflicts.map((x) => x.kind), c.conflicts ?? [], `${c.name}: conflicts`);
   }
@@ -82,18 +92,57 @@ t.test('the writes that bring a consumer to its plan', async (t) => {
 t.test('a not-Ready provider\'s slice: its last-sync time is a difference', async (t) => {
   const plan = planFor('west', { eastReady: false })!;
   const held = asPlanned(plan);
-  t.same(ops(diff(plan, held, where)), []);
+  t.same(ops(diff(plan, held, where, ID)), []);
   const [name, s] = [...held.slices][0];
   held.slices.set(name, { ...s, metadata: { ...s.metadata, annotations: { ...s.metadata?.annotations, [annotations.providerLastSync]: '2026-03-01T11:00:00Z' } } });
-  t.same(ops(diff(plan, held, where)), ['update EndpointSlice east-web-a']);
+  t.same(ops(diff(plan, held, where, ID)), [`update EndpointSlice ${A}`]);
   t.equal(s.metadata?.annotations?.[providerReadyAnnotation], 'false');
 });
 
-t.test('holdsNothing: only Panoptes\' objects count', async (t) => {
-  t.ok(holdsNothing({ slices: new Map() }));
-  t.ok(holdsNothing({ service: svc('west').object, serviceImport: { metadata: { name: 'web' } }, slices: new Map() }));
-  t.notOk(holdsNothing({ service: svc('west', true).object, slices: new Map() }));
-  t.notOk(holdsNothing({ slices: new Map([['a', { metadata: { labels: mark } }]]) }));
+t.test("holdsNothing: only this installation's objects count", async (t) => {
+  t.ok(holdsNothing({ slices: new Map() }, ID));
+  t.ok(holdsNothing({ service: svc('west').object, serviceImport: { metadata: { name: 'web' } }, slices: new Map() }, ID));
+  t.notOk(holdsNothing({ service: svc('west', true).object, slices: new Map() }, ID));
+  t.notOk(holdsNothing({ slices: new Map([['a', { metadata: { labels: mark } }]]) }, ID));
+  t.ok(holdsNothing({ service: { metadata: { name: 'web', labels: other } }, slices: new Map([['a', { metadata: { labels: other } }]]) }, ID), "another installation's objects are not this one's to clean");
+});
+
+t.test("another installation's objects are never written; those without an installation id are adopted or deleted", async (t) => {
+  const plan = planFor('west')!;
+  const inPlace = asPlanned(plan);
+  const relabel = (o: KubeObject, l: Record<string, string>): KubeObject => ({ ...o, metadata: { ...o.metadata, labels: { ...o.metadata?.labels, [installationLabel]: '', ...l } } });
+  const strip = (o: KubeObject): KubeObject => {
+    const { [installationLabel]: _id, ...rest } = o.metadata?.labels ?? {};
+    return { ...o, metadata: { ...o.metadata, labels: rest } };
+  };
+  const cases: Array<{ name: string; plan: ConsumerPlan | undefined; held: Held; ops: string[]; conflicts?: string[] }> = [
+    {
+      name: "another installation's Service and slice where this one's should be: conflicts, nothing written",
+      plan,
+      held: { service: relabel(inPlace.service!, other), slices: new Map([[A, relabel(inPlace.slices.get(A)!, other)]]) },
+      ops: [],
+      conflicts: ['Service', 'EndpointSlice'],
+    },
+    { name: "no plan: another installation's objects stay", plan: undefined, held: { service: relabel(inPlace.service!, other), slices: new Map([[A, relabel(inPlace.slices.get(A)!, other)]]) }, ops: [] },
+    {
+      name: 'written before installations had ids and wanted: updated with the id (adopted; the writer checks the live objects)',
+      plan,
+      held: { service: strip(inPlace.service!), slices: new Map([[A, strip(inPlace.slices.get(A)!)]]) },
+      ops: ['update Service web', `update EndpointSlice ${A}`],
+    },
+    {
+      name: 'a slice under its old name (<provider>-<slice>, before names had a hash): deleted, its new name created',
+      plan,
+      held: { service: inPlace.service, slices: new Map([['east-web-a', { metadata: { name: 'east-web-a', labels: { ...legacy, 'kubernetes.io/service-name': 'web' } } }]]) },
+      ops: [`create EndpointSlice ${A}`, 'delete EndpointSlice east-web-a'],
+    },
+    { name: 'no plan: a Service without an id is not deleted (whose it is cannot be told)', plan: undefined, held: { service: strip(inPlace.service!), slices: new Map() }, ops: [] },
+  ];
+  for (const c of cases) {
+    const r = diff(c.plan, c.held, where, ID);
+    t.same(ops(r), c.ops, c.name);
+    t.same(r.conflicts.map((x) => x.kind), c.conflicts ?? [], `${c.name}: conflicts`);
+  }
 });
 
 t.test("overlay: storage's copy once it is as recent as the write, the write before", async (t) => {

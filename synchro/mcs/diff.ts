@@ -1,15 +1,17 @@
 // What a consumer holds of one exported Service, and the writes that bring it to its plan:
 // pure. What it holds is what storage synced from it, overlaid with what this dispatcher
 // wrote since (the consumer's watch may not have caught up yet), so the same change is never
-// written twice. Only objects carrying Panoptes' managed-by mark are ever updated or deleted;
-// a Service or ServiceImport of the consumer's own is a conflict, reported and left alone.
-import { annotations, labels, managedByLabel, providerReadyAnnotation } from '../../api/multicluster-service.ts';
+// written twice. Whose each object is, is ownership.ts's to say: only this installation's
+// objects are updated or deleted (and the ones Panoptes wrote before installations had ids,
+// which the writer adopts or deletes by the rules there); a Service or ServiceImport of the
+// consumer's own, or of another installation, is a conflict, reported and left alone.
+import { annotations, installationLabel, labels, managedByLabel, providerReadyAnnotation } from '../../api/multicluster-service.ts';
 import { canonicalJson } from '../../kube/patch.ts';
 import type { KubeObject } from '../../storage/types.ts';
-import { isManaged, type ConsumerPlan } from './desired.ts';
+import type { ConsumerPlan } from './desired.ts';
+import { isMine, ownerOf, type Kind, type Verb } from './ownership.ts';
 
-export type Kind = 'Service' | 'EndpointSlice' | 'ServiceImport';
-export type Verb = 'create' | 'update' | 'delete';
+export type { Kind, Verb };
 
 /** One write to a consumer. */
 export interface Op {
@@ -24,7 +26,7 @@ export interface Op {
 export interface Held {
   /** Its Service of that name, whoever made it. */
   service?: KubeObject;
-  /** The slices of that Service carrying Panoptes' mark, by name. */
+  /** The slices of that Service carrying Panoptes' mark (any installation's), by name. */
   slices: Map<string, KubeObject>;
   /** Its ServiceImport of that name, whoever made it. */
   serviceImport?: KubeObject;
@@ -83,7 +85,7 @@ function sliceDigest(o: KubeObject): string {
   const a = o.metadata?.annotations ?? {};
   const ready = a[providerReadyAnnotation];
   return canonicalJson({
-    labels: [labels.serviceName, labels.mcsServiceName, labels.sourceCluster, labels.endpointSliceManagedBy, managedByLabel].map((k) => l[k] ?? null),
+    labels: [labels.serviceName, labels.mcsServiceName, labels.sourceCluster, labels.endpointSliceManagedBy, managedByLabel, installationLabel].map((k) => l[k] ?? null),
     source: a[annotations.source] ?? null,
     ready: ready ?? null,
     lastSync: ready === 'true' ? null : (a[annotations.providerLastSync] ?? null),
@@ -95,10 +97,13 @@ function sliceDigest(o: KubeObject): string {
 
 export const sameSlice = (a: KubeObject, b: KubeObject): boolean => sliceDigest(a) === sliceDigest(b);
 
-/** A Panoptes Service as it should be: marked, no selector, the plan's ports (what kube defaults, clusterIP, targetPort..., is not compared). */
+/** Both carry the same owner's labels (the managed-by mark and the installation id). */
+const sameOwner = (a: KubeObject, b: KubeObject) => [managedByLabel, installationLabel].every((k) => a.metadata?.labels?.[k] === b.metadata?.labels?.[k]);
+
+/** A Panoptes Service as it should be: its owner's labels, no selector, the plan's ports (what kube defaults, clusterIP, targetPort..., is not compared). */
 export function sameService(current: KubeObject, desired: KubeObject): boolean {
   const sel = specOf(current).selector;
-  return isManaged(current) && (!isRecord(sel) || Object.keys(sel).length === 0) && servicePorts(current) === servicePorts(desired);
+  return sameOwner(current, desired) && (!isRecord(sel) || Object.keys(sel).length === 0) && servicePorts(current) === servicePorts(desired);
 }
 
 const importSpec = (o: KubeObject) => canonicalJson({ type: specOf(o).type ?? null, ports: ports(specOf(o).ports, ['port', 'appProtocol']) });
@@ -108,7 +113,7 @@ const importClusters = (o: KubeObject) => {
 };
 
 /** The ServiceImport's spec (type, ports) as the plan's. */
-export const sameImportSpec = (current: KubeObject, desired: KubeObject): boolean => isManaged(current) && importSpec(current) === importSpec(desired);
+export const sameImportSpec = (current: KubeObject, desired: KubeObject): boolean => sameOwner(current, desired) && importSpec(current) === importSpec(desired);
 /** Its status.clusters as the plan's. */
 export const sameImportStatus = (current: KubeObject, desired: KubeObject): boolean => importClusters(current) === importClusters(desired);
 
@@ -118,32 +123,43 @@ export interface DiffResult {
   conflicts: Array<{ kind: Kind; message: string }>;
 }
 
+/** The conflict of an object in the way of the plan, or undefined when this installation may write it (its own, or one to adopt). */
+function inTheWay(kind: Kind, o: KubeObject, installation: string, where: { cluster: string; namespace: string; name: string }): string | undefined {
+  const owner = ownerOf(o, installation);
+  const ref = `${where.namespace}/${o.metadata?.name ?? where.name}`;
+  if (owner === 'consumer') return `cluster ${where.cluster} has a ${kind} ${ref} that Panoptes did not create: it is left alone`;
+  if (owner === 'other') return `cluster ${where.cluster} has a ${kind} ${ref} that another Panoptes installation (${installationLabel}=${o.metadata?.labels?.[installationLabel]}) dispatched: it is left alone`;
+  return undefined;
+}
+
 /**
  * The writes that make `held` what `plan` says (no plan: the consumer gets nothing of this
  * Service): creates and updates first (the Service before its slices), deletes last. Only
- * Panoptes' own objects are updated or deleted.
+ * this installation's objects, and the ones without an installation id, get writes.
  */
-export function diff(plan: ConsumerPlan | undefined, held: Held, where: { cluster: string; namespace: string; name: string }): DiffResult {
+export function diff(plan: ConsumerPlan | undefined, held: Held, where: { cluster: string; namespace: string; name: string }, installation: string): DiffResult {
   const ops: Op[] = [];
   const deletes: Op[] = [];
   const conflicts: DiffResult['conflicts'] = [];
   const svc = plan?.service;
-  const ref = `${where.namespace}/${where.name}`;
+  const ownOrLegacy = (o: KubeObject | undefined) => o !== undefined && ['mine', 'legacy'].includes(ownerOf(o, installation));
 
   if (svc?.kind === 'ensure') {
+    const inTheWayOf = held.service && inTheWay('Service', held.service, installation, where);
     if (!held.service) ops.push({ kind: 'Service', verb: 'create', name: where.name, desired: svc.object });
-    else if (!isManaged(held.service)) conflicts.push({ kind: 'Service', message: `cluster ${where.cluster} has a Service ${ref} that Panoptes did not create: it is left alone` });
+    else if (inTheWayOf) conflicts.push({ kind: 'Service', message: inTheWayOf });
     else if (!sameService(held.service, svc.object)) ops.push({ kind: 'Service', verb: 'update', name: where.name, desired: svc.object });
-  } else if (held.service && isManaged(held.service)) {
+  } else if (isMine(held.service, installation)) {
     deletes.push({ kind: 'Service', verb: 'delete', name: where.name });
   }
 
   const imp = plan?.serviceImport;
   if (imp) {
+    const inTheWayOf = held.serviceImport && inTheWay('ServiceImport', held.serviceImport, installation, where);
     if (!held.serviceImport) ops.push({ kind: 'ServiceImport', verb: 'create', name: where.name, desired: imp });
-    else if (!isManaged(held.serviceImport)) conflicts.push({ kind: 'ServiceImport', message: `cluster ${where.cluster} has a ServiceImport ${ref} that Panoptes did not create: it is left alone` });
+    else if (inTheWayOf) conflicts.push({ kind: 'ServiceImport', message: inTheWayOf });
     else if (!sameImportSpec(held.serviceImport, imp) || !sameImportStatus(held.serviceImport, imp)) ops.push({ kind: 'ServiceImport', verb: 'update', name: where.name, desired: imp });
-  } else if (held.serviceImport && isManaged(held.serviceImport)) {
+  } else if (ownOrLegacy(held.serviceImport)) {
     deletes.push({ kind: 'ServiceImport', verb: 'delete', name: where.name });
   }
 
@@ -151,13 +167,16 @@ export function diff(plan: ConsumerPlan | undefined, held: Held, where: { cluste
   const sliceDeletes: Op[] = [];
   for (const [name, desired] of want) {
     const cur = held.slices.get(name);
+    const inTheWayOf = cur && inTheWay('EndpointSlice', cur, installation, where);
     if (!cur) ops.push({ kind: 'EndpointSlice', verb: 'create', name, desired });
+    else if (inTheWayOf) conflicts.push({ kind: 'EndpointSlice', message: inTheWayOf });
     else if (!sameSlice(cur, desired)) ops.push({ kind: 'EndpointSlice', verb: 'update', name, desired });
   }
-  for (const name of [...held.slices.keys()].sort()) if (!want.has(name) && isManaged(held.slices.get(name))) sliceDeletes.push({ kind: 'EndpointSlice', verb: 'delete', name });
+  for (const name of [...held.slices.keys()].sort()) if (!want.has(name) && ownOrLegacy(held.slices.get(name))) sliceDeletes.push({ kind: 'EndpointSlice', verb: 'delete', name });
   // The slices go before their ServiceImport and Service.
   return { ops: [...ops, ...sliceDeletes, ...deletes], conflicts };
 }
 
-/** Whether a consumer holds nothing Panoptes dispatched for this key (its cleanup is done). */
-export const holdsNothing = (held: Held): boolean => !isManaged(held.service) && !isManaged(held.serviceImport) && ![...held.slices.values()].some(isManaged);
+/** Whether a consumer holds nothing this installation dispatched for this key (its cleanup is done). */
+export const holdsNothing = (held: Held, installation: string): boolean =>
+  !isMine(held.service, installation) && !isMine(held.serviceImport, installation) && ![...held.slices.values()].some((s) => isMine(s, installation));

@@ -10,14 +10,18 @@
 // NOTIFY (storage/listen.ts), with a short poll as the fallback, and plans again only the keys
 // a change concerns: a provider's slice change reaches the consumers at once. A full pass
 // every resyncIntervalMs (and whenever the consumers it holds change) plans every key again
-// and repairs drift. A consumer that refuses with 403 gets a condition and a growing backoff,
-// a consumer that is away is skipped (and gets its state once it is back: its return is a
-// change), a consumer whose lease goes stops being written at once: every write checks the
-// lease first and in-flight requests are aborted.
+// and repairs drift. A failed write is the key's own and waits out a backoff of its own, unless
+// it is provably about the dispatcher's identity there (failures.ts: 401, or a 403 a
+// SelfSubjectAccessReview confirms), which blocks the consumer (or that namespace of it) for a
+// growing backoff; a consumer that is away is skipped (and gets its state once it is back: its
+// return is a change), a consumer whose lease goes stops being written at once: every write
+// checks the lease first and in-flight requests are aborted. Everything it writes carries this
+// installation's id (Store.installationId), and what another installation wrote is never
+// changed (ownership.ts).
 import { mcsResource, type McsConsumerStatus } from '../../api/multicluster-service.ts';
 import { setImmediate } from 'node:timers/promises';
 import type { Logger } from '../../lib/log.ts';
-import { describeError, HttpError, type WritableClusterClient } from '../../member/client.ts';
+import type { WritableClusterClient } from '../../member/client.ts';
 import { CompactedError } from '../../storage/errors.ts';
 import { clusterLease, FencedError, type Fence } from '../../storage/leases.ts';
 import { listenForCommits, type CommitSubscription } from '../../storage/listen.ts';
@@ -26,10 +30,12 @@ import type { Store } from '../../storage/store.ts';
 import type { Change, KubeObject } from '../../storage/types.ts';
 import { upstreamRvAnnotation } from '../../storage/write.ts';
 import { Backoff, Waker, type BackoffOptions } from '../../lib/backoff.ts';
+import { ConsumerFailures } from './failures.ts';
+import { isMine, isPanoptes } from './ownership.ts';
 import type { ClusterPhase } from '../cluster.ts';
 import type { Membership } from '../membership.ts';
 import type { SynchroMetrics } from '../metrics.ts';
-import { isManaged, keyString, planKey, type ClusterObject, type ConsumerPlan, type KeyPlan, type ServiceKey } from './desired.ts';
+import { keyString, planKey, type ClusterObject, type ConsumerPlan, type KeyPlan, type ServiceKey } from './desired.ts';
 import { diff, holdsNothing, overlay, type Held, type Kind, type Written } from './diff.ts';
 import { kinds, managedKeys, readClusters, readExports, readKey, readMcs, type DispatchCluster, type KeyRows, type McsState } from './inputs.ts';
 import { consumerEntry, everyConsumerCleaned, mergeStatus, statusDigest, withoutFinalizer, type ConsumerOutcome, type Reason } from './status.ts';
@@ -52,15 +58,18 @@ export interface DispatcherOptions {
   writtenTtlMs: number;
   /** A write needs at least this much of its lease left (default 500 ms). */
   minLeaseMs: number;
-  /** After a 403 from a consumer: no write there for this long, growing (default 10 s to 5 min). */
+  /** After a failure of the dispatcher's identity in a consumer (401, or a 403 a SelfSubjectAccessReview confirms): no write there for this long, growing (default 10 s to 5 min). */
   forbiddenBackoff: BackoffOptions;
-  /** After a consumer failed otherwise (unreachable, 5xx, timeouts): default 1 s to 60 s. */
+  /** After any other failure of a key's write in a consumer: that key waits this long there, growing (default 1 s to 60 s). */
   errorBackoff: BackoffOptions;
   /**
-   * A deleted MultiClusterService waits this long at most for a consumer that is not Ready
-   * (default 300 s): then it goes, and what that consumer holds is removed when it is back.
+   * A deleted MultiClusterService waits this long at most for a consumer that is not Ready, or
+   * whose cleanup keeps failing (default 300 s): then it goes, and what that consumer holds is
+   * removed when it can be.
    */
   awayConsumerGraceMs: number;
+  /** System Services (kube-*, default/kubernetes) dispatched nonetheless: namespaces, or namespace/name (--mcs-allow-system-services). */
+  allowedSystemServices: string[];
 }
 
 export const defaultDispatcherOptions: DispatcherOptions = {
@@ -74,6 +83,7 @@ export const defaultDispatcherOptions: DispatcherOptions = {
   forbiddenBackoff: { initialMs: 10_000, maxMs: 300_000 },
   errorBackoff: { initialMs: 1000, maxMs: 60_000 },
   awayConsumerGraceMs: 300_000,
+  allowedSystemServices: [],
 };
 
 /** Where the dispatcher finds the clusters this member runs: their connection and lease epoch. */
@@ -98,10 +108,8 @@ interface Consumer {
   abort: AbortController;
   /** What this dispatcher wrote (or found in place), per key, per `Kind/name`. */
   written: Map<string, Map<string, Written & { at: number }>>;
-  /** No write until `until` (performance.now()), and why. */
-  blocked?: { until: number; reason: Reason };
-  forbidden: Backoff;
-  errors: Backoff;
+  /** Its failures: which keys (or which namespaces, for its identity) wait, and until when (failures.ts). */
+  failures: ConsumerFailures;
   /** Writes in flight (awaited before the lease is released). */
   inflight: Set<Promise<unknown>>;
   /** Its phase and initial sync, as its ClusterSync says. */
@@ -138,6 +146,8 @@ export class McsDispatcher {
   private readonly statusWrites = new KeyedQueue((err, service) => this.log.warn('status write failed', { err: err as Error, service }));
   private readonly statusBackoff = new Backoff({ initialMs: 200, maxMs: 10_000 });
   private readonly log: Logger;
+  /** This installation's id (Store.installationId), read before the first pass. */
+  private installation = '';
 
   constructor(private readonly deps: DispatcherDeps) {
     this.opts = { ...defaultDispatcherOptions, ...deps.options };
@@ -197,6 +207,10 @@ export class McsDispatcher {
     const backoff = new Backoff({ initialMs: 200, maxMs: 10_000 });
     while (!this.stopped) {
       try {
+        if (!this.installation) {
+          this.installation = await this.deps.store.installationId();
+          this.log.info('dispatching as this installation', { installation: this.installation });
+        }
         await this.step();
         backoff.reset();
         await this.waker.sleep(this.nextDelay());
@@ -316,8 +330,7 @@ export class McsDispatcher {
         client: conn.client,
         abort: new AbortController(),
         written: new Map(),
-        forbidden: new Backoff({ ...this.opts.forbiddenBackoff, jitter: 0.2 }),
-        errors: new Backoff({ ...this.opts.errorBackoff, jitter: 0.2 }),
+        failures: new ConsumerFailures(name, this.opts),
         inflight: new Set(),
         phase: conn.phase,
         synced: conn.synced,
@@ -329,7 +342,7 @@ export class McsDispatcher {
   /** Plans the keys (every key on a full pass) and brings each consumer held here to its plan. */
   private async pass(full: boolean, dirty: Map<string, { key: ServiceKey; since?: number }>): Promise<void> {
     const { store } = this.deps;
-    const clusters = full || !this.clusterViews ? (this.clusterViews = await readClusters(store)) : this.clusterViews;
+    const clusters = full || !this.clusterViews ? (this.clusterViews = await readClusters(store, [...this.consumers.keys()])) : this.clusterViews;
     if (!full) return this.planEach([...dirty.values()], clusters);
     const mcs = new Map((await readMcs(store)).map((m) => [keyString(m.key), m]));
     const exports = await readExports(store);
@@ -339,7 +352,7 @@ export class McsDispatcher {
       const [namespace, name] = [k.slice(0, k.indexOf('/')), k.slice(k.indexOf('/') + 1)];
       keys.set(k, { namespace, name });
     }
-    for (const k of await managedKeys(store, [...this.consumers.keys()])) keys.set(keyString(k), k);
+    for (const k of await managedKeys(store, [...this.consumers.keys()], this.installation)) keys.set(keyString(k), k);
     /** Keys planned during this pass from reads newer than its own (a change came meanwhile): not planned again with its older reads. */
     const planned = new Set<string>();
     for (const key of sortKeys(keys.values())) {
@@ -400,7 +413,7 @@ export class McsDispatcher {
   }
 
   private async processKey(key: ServiceKey, clusters: DispatchCluster[], mcs: McsState | undefined, exporters: string[], since: number | undefined): Promise<void> {
-    const rows = await readKey(this.deps.store, key, { now: Date.now(), clusters, mcs, exporters, awayGraceMs: this.opts.awayConsumerGraceMs });
+    const rows = await readKey(this.deps.store, key, { now: Date.now(), clusters, mcs, exporters, awayGraceMs: this.opts.awayConsumerGraceMs, installation: this.installation, allowedSystemServices: this.opts.allowedSystemServices });
     const plan = planKey(rows);
     const k = keyString(key);
     if (plan.recheckAt !== undefined) this.schedule(key, performance.now() + Math.max(0, plan.recheckAt - Date.now()) + 50);
@@ -412,7 +425,7 @@ export class McsDispatcher {
         const held = this.heldOf(c, k, rows);
         // A cluster that is no consumer, holds nothing of this key and has no entry to keep: not concerned.
         const consumer = plan.consumers.has(c.cluster) || plan.consumerSet.includes(c.cluster);
-        if (!consumer && holdsNothing(held) && !entries.has(c.cluster)) return;
+        if (!consumer && holdsNothing(held, this.installation) && !entries.has(c.cluster)) return;
         const o = await this.dispatchTo(c, plan, rows, held, since);
         if (o) outcomes.push(o);
       }),
@@ -436,10 +449,10 @@ export class McsDispatcher {
     const service = view('Service', rows.key.name, mine(rows.services)[0]);
     const serviceImport = view('ServiceImport', rows.key.name, mine(rows.serviceImports)[0]);
     const slices = new Map<string, KubeObject>();
-    const names = new Set([...mine(rows.slices).filter((s) => isManaged(s.object)).map((s) => s.object.metadata!.name!), ...[...written.keys()].filter((w) => w.startsWith('EndpointSlice/')).map((w) => w.slice('EndpointSlice/'.length))]);
+    const names = new Set([...mine(rows.slices).filter((s) => isPanoptes(s.object)).map((s) => s.object.metadata!.name!), ...[...written.keys()].filter((w) => w.startsWith('EndpointSlice/')).map((w) => w.slice('EndpointSlice/'.length))]);
     for (const name of names) {
       const o = view('EndpointSlice', name, mine(rows.slices).find((s) => s.object.metadata?.name === name));
-      if (o && isManaged(o)) slices.set(name, o);
+      if (o && isPanoptes(o)) slices.set(name, o);
     }
     if (written.size === 0) c.written.delete(k);
     else c.written.set(k, written);
@@ -450,8 +463,9 @@ export class McsDispatcher {
   private async dispatchTo(c: Consumer, plan: KeyPlan, rows: KeyRows, held: Held, since: number | undefined): Promise<ConsumerOutcome | undefined> {
     const k = keyString(plan.key);
     const cp = plan.consumers.get(c.cluster);
-    const outcome: ConsumerOutcome = { cluster: c.cluster, serviceInPlace: false, slices: 0, endpoints: 0, wrote: false, inSync: false, holdsNothing: holdsNothing(held), conflicts: [] };
-    const { ops, conflicts } = diff(cp, held, { cluster: c.cluster, ...plan.key });
+    const installation = this.installation;
+    const outcome: ConsumerOutcome = { cluster: c.cluster, serviceInPlace: false, slices: 0, endpoints: 0, wrote: false, inSync: false, holdsNothing: holdsNothing(held, installation), conflicts: [] };
+    const { ops, conflicts } = diff(cp, held, { cluster: c.cluster, ...plan.key }, installation);
     for (const x of conflicts) {
       outcome.conflicts.push(x.message);
       this.deps.metrics.mcsConflicts.inc({ cluster: c.cluster, kind: x.kind });
@@ -460,6 +474,8 @@ export class McsDispatcher {
     if (cp?.service.kind === 'conflict') this.deps.metrics.mcsConflicts.inc({ cluster: c.cluster, kind: 'Service' });
     const view = this.tally(cp, held, outcome);
     if (!c.synced) return undefined; // its view is not current yet: the end of its initial sync asks for a full pass
+    const failingSince = c.failures.failingSince(plan.key);
+    if (failingSince) outcome.failingSince = failingSince;
     if (ops.length === 0) {
       outcome.inSync = outcome.conflicts.length === 0;
       return outcome;
@@ -468,8 +484,12 @@ export class McsDispatcher {
       outcome.blocked = { reason: 'ConsumerUnreachable', message: `cluster ${c.cluster} is ${c.phase}: ${ops.length} write(s) wait until it is back` };
       return outcome;
     }
-    if (c.blocked && performance.now() < c.blocked.until) {
-      outcome.blocked = c.blocked.reason;
+    // A key waiting out its own backoff, or a consumer (namespace) refusing the dispatcher's identity: planned again when it ends.
+    const waiting = c.failures.waiting(plan.key);
+    if (waiting) {
+      if (waiting.identity) outcome.blocked = waiting.reason;
+      else outcome.error = waiting.reason;
+      this.schedule(plan.key, waiting.until);
       return outcome;
     }
     if (ops.some((o) => o.verb !== 'delete') && this.syncsNamespaces(c, rows) && !rows.namespaceIn.has(c.cluster)) {
@@ -487,7 +507,7 @@ export class McsDispatcher {
         if (left < this.opts.minLeaseMs) throw new LeaseGoneError(`the lease of ${c.cluster} ends in ${Math.round(left)} ms: no write is started`);
         return left;
       },
-    }, this.opts.writeTimeoutMs);
+    }, this.opts.writeTimeoutMs, { ...plan.key, installation, serviceMine: isMine(held.service, installation) });
     const started = performance.now();
     const counts: Record<string, number> = {};
     const written = c.written.get(k) ?? new Map<string, Written & { at: number }>();
@@ -496,20 +516,24 @@ export class McsDispatcher {
     for (const op of ops) {
       if (c.abort.signal.aborted) return undefined;
       let applied: Applied;
-      const run = writer.apply(op, plan.key.namespace);
+      const run = writer.apply(op);
       c.inflight.add(run);
       try {
         applied = await run;
       } catch (err) {
         if (err instanceof LeaseGoneError || c.abort.signal.aborted) return undefined;
         failed++;
-        const r = this.failure(c, err, op.kind, op.name, plan.key.namespace);
-        outcome.error = r;
-        if (c.blocked) {
-          outcome.blocked = c.blocked.reason;
+        const w = await c.failures.failed(plan.key, err, c.client, c.abort.signal, this.opts.writeTimeoutMs);
+        this.deps.metrics.mcsErrors.inc({ cluster: c.cluster, reason: w.reason.reason });
+        this.schedule(plan.key, w.until);
+        outcome.failingSince = c.failures.failingSince(plan.key) ?? outcome.failingSince;
+        if (w.identity) {
+          outcome.blocked = w.reason;
+          // The block's end plans everything again: every key it held back.
+          this.nextResync = Math.min(this.nextResync, w.until);
           break;
         }
-        this.schedule(plan.key, performance.now() + c.errors.next());
+        outcome.error = w.reason;
         continue;
       } finally {
         c.inflight.delete(run);
@@ -531,16 +555,15 @@ export class McsDispatcher {
       written.set(writtenKey(op.kind, op.name), { rv: applied.rv ?? '', ...(applied.object ? { object: applied.object } : {}), at: performance.now() });
       view.apply(op.kind, op.name, applied.object);
     }
-    if (failed === 0) {
-      c.errors.reset();
-      c.forbidden.reset();
-      c.blocked = undefined;
+    if (!outcome.error && !outcome.blocked) {
+      c.failures.succeeded(plan.key);
+      delete outcome.failingSince;
     }
     outcome.inSync = failed === 0 && outcome.conflicts.length === 0;
     view.finish();
     const batch = { consumer: c.cluster, service: k, writes: counts, ops: ops.length, failed, ms: Math.round(performance.now() - started), epoch: c.epoch };
     // One line per batch: what was written to this consumer for this Service (or why not).
-    if (failed > 0) this.log.warn('dispatch batch', { ...batch, error: outcome.error ? `${outcome.error.reason}: ${outcome.error.message}` : undefined, conflicts: outcome.conflicts.length || undefined });
+    if (failed > 0) this.log.warn('dispatch batch', { ...batch, error: outcome.error ? `${outcome.error.reason}: ${outcome.error.message}` : outcome.blocked ? `${outcome.blocked.reason}: ${outcome.blocked.message}` : undefined, conflicts: outcome.conflicts.length || undefined });
     else if (outcome.wrote) this.log.info('dispatch batch', batch);
     else this.log.debug('dispatch batch: already in place', batch);
     return outcome;
@@ -548,10 +571,11 @@ export class McsDispatcher {
 
   /** Counts what is in place for the status, before the writes and as they land. */
   private tally(cp: ConsumerPlan | undefined, held: Held, outcome: ConsumerOutcome) {
+    const installation = this.installation;
     const now = { service: held.service, slices: new Map(held.slices), serviceImport: held.serviceImport };
     const finish = () => {
       const svc = cp?.service;
-      outcome.serviceInPlace = svc?.kind === 'provider' || (svc?.kind === 'ensure' && isManaged(now.service));
+      outcome.serviceInPlace = svc?.kind === 'provider' || (svc?.kind === 'ensure' && isMine(now.service, installation));
       let slices = 0;
       let endpoints = 0;
       for (const name of cp?.slices.keys() ?? []) {
@@ -562,14 +586,14 @@ export class McsDispatcher {
       }
       outcome.slices = slices;
       outcome.endpoints = endpoints;
-      outcome.holdsNothing = holdsNothing({ service: now.service, slices: now.slices, serviceImport: now.serviceImport });
+      outcome.holdsNothing = holdsNothing({ service: now.service, slices: now.slices, serviceImport: now.serviceImport }, installation);
     };
     finish();
     return {
       apply(kind: Kind, name: string, object: KubeObject | undefined) {
-        if (kind === 'Service') now.service = object ?? (now.service && !isManaged(now.service) ? now.service : undefined);
-        else if (kind === 'ServiceImport') now.serviceImport = object ?? (now.serviceImport && !isManaged(now.serviceImport) ? now.serviceImport : undefined);
-        else if (object && isManaged(object)) now.slices.set(name, object);
+        if (kind === 'Service') now.service = object ?? (now.service && !isMine(now.service, installation) ? now.service : undefined);
+        else if (kind === 'ServiceImport') now.serviceImport = object ?? (now.serviceImport && !isMine(now.serviceImport, installation) ? now.serviceImport : undefined);
+        else if (object && isPanoptes(object)) now.slices.set(name, object);
         else now.slices.delete(name);
       },
       finish,
@@ -578,30 +602,6 @@ export class McsDispatcher {
 
   private syncsNamespaces(c: Consumer, rows: KeyRows): boolean {
     return rows.clusters.find((x) => x.name === c.cluster)?.synced.has('/namespaces') ?? false;
-  }
-
-  /** What a failed write means for its consumer: a 403 or an unreachable consumer blocks it for a backoff; anything else is this object's. */
-  private failure(c: Consumer, err: unknown, kind: Kind, name: string, namespace: string): Reason {
-    const what = `${kind} ${namespace}/${name} in cluster ${c.cluster}`;
-    let r: Reason;
-    if (err instanceof HttpError && err.status === 403) {
-      r = {
-        reason: 'Forbidden',
-        message: `the dispatcher may not write ${what} (${err.message}${err.statusMessage ? `: ${err.statusMessage}` : ''}): give its identity there the role of manifests/member-cluster/dispatcher/`,
-      };
-      c.blocked = { until: performance.now() + c.forbidden.next(), reason: r };
-    } else if (err instanceof HttpError && err.status !== 503 && err.status !== 429 && err.status < 500) {
-      // A 404 that reaches here is a create's: the namespace is missing.
-      const reason = err.status === 404 ? 'NamespaceNotFound' : (err.reason ?? `HTTP${err.status}`);
-      r = { reason, message: `writing ${what}: ${err.message}${err.statusMessage ? `: ${err.statusMessage}` : ''}` };
-    } else {
-      r = { reason: 'ConsumerUnreachable', message: `writing ${what}: ${describeError(err)}` };
-      c.blocked = { until: performance.now() + c.errors.next(), reason: r };
-    }
-    this.deps.metrics.mcsErrors.inc({ cluster: c.cluster, reason: r.reason });
-    // The consumer's backoff ends with a full pass: everything it missed is planned again.
-    if (c.blocked) this.nextResync = Math.min(this.nextResync, c.blocked.until);
-    return r;
   }
 
   /** Plans `key` again at `at` (performance.now()). */

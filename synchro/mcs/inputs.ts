@@ -1,12 +1,15 @@
-// The dispatcher's reads of storage: the clusters' phases and what they serve, the
+// The dispatcher's reads of storage: the clusters' phases and what they serve, the roles
+// their Cluster objects grant (api/mcs-roles.ts) and the consumers' own address ranges, the
 // MultiClusterServices and ServiceExports, and for one key every cluster's Service,
 // EndpointSlices, ServiceImport and namespace. Nothing here decides anything (desired.ts does).
-import { labels, managedByLabel, managedByValue, mcsApi, mcsResource, type MultiClusterServiceSpec, type MultiClusterServiceStatus } from '../../api/multicluster-service.ts';
+import { mcsRolesOf, type McsRoles } from '../../api/mcs-roles.ts';
+import { installationLabel, labels, managedByLabel, managedByValue, mcsApi, mcsResource, type MultiClusterServiceSpec, type MultiClusterServiceStatus } from '../../api/multicluster-service.ts';
 import type { OwnObjectState } from '../../storage/own-objects.ts';
 import type { Store } from '../../storage/store.ts';
 import type { ClusterRecord, KubeObject, ListQuery, StoredObject } from '../../storage/types.ts';
 import { isDuplicateStatus } from '../identity.ts';
 import { notSyncedReason } from '../not-synced.ts';
+import type { ConsumerRanges } from './addresses.ts';
 import { keyString, type ClusterObject, type ClusterView, type KeyInputs, type McsView, type ServiceKey } from './desired.ts';
 
 type Obj = Record<string, unknown>;
@@ -20,7 +23,12 @@ export const kinds = {
   serviceImports: { group: mcsApi.group, resource: mcsApi.serviceImports },
   namespaces: { group: '', resource: 'namespaces' },
   crds: { group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions' },
+  nodes: { group: '', resource: 'nodes' },
+  serviceCidrs: { group: 'networking.k8s.io', resource: 'servicecidrs' },
 } as const;
+
+/** The Cluster objects (own objects of panoptes.io): their spec says the roles each cluster is granted. */
+export const clusterObjects = 'clusters';
 
 /** The ServiceImport CRD's name. */
 export const serviceImportCrd = `${mcsApi.serviceImports}.${mcsApi.group}`;
@@ -35,7 +43,7 @@ export interface DispatchCluster extends ClusterView {
  * Ready when its data is current — Ready, or Pending while a new owner starts (not NotSynced,
  * which means nobody syncs it) — and since when it is not.
  */
-export function clusterView(name: string, status: Obj, crdVersions?: readonly string[]): DispatchCluster {
+export function clusterView(name: string, status: Obj, crdVersions?: readonly string[], roles: McsRoles = { provider: false, consumer: false }): DispatchCluster {
   const phase = typeof status.phase === 'string' ? status.phase : 'Pending';
   const reason = typeof status.reason === 'string' ? status.reason : '';
   const ready = phase === 'Ready' || (phase === 'Pending' && reason !== notSyncedReason);
@@ -43,7 +51,7 @@ export function clusterView(name: string, status: Obj, crdVersions?: readonly st
   const synced = new Set(api.map((r) => `${String(r.group ?? '')}/${String(r.resource ?? '')}`));
   const imports = api.some((r) => r.group === mcsApi.group && r.resource === mcsApi.serviceImports && r.version === mcsApi.version) || (crdVersions ?? []).includes(mcsApi.version);
   const since = typeof status.lastTransitionTime === 'string' ? status.lastTransitionTime : undefined;
-  return { name, ready, phase: reason ? `${phase} (${reason})` : phase, serviceImports: imports, synced, ...(!ready && since ? { notReadySince: since } : {}) };
+  return { name, ready, phase: reason ? `${phase} (${reason})` : phase, serviceImports: imports, synced, roles, ...(!ready && since ? { notReadySince: since } : {}) };
 }
 
 /** The served versions of each cluster's stored ServiceImport CRD. */
@@ -57,10 +65,45 @@ async function serviceImportCrds(store: Store): Promise<Map<string, string[]>> {
   return out;
 }
 
-/** Every registered cluster's view; a duplicate registration of a member (synced under another name) is not one: nothing is dispatched to it or from it. */
-export async function readClusters(store: Store): Promise<DispatchCluster[]> {
-  const crds = await serviceImportCrds(store);
-  return (await store.listClusters()).filter((r) => !isDuplicateStatus(r.status)).map((r: ClusterRecord) => clusterView(r.name, r.status, crds.get(r.name)));
+/**
+ * Every cluster's own pod ranges (its Nodes' spec.podCIDRs) and service ranges (its
+ * ServiceCIDRs, where it has and syncs them), of `clusters`: what no provider address
+ * dispatched to it may be inside.
+ */
+async function readRanges(store: Store, clusters: string[]): Promise<Map<string, ConsumerRanges>> {
+  const out = new Map<string, ConsumerRanges>();
+  if (clusters.length === 0) return out;
+  const of = (c: string) => out.get(c) ?? (out.set(c, { pods: [], services: [] }).get(c) as ConsumerRanges);
+  const strings = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : typeof v === 'string' ? [v] : []);
+  const [nodes, cidrs] = await Promise.all([store.list({ ...kinds.nodes, clusters }), store.list({ ...kinds.serviceCidrs, clusters })]);
+  for (const row of nodes.items) {
+    const spec = (JSON.parse(row.object) as KubeObject).spec;
+    const ranges = isRecord(spec) ? [...new Set([...strings(spec.podCIDRs), ...strings(spec.podCIDR)])] : [];
+    of(row.cluster).pods.push(...ranges.filter((r) => !of(row.cluster).pods.includes(r)));
+  }
+  for (const row of cidrs.items) {
+    const spec = (JSON.parse(row.object) as KubeObject).spec;
+    of(row.cluster).services.push(...(isRecord(spec) ? strings(spec.cidrs) : []));
+  }
+  return out;
+}
+
+/**
+ * Every registered cluster's view, with the roles its Cluster object grants (none without
+ * one) and, for `consumers` (those this member writes to), their own address ranges; a
+ * duplicate registration of a member (synced under another name) is not one: nothing is
+ * dispatched to it or from it.
+ */
+export async function readClusters(store: Store, consumers: string[] = []): Promise<DispatchCluster[]> {
+  const [crds, objects, rows, ranges] = await Promise.all([serviceImportCrds(store), store.listOwnObjects(clusterObjects), store.listClusters(), readRanges(store, consumers)]);
+  const roles = new Map(objects.map((o) => [o.name, mcsRolesOf(o.object.spec)]));
+  return rows
+    .filter((r) => !isDuplicateStatus(r.status))
+    .map((r: ClusterRecord) => {
+      const v = clusterView(r.name, r.status, crds.get(r.name), roles.get(r.name));
+      const own = ranges.get(r.name);
+      return own ? { ...v, ranges: own } : v;
+    });
 }
 
 export interface McsState extends McsView {
@@ -100,15 +143,20 @@ export async function readExports(store: Store, key?: ServiceKey): Promise<Map<s
   return out;
 }
 
-/** The keys of everything Panoptes dispatched into `clusters` (what may have to be deleted although nothing exports it any more). */
-export async function managedKeys(store: Store, clusters: string[]): Promise<ServiceKey[]> {
+/**
+ * The keys of everything this installation dispatched into `clusters`, and of what Panoptes
+ * wrote there before installations had ids (what may have to be deleted although nothing
+ * exports it any more); not another installation's.
+ */
+export async function managedKeys(store: Store, clusters: string[], installation: string): Promise<ServiceKey[]> {
   if (clusters.length === 0) return [];
   const selector = [{ key: managedByLabel, operator: 'in' as const, values: [managedByValue] }];
   const keys = new Map<string, ServiceKey>();
   for (const kind of [kinds.services, kinds.serviceImports, kinds.endpointSlices]) {
     for (const row of (await store.list({ ...kind, clusters, labelSelector: selector })).items) {
-      const obj = kind === kinds.endpointSlices ? (JSON.parse(row.object) as KubeObject) : undefined;
-      const name = obj ? obj.metadata?.labels?.[labels.serviceName] : row.name;
+      const l = (JSON.parse(row.object) as KubeObject).metadata?.labels ?? {};
+      if (l[installationLabel] !== undefined && l[installationLabel] !== installation) continue;
+      const name = kind === kinds.endpointSlices ? l[labels.serviceName] : row.name;
       if (name) keys.set(`${row.namespace}/${name}`, { namespace: row.namespace, name });
     }
   }

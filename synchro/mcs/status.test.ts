@@ -12,6 +12,7 @@ const LATER = '2026-03-01T12:05:00Z';
 
 function plan(over: Partial<KeyPlan> = {}): KeyPlan {
   const ensure = { kind: 'ensure' as const, object: {} };
+  const refused = { endpoints: 0, examples: [] };
   return {
     key: { namespace: 'shop', name: 'web' },
     source: 'MultiClusterService',
@@ -19,13 +20,14 @@ function plan(over: Partial<KeyPlan> = {}): KeyPlan {
     generation: 4,
     consumerSet: ['east', 'lab', 'west'],
     consumers: new Map([
-      ['east', { cluster: 'east', service: { kind: 'provider' as const }, slices: new Map() }],
-      ['west', { cluster: 'west', service: ensure, slices: new Map([['east-a', {}]]) }],
-      ['lab', { cluster: 'lab', service: { kind: 'conflict' as const, message: 'lab has its own Service shop/web' }, slices: new Map() }],
+      ['east', { cluster: 'east', service: { kind: 'provider' as const }, slices: new Map(), refused }],
+      ['west', { cluster: 'west', service: ensure, slices: new Map([['east-a', {}]]), refused }],
+      ['lab', { cluster: 'lab', service: { kind: 'conflict' as const, message: 'lab has its own Service shop/web' }, slices: new Map(), refused }],
     ]),
     providers: [{ cluster: 'east', endpoints: 2, ready: true }],
     dispatching: ['east'],
     away: [],
+    ungranted: [],
     ...over,
   };
 }
@@ -36,7 +38,7 @@ const conds = (e: McsConsumerStatus) => e.conditions.map((c) => `${c.type}=${c.s
 t.test('a consumer entry from what a pass found and did', async (t) => {
   const cases: Array<{ name: string; cluster: string; o: Partial<ConsumerOutcome>; plan?: Partial<KeyPlan>; want: string[]; applied: boolean }> = [
     { name: 'in place', cluster: 'west', o: {}, want: ['ServiceApplied=True/ServiceApplied', 'EndpointSlicesDispatched=True/Dispatched'], applied: true },
-    { name: 'a provider: its own Service', cluster: 'east', o: { slices: 0, endpoints: 0 }, want: ['ServiceApplied=True/ProviderService', 'EndpointSlicesDispatched=True/Dispatched'], applied: true },
+    { name: 'a provider: its own Service, nothing added to it', cluster: 'east', o: { slices: 0, endpoints: 0 }, want: ['ServiceApplied=True/ProviderService', 'EndpointSlicesDispatched=True/ProviderService'], applied: true },
     { name: 'a conflict', cluster: 'lab', o: { serviceInPlace: false, inSync: false }, want: ['ServiceApplied=False/ServiceConflict', 'EndpointSlicesDispatched=False/ServiceConflict'], applied: false },
     { name: 'no RBAC', cluster: 'west', o: { blocked: { reason: 'Forbidden', message: 'may not write' }, serviceInPlace: false, inSync: false, wrote: false }, want: ['ServiceApplied=False/Forbidden', 'EndpointSlicesDispatched=False/Forbidden'], applied: false },
     { name: 'unreachable', cluster: 'west', o: { blocked: { reason: 'ConsumerUnreachable', message: 'away' }, inSync: false, wrote: false }, want: ['ServiceApplied=False/ConsumerUnreachable', 'EndpointSlicesDispatched=False/ConsumerUnreachable'], applied: false },
@@ -114,4 +116,27 @@ t.test('what is written at once and what may wait: counts and times', async (t) 
   t.not(statusDigest(a).major, statusDigest(failed).major, 'a condition: major');
   const gone = mergeStatus(a, { ...p, providers: [{ cluster: 'east', endpoints: 2, ready: false, notReadySince: NOW }] }, [], [], LATER);
   t.not(statusDigest(a).major, statusDigest(gone).major, "a provider's readiness: major");
+});
+
+t.test('refused addresses, failures that last, and clusters the spec names without their role, in the status', async (t) => {
+  const refused = plan({
+    consumers: new Map([['west', { cluster: 'west', service: { kind: 'ensure' as const, object: {} }, slices: new Map([['x', {}]]), refused: { endpoints: 2, examples: ['east/shop/web-a: 169.254.169.254 may not be in the link-local range (169.254.0.0/16, fe80::/10)'] } }]]),
+  });
+  const e = consumerEntry(refused, outcome('west'), undefined, NOW);
+  t.same(conds(e), ['ServiceApplied=True/ServiceApplied', 'EndpointSlicesDispatched=False/AddressesRefused'], 'what is dispatched is in place, but not everything is');
+  t.match(e.conditions[1].message, /^2 endpoints not dispatched \(east\/shop\/web-a: 169\.254\.169\.254 may not be in the link-local range .*; \.\.\.\); the others are$/);
+  t.equal(e.refusedEndpoints, 2);
+
+  const fail = { error: { reason: 'Forbidden', message: 'writing EndpointSlice shop/x in cluster west: exceeded quota' }, inSync: false };
+  const first = consumerEntry(plan(), outcome('west', { ...fail, failingSince: '2026-03-01T11:58:00Z' }), undefined, NOW);
+  t.equal(first.failingSince, '2026-03-01T11:58:00Z', "the first failure's time, as the dispatcher recorded it");
+  t.equal(consumerEntry(plan(), outcome('west', fail), first, LATER).failingSince, '2026-03-01T11:58:00Z', 'kept while it fails (also across a restart: from the entry)');
+  t.equal(consumerEntry(plan(), outcome('west'), first, LATER).failingSince, undefined, 'in place again: gone');
+  t.match(consumerEntry(plan(), outcome('west', fail), undefined, NOW).lastError, /^Forbidden: writing EndpointSlice shop\/x in cluster west: exceeded quota$/, "the object's own error");
+
+  const provider = consumerEntry(plan({ dispatching: ['east', 'lab'] }), outcome('east', { slices: 0, endpoints: 0 }), undefined, NOW);
+  t.match(provider.conditions[1].message, 'east provides shop/web itself: its own Service is used as it is, without the endpoints of lab (Panoptes adds nothing to a Service it did not create)');
+
+  const named = mergeStatus(undefined, plan({ ungranted: ['lab is not a consumer (spec.multiClusterServices.consumer of Cluster lab is not true)'] }), [], [], NOW);
+  t.match(named.conditions?.[0].message, /; not taking part: lab is not a consumer \(spec\.multiClusterServices\.consumer of Cluster lab is not true\)$/);
 });

@@ -38,8 +38,10 @@ export interface ConsumerOutcome {
   inSync: boolean;
   /** It holds nothing Panoptes dispatched for this key. */
   holdsNothing: boolean;
-  /** Objects of the consumer's own in the way. */
+  /** Objects of the consumer's own (or of another installation) in the way. */
   conflicts: string[];
+  /** Since when this key's writes there keep failing (the dispatcher's failure record), if they do. */
+  failingSince?: string;
 }
 
 /** metav1.Condition semantics: lastTransitionTime moves only when the status does. */
@@ -70,14 +72,22 @@ export function consumerEntry(plan: KeyPlan, o: ConsumerOutcome, previous: McsCo
     const r = svc!.kind === 'conflict' ? { reason: 'ServiceConflict', message: svc!.message } : { reason: svc!.reason, message: svc!.message };
     service = ['False', r];
     slices = ['False', r];
+  } else if (svc!.kind === 'provider') {
+    // Its own Service is used as it is: Panoptes adds nothing to a Service it did not create,
+    // so the other providers' endpoints are not added to it (nor a ServiceImport beside it).
+    const others = plan.dispatching.filter((p) => p !== o.cluster);
+    const r = { reason: 'ProviderService', message: `${o.cluster} provides ${ref} itself: its own Service is used as it is${others.length ? `, without the endpoints of ${others.join(', ')} (Panoptes adds nothing to a Service it did not create)` : ''}` };
+    service = ['True', r];
+    slices = o.inSync ? ['True', r] : ['False', o.error ?? (o.conflicts.length ? { reason: 'Conflict', message: o.conflicts.join('; ') } : { reason: 'Pending', message: `removing what was dispatched to ${o.cluster} before` })];
   } else {
-    service = o.serviceInPlace
-      ? ['True', svc!.kind === 'provider' ? { reason: 'ProviderService', message: `${o.cluster} provides ${ref} itself: its own Service is used` } : { reason: 'ServiceApplied', message: `Service ${ref} created by Panoptes is in place` }]
-      : ['False', o.error ?? { reason: 'Pending', message: `Service ${ref} is not in place yet` }];
+    service = o.serviceInPlace ? ['True', { reason: 'ServiceApplied', message: `Service ${ref} created by Panoptes is in place` }] : ['False', o.error ?? { reason: 'Pending', message: `Service ${ref} is not in place yet` }];
     const providers = plan.dispatching.filter((p) => p !== o.cluster);
-    slices = o.inSync
+    const refused = cp.refused.endpoints
+      ? { reason: 'AddressesRefused', message: `${plural(cp.refused.endpoints, 'endpoint')} not dispatched (${cp.refused.examples.join('; ')}${cp.refused.endpoints > cp.refused.examples.length ? '; ...' : ''}); the others are` }
+      : undefined;
+    slices = o.inSync && !refused
       ? ['True', { reason: 'Dispatched', message: providers.length ? `the EndpointSlices of ${providers.join(', ')} are dispatched` : `no other provider's endpoints to dispatch` }]
-      : ['False', o.error ?? (o.conflicts.length ? { reason: 'Conflict', message: o.conflicts.join('; ') } : { reason: 'Pending', message: `${plural(cp.slices.size, 'EndpointSlice')} to dispatch` })];
+      : ['False', o.error ?? (o.conflicts.length ? { reason: 'Conflict', message: o.conflicts.join('; ') } : refused && o.inSync ? refused : { reason: 'Pending', message: `${plural(cp.slices.size, 'EndpointSlice')} to dispatch` })];
   }
   const conditions = [
     condition(mcsConditions.serviceApplied, service[0], service[1], previous?.conditions, now, plan.generation),
@@ -85,6 +95,8 @@ export function consumerEntry(plan: KeyPlan, o: ConsumerOutcome, previous: McsCo
   ];
   const failure = o.blocked ?? o.error;
   const lastError = failure ? `${failure.reason}: ${failure.message}` : o.inSync ? undefined : previous?.lastError;
+  // A run of failures keeps the time of its first; a write that succeeds ends it.
+  const failingSince = failure ? (previous?.failingSince ?? o.failingSince ?? now) : undefined;
   const lastDispatchTime = o.inSync && (o.wrote || !previous?.lastDispatchTime) ? now : previous?.lastDispatchTime;
   return {
     cluster: o.cluster,
@@ -95,6 +107,8 @@ export function consumerEntry(plan: KeyPlan, o: ConsumerOutcome, previous: McsCo
     ...(lastError ? { lastError } : {}),
     conditions,
     ...(plan.deleting ? { cleanedUp: o.holdsNothing } : {}),
+    ...(failingSince ? { failingSince } : {}),
+    ...(cp?.refused.endpoints ? { refusedEndpoints: cp.refused.endpoints } : {}),
   };
 }
 
@@ -107,7 +121,7 @@ function readyCondition(plan: KeyPlan, consumers: McsConsumerStatus[], previous:
   let r: Reason;
   if (plan.deleting) {
     const left = consumers.filter((c) => c.cleanedUp !== true && !plan.away.includes(c.cluster)).map((c) => c.cluster);
-    const away = plan.away.length ? `; not waiting for ${plan.away.join(', ')} (not Ready, or no longer registered): what was dispatched there is removed when it is back` : '';
+    const away = plan.away.length ? `; not waiting for ${plan.away.join(', ')} (not Ready, no longer registered, or its cleanup kept failing): what was dispatched there is removed when it can be` : '';
     r = { reason: 'Deleting', message: `${left.length ? `removing what was dispatched from ${left.join(', ')}` : 'everything dispatched is removed'}${away}` };
   } else if (plan.consumerSet.length === 0) {
     r = { reason: 'NoConsumers', message: 'no known cluster is a consumer' };
@@ -125,6 +139,8 @@ function readyCondition(plan: KeyPlan, consumers: McsConsumerStatus[], previous:
       r = { reason: 'ConsumersNotReady', message: `not dispatched to ${why.join(', ')}${notReady.length > 5 ? ', ...' : ''}` };
     }
   }
+  // Clusters named for a role the operator did not grant them take no part: said, not hidden.
+  if (!plan.deleting && plan.ungranted.length) r = { ...r, message: `${r.message}; not taking part: ${plan.ungranted.join('; ')}` };
   return condition(mcsConditions.ready, status, r, previous, now, plan.generation);
 }
 

@@ -1,16 +1,17 @@
 // Which exported Services a change of the log concerns: pure. The dispatcher follows only the
 // resources listed here (Store.changesOfResources) and turns each change into the keys to plan
 // again, or "all" when something every plan depends on moved (a cluster's readiness, the
-// ServiceImport CRD, a namespace appearing).
+// ServiceImport CRD, a namespace appearing, the roles a Cluster is granted).
+import { mcsRolesOf } from '../../api/mcs-roles.ts';
 import { labels, mcsResource } from '../../api/multicluster-service.ts';
 import { canonicalJson } from '../../kube/patch.ts';
 import { ownGroup, ownObjectsCluster } from '../../storage/own-objects.ts';
 import type { Change, KubeObject } from '../../storage/types.ts';
 import type { ServiceKey } from './desired.ts';
-import { clusterView, kinds, serviceImportCrd } from './inputs.ts';
+import { clusterObjects, clusterView, kinds, serviceImportCrd } from './inputs.ts';
 
 /** The Cluster objects' resource (clusters.panoptes.io). */
-const clustersResource = 'clusters';
+const clustersResource = clusterObjects;
 
 /** Every resource whose changes the dispatcher follows. */
 export const followed: ReadonlyArray<{ group: string; resource: string }> = [
@@ -36,12 +37,12 @@ function mcsDigest(o: KubeObject | undefined): string {
   return canonicalJson([md.uid ?? null, md.generation ?? null, md.deletionTimestamp ?? null, md.finalizers ?? null, o?.spec ?? null]);
 }
 
-/** What of a Cluster object moves plans: readiness (and since when), what it syncs and serves, whether its initial sync is done. */
+/** What of a Cluster object moves plans: readiness (and since when), what it syncs and serves, whether its initial sync is done, the roles its spec grants. */
 function clusterDigest(o: KubeObject | undefined): string {
   const status = isRecord(o?.status) ? o.status : {};
-  const v = clusterView(o?.metadata?.name ?? '', status);
+  const v = clusterView(o?.metadata?.name ?? '', status, undefined, mcsRolesOf(o?.spec));
   const initial = isRecord(status.initialSync) ? status.initialSync.complete === true : false;
-  return canonicalJson([v.ready, v.notReadySince ?? null, v.serviceImports, [...v.synced].sort(), initial]);
+  return canonicalJson([v.ready, v.notReadySince ?? null, v.serviceImports, [...v.synced].sort(), initial, v.roles]);
 }
 
 /** The triggers of one change (none: it moves no plan). */
