@@ -237,6 +237,8 @@ const reads = [
   'analyze',
   'replicationStatus',
   'memberRvAt',
+  // The change log and, in the same statement, whether the database is still a standby.
+  'changesAfterInRecovery',
   // The installation's id: made once at the first ask (as a migration makes a table), then only read.
   'installationId',
   'close',
