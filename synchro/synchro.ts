@@ -241,6 +241,9 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     try {
       await membership.join(true);
     } catch (err) {
+      // Nothing queued meanwhile (a reload of the file) may start work in a process that did not start.
+      stopped = true;
+      await chain;
       await cleanup();
       throw err;
     }
