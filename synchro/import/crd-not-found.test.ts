@@ -4,14 +4,11 @@
 // installed (and the Cluster API Cluster provisioned) the source imports and is Ready.
 import t from 'tap';
 import { stringify } from 'yaml';
-import { createApiserver } from '../../apiserver/server.ts';
 import { startSimCluster } from '../../hack/sim/cluster.ts';
 import { installImportCRDs } from '../../hack/sim/import-crds.ts';
 import { http } from '../../hack/sim/testutil.ts';
-import { MemberNetworks } from '../../member/networks.ts';
-import { openTestStore } from '../../storage/testing.ts';
-import { startSynchro } from '../synchro.ts';
-import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
+import { waitUntil } from '../testutil.ts';
+import { importSetting } from './testutil.ts';
 
 const CS = '/apis/panoptes.io/v1alpha1/clustersources';
 const b64 = (s: string) => Buffer.from(s).toString('base64');
@@ -20,22 +17,8 @@ t.test('provisionedOnly without the Cluster API CRD, karmada without its CRD: CR
   const member = await startSimCluster({ name: 'a' });
   member.auth.tokens = ['a-token'];
   const host = await startSimCluster({ name: 'host' }); // no Cluster API or Karmada CRD
-  const { store, close } = await openTestStore('sqlite');
-  const { dir, cleanup } = tempDir();
-  const file = `${dir}/clusters.yaml`;
-  writeClusters(file, []);
-  const memberNetworks = MemberNetworks.parse('127.0.0.0/8');
-  const api = await createApiserver({ store, memberNetworks });
-  const base = await api.listen('127.0.0.1', 0);
   // A short relist, so that the CRD installed later is seen within the test.
-  const synchro = await startSynchro({ store, memberNetworks, clustersFile: file, hostCluster: { server: host.url }, timings: fastTimings, reloadIntervalMs: 100, importResyncMs: 500, shards: { identity: 's1', assignIntervalMs: 200 }, compaction: false });
-  t.teardown(async () => {
-    await synchro.stop();
-    await api.close();
-    await close();
-    await Promise.all([member, host].map((s) => s.close()));
-    cleanup();
-  });
+  const { base } = await importSetting({ host, sims: [member], importResyncMs: 500 }, (stop) => t.teardown(stop));
   const hostCall = (method: string, path: string, body?: unknown) => http(method, host.url + path, body);
   const call = (method: string, path: string, body?: unknown) => http(method, base + path, body);
   t.equal((await hostCall('POST', '/api/v1/namespaces', { metadata: { name: 'capi' } })).status, 201);
