@@ -22,11 +22,11 @@ export const mcsKind = 'MultiClusterService';
 
 /** What happens to a provider's dispatched endpoints while that provider is not Ready. */
 export type ProviderNotReadyPolicy =
-  /** Keep the last endpoints for `gracePeriodSeconds`, then remove them (the default). */
+  /** Keep the last endpoints for `gracePeriodSeconds`, marked as going away (ready false, serving as they were, terminating), then remove them (the default). */
   | 'KeepForGracePeriod'
   /** Remove them as soon as the provider is not Ready. */
   | 'RemoveImmediately'
-  /** Keep them until the provider is Ready again (or leaves the MultiClusterService). */
+  /** Keep them, their conditions as the provider last said, until it is Ready again (or leaves the MultiClusterService). */
   | 'Keep';
 
 export const providerNotReadyPolicies: readonly ProviderNotReadyPolicy[] = ['KeepForGracePeriod', 'RemoveImmediately', 'Keep'];

@@ -6,6 +6,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import t from 'tap';
 import { parseAllDocuments } from 'yaml';
+import { requestAttributes, resourceAttrs } from '../apiserver/auth/attributes.ts';
+import { clusterAttributes, proxyAttributes } from '../apiserver/auth/authz.ts';
 import { parseRules } from '../apiserver/external/rules.ts';
 import type { SimRule } from '../hack/sim/auth.ts';
 import { get, http, kubectl, simCluster, tempDir } from '../hack/sim/testutil.ts';
@@ -59,6 +61,44 @@ function rbacAllows(rules: NonNullable<Obj['rules']>, a: RbacAttributes): boolea
   );
 }
 
+interface Binding extends Obj {
+  roleRef: { kind: string; name: string };
+  subjects?: { kind: string; name: string; namespace?: string }[];
+}
+
+/**
+ * Whether RBAC objects allow a user a request, as kube-apiserver's RBAC authorizer visits them
+ * (plugin/pkg/auth/authorizer/rbac/rbac.go, VisitRulesFor): a ClusterRoleBinding's role applies
+ * to every request, a RoleBinding's only to a request in its own namespace, so never to a
+ * cluster-scoped one.
+ */
+function rbacAuthorizes(objs: Obj[], user: { name: string; groups: string[] }, a: RbacAttributes & { namespace?: string }): boolean {
+  const bound = (b: Binding) => (b.subjects ?? []).some((s) => (s.kind === 'User' && s.name === user.name) || (s.kind === 'Group' && user.groups.includes(s.name)));
+  return objs.some((o) => {
+    if ((o.kind !== 'ClusterRoleBinding' && o.kind !== 'RoleBinding') || !bound(o as Binding)) return false;
+    if (o.kind === 'RoleBinding' && o.metadata.namespace !== a.namespace) return false;
+    const ref = (o as Binding).roleRef;
+    const role = objs.find((r) => r.kind === ref.kind && r.metadata.name === ref.name && (ref.kind === 'ClusterRole' || r.metadata.namespace === o.metadata.namespace));
+    return role !== undefined && rbacAllows(role.rules ?? [], a);
+  });
+}
+
+/** kube-apiserver's own check of a request to Panoptes (its RequestInfo of the whole path: resource `resources`, then name and subresource). */
+function aggregatorCheck(method: string, path: string, query = ''): RbacAttributes & { namespace?: string } {
+  const [, , group, version, ...parts] = path.split('/');
+  const a = resourceAttrs(method, new URLSearchParams(query), group, version, parts);
+  if (!a) throw new Error(`no resource request: ${path}`);
+  return a;
+}
+
+/** Panoptes' reviews of a request (apiserver/auth): the request itself and the cluster, or the proxy's one. */
+function panoptesReviews(method: string, path: string, query = ''): Array<RbacAttributes & { namespace?: string }> {
+  const r = requestAttributes(method, path, query);
+  if (r.kind !== 'resource') throw new Error(`no resource request: ${path}`);
+  if (r.proxy) return [proxyAttributes(r.attrs.verb, r.proxy.cluster)];
+  return r.view ? [r.attrs, clusterAttributes(r.attrs.verb, r.view.cluster)] : [r.attrs];
+}
+
 t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t) => {
   const c = await simCluster(t);
   const tmp = tempDir(t);
@@ -79,7 +119,7 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   const cnpgOverlay = join(tmp, 'cnpg-overlay');
   mkdirSync(cnpgOverlay);
   writeFileSync(join(cnpgOverlay, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ${relative(cnpgOverlay, dir)}\ncomponents:\n  - ${relative(cnpgOverlay, join(dir, 'cloudnative-pg'))}\n`);
-  for (const variant of ['.', cnpgOverlay, 'all-in-one', 'member-cluster', 'member-cluster/dispatcher', 'member-cluster/proxy', 'cert-manager', 'examples/pending-jobs', 'examples/cluster-registration', 'examples/cluster-import']) {
+  for (const variant of ['.', cnpgOverlay, 'all-in-one', 'member-cluster', 'member-cluster/dispatcher', 'member-cluster/proxy', 'cert-manager', 'examples/pending-jobs', 'examples/cluster-registration', 'examples/cluster-import', 'examples/cluster-team-rbac']) {
     const r = variant === cnpgOverlay ? await kustomizeAbs(tmp, variant) : await kustomize(tmp, variant);
     t.equal(r.code, 0, `kubectl kustomize ${variant === cnpgOverlay ? 'manifests/ with manifests/cloudnative-pg' : `manifests/${variant}`}: ${r.stderr}`);
     const objs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj);
@@ -219,6 +259,32 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   for (const o of sources) t.same(validateClusterSourceSpec(o.spec), [], `the example ClusterSource ${o.metadata.name} is valid`);
   const bound = imp.filter((o) => o.kind === 'RoleBinding' && (o as unknown as { roleRef: { name: string } }).roleRef.name === 'panoptes:cluster-source-reader').map((o) => o.metadata.namespace).sort();
   t.same(bound, [...new Set(sources.flatMap((o) => (o.spec as { namespaces: string[] }).namespaces))].sort(), 'a RoleBinding in exactly the namespaces the sources name');
+
+  // Per-cluster access (examples/cluster-team-rbac): every check of a one-cluster request, evaluated as RBAC does over the example's objects.
+  await t.test('per-cluster RBAC: the example lets team-east read and proxy to east, nowhere else; a RoleBinding would not', async (t) => {
+    const team = rendered['examples/cluster-team-rbac'];
+    t.same(team.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding']);
+    const alice = { name: 'alice', groups: ['team-east', 'system:authenticated'] };
+    const checks = (method: string, path: string, query = '') => [aggregatorCheck(method, path, query), ...panoptesReviews(method, path, query)];
+    const allowed = (objs: Obj[], method: string, path: string, query = '') => checks(method, path, query).map((a) => rbacAuthorizes(objs, alice, a));
+    const pods = (c: string) => `/apis/panoptes.io/v1alpha1/resources/clusters/${c}/api/v1/namespaces/web/pods`;
+    const scale = (c: string) => `/apis/panoptes.io/v1alpha1/resources/clusters/${c}/apis/apps/v1/namespaces/web/deployments/frontend/scale`;
+    t.same(checks('GET', pods('east')).map((a) => [a.verb, a.resource, a.name, a.subresource, a.namespace]), [
+      ['get', 'resources', 'clusters', 'east', undefined],
+      ['list', 'pods', undefined, undefined, 'web'],
+      ['list', 'clusters', 'east', 'resources', undefined],
+    ], "a list of east's pods of web: kube-apiserver's check and Panoptes' two reviews, two of them cluster-scoped");
+    t.same(allowed(team, 'GET', pods('east')), [true, true, true], "east's pods: every check allowed");
+    t.same(allowed(team, 'GET', pods('east'), 'watch=1'), [true, true, true], '...watched too');
+    t.same(allowed(team, 'GET', pods('west')), [false, true, false], "west's: kube-apiserver's check and the cluster review refuse");
+    t.same(allowed(team, 'GET', '/apis/panoptes.io/v1alpha1/resources/api/v1/namespaces/web/pods'), [false, true, false], 'the all-clusters view: refused');
+    t.same(allowed(team, 'PATCH', scale('east')), [true, true], "a scale of east's deployment through the proxy: allowed (east's RBAC decides the rest)");
+    t.same(allowed(team, 'PATCH', scale('west')), [false, false], "west's: refused");
+    // The same roles bound by RoleBindings in namespace web: the cluster-scoped checks are never granted.
+    const asRoleBindings = team.map((o) => (o.kind === 'ClusterRoleBinding' ? { ...o, kind: 'RoleBinding', metadata: { ...o.metadata, namespace: 'web' } } : o));
+    t.same(allowed(asRoleBindings, 'GET', pods('east')), [false, true, false], 'with RoleBindings: only the review of the pods of web passes');
+    t.same(allowed(asRoleBindings, 'PATCH', scale('east')), [false, false], 'and the proxy not at all');
+  });
 
   t.same(find(rendered['.'], 'ClusterRole', 'panoptes:proxy')?.rules, [{ apiGroups: ['panoptes.io'], resources: ['clusters/proxy'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'] }], "the proxy's own review, every verb, every cluster");
   t.notOk(find(rendered['.'], 'ClusterRole', 'panoptes:proxy')?.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-view'], 'not aggregated');

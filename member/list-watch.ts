@@ -36,6 +36,8 @@ export class ListWatch {
   private readonly items = new Map<string, HostObject>();
   private synced = false;
   private error?: string;
+  /** The last list answered 404: the kind is not served (its CRD is not installed). */
+  private notServed = false;
   private readonly abort = new AbortController();
   private readonly loop: Promise<void>;
 
@@ -44,9 +46,9 @@ export class ListWatch {
   }
 
   /** pending until the first list; error while it cannot be read (after a good list: what was read stays in use). */
-  state(): { state: 'pending' } | { state: 'error'; message: string } | { state: 'known'; items: HostObject[]; note?: string } {
+  state(): { state: 'pending' } | { state: 'error'; message: string } | { state: 'known'; items: HostObject[]; note?: string; notServed?: true } {
     if (!this.synced) return this.error !== undefined ? { state: 'error', message: this.error } : { state: 'pending' };
-    return { state: 'known', items: [...this.items.values()], ...(this.error !== undefined ? { note: this.error } : {}) };
+    return { state: 'known', items: [...this.items.values()], ...(this.error !== undefined ? { note: this.error } : {}), ...(this.notServed ? { notServed: true as const } : {}) };
   }
 
   async stop(): Promise<void> {
@@ -75,10 +77,12 @@ export class ListWatch {
         let list: { metadata?: { resourceVersion?: string }; items?: HostObject[] };
         try {
           list = await this.opts.client.get(this.url(''), { timeoutMs: 30_000, signal });
+          this.notServed = false;
         } catch (err) {
           // The kind is not served (its CRD is not installed): nothing of it to import.
           if (!(err instanceof HttpError) || err.status !== 404) throw err;
           list = { items: [] };
+          this.notServed = true;
           this.error = `${this.opts.path} is not served by the host cluster (is its CRD installed?)`;
         }
         this.items.clear();

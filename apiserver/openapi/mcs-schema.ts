@@ -52,7 +52,7 @@ export const mcsDefinitions: Record<string, JsonObject> = {
     type: 'object',
     properties: {
       policy: str(
-        `KeepForGracePeriod (the default): keep the last endpoints for gracePeriodSeconds, then remove them; RemoveImmediately: remove them at once; Keep: keep them until the provider is Ready again.`,
+        `KeepForGracePeriod (the default): keep the last endpoints for gracePeriodSeconds as endpoints going away (conditions ready false, serving as they were, terminating true: used only while no ready endpoint is left), then remove them; RemoveImmediately: remove them at once; Keep: keep them as the provider last had them (ready included) until it is Ready again.`,
         { enum: [...providerNotReadyPolicies] },
       ),
       gracePeriodSeconds: int(`Seconds KeepForGracePeriod keeps the endpoints (default ${defaultGracePeriodSeconds}; only with that policy).`, { minimum: 0 }),

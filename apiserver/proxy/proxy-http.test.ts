@@ -60,7 +60,7 @@ t.test('proxied requests go to the member as the user (TLS, front proxy)', async
   const certs = makeCertSet(['127.0.0.1', 'localhost']);
   const host = await startFakeHost({
     configMap: authenticationConfigMap(certs),
-    tokens: {},
+    tokens: { 'carol-token': { name: 'carol', uid: 'u-carol', groups: ['devs'], extra: {} } },
     policy: (s) => (s.user === 'mallory' && s.resourceAttributes?.subresource === 'proxy' ? 'mallory may not use the proxy' : true),
   });
   // east lets Panoptes impersonate; west lets it only read.
@@ -123,6 +123,14 @@ t.test('proxied requests go to the member as the user (TLS, front proxy)', async
     t.same(east.auth.impersonations.at(-1), { caller: 'panoptes', user: 'alice', groups: ['devs', 'system:authenticated'], extra: { 'example.org/team': ['blue'] } }, 'no Impersonate-Uid');
     t.notOk(east.auth.impersonations.some((i) => i.uid === 'anything'), 'the forged UID reached no member');
     east.crud.delete(east.registry.lookup('', 'v1', 'configmaps')!, 'shop', 'uid');
+  });
+
+  await t.test('a UID the TokenReview gave is forwarded (Impersonate-Uid)', async (t) => {
+    east.auth.grant('carol-own-token', { name: 'carol', rules: [{ verbs: ['*'], apiGroups: [''], namespaces: ['shop'] }] });
+    const r = await call(base, ca, certs.frontProxyClient, 'POST', `${P}/clusters/east/api/v1/namespaces/shop/configmaps`, { Authorization: 'Bearer carol-token' }, cm('by-carol'));
+    t.equal(r.status, 201, r.body);
+    t.same(east.auth.impersonations.at(-1), { caller: 'panoptes', user: 'carol', uid: 'u-carol', groups: ['devs', 'system:authenticated'], extra: {} }, "the member sees the TokenReview's UID");
+    east.crud.delete(east.registry.lookup('', 'v1', 'configmaps')!, 'shop', 'by-carol');
   });
 
   await t.test('every write verb and patch type, and a subresource', async (t) => {

@@ -9,9 +9,10 @@ export const memberHttp2Env = 'PANOPTES_MEMBER_HTTP2';
 
 export const memberHttp2FlagSpec = { 'member-http2': { type: 'string' } } as const;
 
-export const memberHttp2FlagHelp = `  --member-http2 true|false     HTTP/2 to https:// member clusters that offer it (ALPN h2): one connection
-                                per member carries every request and watch (default ${memberHttp2Default}; env
-                                ${memberHttp2Env}; DISABLE_HTTP2 set, as for client-go, turns it off)`;
+export const memberHttp2FlagHelp = `  --member-http2 true|false     HTTP/2 to https:// member clusters that offer it (ALPN h2): in each process,
+                                one connection per member carries synchro's requests and watches, another
+                                the proxy's (default ${memberHttp2Default}; env ${memberHttp2Env}; DISABLE_HTTP2
+                                set, as for client-go, turns it off)`;
 
 /** The flag, else PANOPTES_MEMBER_HTTP2, else the default; DISABLE_HTTP2 (non-empty) turns it off either way. */
 export function memberHttp2Flag(values: { 'member-http2'?: string }, env: NodeJS.ProcessEnv = process.env): boolean {

@@ -405,7 +405,7 @@ export async function mcsScenario(t: Test, fleet: McsFleet, panoptes: PanoptesUn
     if (graceElapsed < 3000) t.ok(graceLeft, `KeepForGracePeriod: grace still dispatched ${graceElapsed} ms after the outage began`);
     await until('KeepForGracePeriod: grace removed after its 4 s', () => [west, lab].every((c) => dispatchedSlices(c, 'grace').length === 0), 30_000);
     t.ok(Date.now() - downAt >= 3500, `grace removed ${Date.now() - downAt} ms after the outage began (grace 4 s)`);
-    t.ok([west, lab].every((c) => mirrors(c, east, 'web', 'false')), 'the default (KeepForGracePeriod, 300 s) keeps web, marked');
+    t.ok([west, lab].every((c) => mirrors(c, east, 'web', 'false', NS, true)), 'the default (KeepForGracePeriod, 300 s) keeps web, marked, its endpoints going away (ready false, terminating)');
     for (const svc of ['drop', 'grace']) t.ok([west, lab].every((c) => c.store.get('/services', NS, svc)), `${svc}: the Service stays`);
     const keep = await until('keep: east not Ready in the status', async () => {
       const s = await status('keep');

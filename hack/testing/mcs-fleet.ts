@@ -160,14 +160,25 @@ const endpointsOf = (s: KObject): JsonObject[] => (Array.isArray(s.endpoints) ? 
 /** The addresses of every endpoint of the slices, sorted. */
 export const addresses = (slices: KObject[]): string[] => slices.flatMap((s) => endpointsOf(s).flatMap((e) => (Array.isArray(e.addresses) ? (e.addresses as string[]) : []))).sort();
 
-/** Panoptes' slices of `svc` in `consumer` hold exactly the provider's slices, endpoints as they are (and `ready` as the provider-ready annotation says, if given). */
-export function mirrors(consumer: SimCluster, provider: SimCluster, svc: string, ready?: 'true' | 'false', namespace = NS): boolean {
+/** A provider's endpoint as a consumer holds it during the provider's grace period: going away (not ready, serving as it was, terminating). */
+function goingAway(e: JsonObject): JsonObject {
+  const c = (e.conditions ?? {}) as JsonObject;
+  return { ...e, conditions: { ...c, ready: false, serving: typeof c.serving === 'boolean' ? c.serving : c.ready !== false, terminating: true } };
+}
+
+/**
+ * Panoptes' slices of `svc` in `consumer` hold exactly the provider's slices, endpoints as they
+ * are (and `ready` as the provider-ready annotation says, if given); `grace`: the endpoints as
+ * going away, as they are kept during a KeepForGracePeriod grace.
+ */
+export function mirrors(consumer: SimCluster, provider: SimCluster, svc: string, ready?: 'true' | 'false', namespace = NS, grace = false): boolean {
   const want = ownSlices(provider, svc, namespace).filter((s) => endpointsOf(s).length > 0);
   const have = dispatchedSlices(consumer, svc, namespace).filter((s) => s.metadata.labels?.[mcsLabels.sourceCluster] === provider.name);
   if (want.length !== have.length) return false;
   return want.every((w) => {
     const h = have.find((x) => x.metadata.name === dispatchedSliceName(provider.name, w.metadata.name!));
-    return h !== undefined && JSON.stringify(endpointsOf(h)) === JSON.stringify(endpointsOf(w)) && (ready === undefined || h.metadata.annotations?.['panoptes.io/provider-ready'] === ready);
+    const expected = grace ? endpointsOf(w).map(goingAway) : endpointsOf(w);
+    return h !== undefined && JSON.stringify(endpointsOf(h)) === JSON.stringify(expected) && (ready === undefined || h.metadata.annotations?.['panoptes.io/provider-ready'] === ready);
   });
 }
 

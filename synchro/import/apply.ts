@@ -19,7 +19,7 @@ import type { OwnObjectState } from '../../storage/own-objects.ts';
 import type { Store } from '../../storage/store.ts';
 import type { KubeObject } from '../../storage/types.ts';
 import { describe } from './candidate.ts';
-import type { ImportedCluster, Importer } from './importer.ts';
+import type { ImportedCluster, Importer, SourceView } from './importer.ts';
 
 /** The label every imported Cluster carries: `kubectl get clusters -l panoptes.io/cluster-source=<name>`. */
 export const clusterSourceLabel = 'panoptes.io/cluster-source';
@@ -138,15 +138,22 @@ export async function applyImports(inp: ApplyInput): Promise<void> {
       imported,
       failed: failures.length,
       ...(failures.length ? { failures } : {}),
-      conditions: [
-        view.state === 'error'
-          ? { type: 'Ready', status: 'False', reason: 'SourceUnreadable', message: view.message, lastTransitionTime: '' }
-          : { type: 'Ready', status: 'True', reason: 'Imported', message: `${imported} cluster${imported === 1 ? '' : 's'} imported${failures.length ? `, ${failures.length} not` : ''}${view.note ? `; ${view.note}` : ''}`, lastTransitionTime: '' },
-      ],
+      conditions: [readyCondition(view, imported, failures.length)],
     };
     await writeSourceStatus(store, src.name, status, fence);
   }
   await markConflicts(store, registrations, conflicts, fence);
+}
+
+/** A ClusterSource's Ready condition: the source unreadable, a CRD it reads not installed in the host cluster, or what it imported. */
+function readyCondition(view: Exclude<SourceView, { state: 'pending' }>, imported: number, failed: number): NonNullable<ClusterSourceStatus['conditions']>[number] {
+  if (view.state === 'error') return { type: 'Ready', status: 'False', reason: 'SourceUnreadable', message: view.message, lastTransitionTime: '' };
+  const counts = `${imported} cluster${imported === 1 ? '' : 's'} imported${failed ? `, ${failed} not` : ''}`;
+  if (view.missingCRDs?.length) {
+    const missing = view.missingCRDs.map((c) => `CustomResourceDefinition ${c.name} is not installed in the host cluster: ${c.without}`).join('; ');
+    return { type: 'Ready', status: 'False', reason: 'CRDNotFound', message: `${missing} (${counts})${view.note ? `; ${view.note}` : ''}`, lastTransitionTime: '' };
+  }
+  return { type: 'Ready', status: 'True', reason: 'Imported', message: `${counts}${view.note ? `; ${view.note}` : ''}`, lastTransitionTime: '' };
 }
 
 /** The status of a ClusterSource, written when it says something new (the condition's time kept while it holds). */

@@ -45,6 +45,8 @@ export interface Collection {
   role: keyof SourceObjects;
   path: string;
   labelSelector: string;
+  /** A kind of a CRD: its name, and what the source imports without it (said when the host does not serve it). */
+  crd?: { name: string; without: string };
 }
 
 /** One kind of source: what it lists, and the candidates it makes of them. */

@@ -29,7 +29,15 @@ export interface ImportedCluster extends ImportCandidate {
 export type SourceView =
   | { state: 'pending' }
   | { state: 'error'; message: string }
-  | { state: 'known'; clusters: Map<string, ImportedCluster>; unnamed: Array<{ object: string; message: string }>; duplicates: Array<{ object: string; cluster: string }>; note?: string };
+  | {
+      state: 'known';
+      clusters: Map<string, ImportedCluster>;
+      unnamed: Array<{ object: string; message: string }>;
+      duplicates: Array<{ object: string; cluster: string }>;
+      note?: string;
+      /** CRDs of kinds the source reads that the host cluster does not serve, and what that means. */
+      missingCRDs?: Array<{ name: string; without: string }>;
+    };
 
 export interface ImporterOptions {
   client: ClusterClient;
@@ -101,11 +109,13 @@ export class Importer {
     if (!kind) return { state: 'error', message: `unknown source type ${String(spec.type)}` };
     const objects: SourceObjects = { secrets: [], clusters: [] };
     const notes: string[] = [];
+    const missingCRDs = new Map<string, { name: string; without: string }>();
     for (const c of kind.collections(spec)) {
       const s = this.watches.get(`${c.path}?${c.labelSelector}`)?.state() ?? { state: 'pending' as const };
       if (s.state !== 'known') return s;
       objects[c.role].push(...s.items);
-      if (s.note) notes.push(s.note);
+      if (s.notServed && c.crd) missingCRDs.set(c.crd.name, c.crd);
+      else if (s.note) notes.push(s.note);
     }
     const naming = withDefaults(spec).naming;
     const clusters = new Map<string, ImportedCluster>();
@@ -118,7 +128,7 @@ export class Importer {
       else if (clusters.has(n.name)) duplicates.push({ object: describe(c.sourceObject), cluster: n.name });
       else clusters.set(n.name, { ...c, name: n.name });
     }
-    return { state: 'known', clusters, unnamed, duplicates, ...(notes.length ? { note: notes.join('; ') } : {}) };
+    return { state: 'known', clusters, unnamed, duplicates, ...(notes.length ? { note: notes.join('; ') } : {}), ...(missingCRDs.size ? { missingCRDs: [...missingCRDs.values()] } : {}) };
   }
 
   /** The spec of ClusterSource `name`, as followed. */

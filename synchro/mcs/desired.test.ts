@@ -299,6 +299,42 @@ t.test('not-Ready providers: each policy, measured from when the provider stoppe
   t.same(kept.consumers.get('west')!.serviceImport, undefined);
 });
 
+t.test("the endpoint conditions a consumer gets, per not-Ready policy: a provider in its grace period is going away (ready false, terminating), Keep keeps them as they were", async (t) => {
+  // The provider's endpoints: ready; not ready (and not serving); terminating but serving (kube's own drain); no conditions at all.
+  const src = slice('east', 'web-abc', ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4']);
+  const eps = src.object.endpoints as Array<Record<string, unknown>>;
+  eps[1].conditions = { ready: false, serving: false, terminating: false };
+  eps[2].conditions = { ready: false, serving: true, terminating: true };
+  delete eps[3].conditions;
+  const asIs = [{ ready: true }, { ready: false, serving: false, terminating: false }, { ready: false, serving: true, terminating: true }, undefined];
+  const going = [
+    { ready: false, serving: true, terminating: true },
+    { ready: false, serving: false, terminating: true },
+    { ready: false, serving: true, terminating: true },
+    { ready: false, serving: true, terminating: true },
+  ];
+  const cases: Array<{ name: string; spec: MultiClusterServiceSpec; east: ClusterView; want: Array<Record<string, unknown> | undefined> | 'removed' }> = [
+    { name: 'a Ready provider, any policy', spec: {}, east: ready('east'), want: asIs },
+    { name: 'KeepForGracePeriod (the default), within the grace', spec: {}, east: down('east', 10), want: going },
+    { name: 'KeepForGracePeriod 60 s, 59 s down', spec: { providerNotReady: { policy: 'KeepForGracePeriod', gracePeriodSeconds: 60 } }, east: down('east', 59), want: going },
+    { name: 'KeepForGracePeriod, the grace over', spec: {}, east: down('east', 301), want: 'removed' },
+    { name: 'RemoveImmediately', spec: { providerNotReady: { policy: 'RemoveImmediately' } }, east: down('east', 1), want: 'removed' },
+    { name: 'Keep, a day down', spec: { providerNotReady: { policy: 'Keep' } }, east: down('east', 86_400), want: asIs },
+  ];
+  for (const c of cases) {
+    const p = planKey(inputs({ slices: [src], clusters: [c.east, ready('west'), ready('lab')], mcs: mcs(c.spec) }));
+    const s = p.consumers.get('west')!.slices.get(dispatchedSliceName('east', 'web-abc'));
+    if (c.want === 'removed') {
+      t.notOk(s, `${c.name}: no slice`);
+      continue;
+    }
+    const got = (s!.endpoints as Array<Record<string, unknown>>).map((e) => e.conditions);
+    t.same(got, c.want, `${c.name}: the endpoints' conditions`);
+    t.same((s!.endpoints as Array<Record<string, unknown>>).map((e) => e.addresses), eps.map((e) => e.addresses), `${c.name}: every endpoint, its addresses as they are`);
+  }
+  t.same(eps.map((e) => e.conditions), asIs, "the provider's own slice is not changed");
+});
+
 t.test('provider endpoints count the ready ones; every endpoint is dispatched', async (t) => {
   const p = planKey(inputs({ slices: [slice('east', 'a', ['10.0.0.1', '10.0.0.2', '10.0.0.3'], { ready: [true, false, true] })] }));
   t.equal(p.providers[0].endpoints, 2);

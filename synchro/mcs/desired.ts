@@ -207,8 +207,27 @@ function notReadySince(view: ClusterView, recorded: McsProviderStatus | undefine
 const readyEndpoints = (slice: KubeObject): number =>
   (Array.isArray(slice.endpoints) ? slice.endpoints : []).filter((e) => !isRecord(e) || !isRecord(e.conditions) || e.conditions.ready !== false).length;
 
-/** The slice dispatched for provider `cluster`'s slice `src`, its ports filtered to `portNames` (undefined: all), or undefined when no port is left. */
-function dispatchedSlice(key: ServiceKey, cluster: string, src: KubeObject, portNames: Set<string> | undefined, provider: { ready: boolean; lastSync: string }, installation: string): KubeObject | undefined {
+/**
+ * An endpoint of a provider kept for its grace period, as kube marks an endpoint that is going
+ * away (EndpointSlice conditions, KEP-1672): `ready: false` and `terminating: true`, `serving` as
+ * the provider last said (absent: its `ready`, absent too: true, as kube-proxy reads it). So
+ * kube-proxy sends it no traffic while any ready endpoint is left (another provider's, or the
+ * consumer's own), and only then falls back to it (KEP-1669, serving and terminating); cluster
+ * DNS publishes only ready endpoints of a headless Service.
+ */
+function inGrace(e: unknown): unknown {
+  if (!isRecord(e)) return e;
+  const c = isRecord(e.conditions) ? e.conditions : {};
+  const serving = typeof c.serving === 'boolean' ? c.serving : c.ready !== false;
+  return { ...e, conditions: { ...c, ready: false, serving, terminating: true } };
+}
+
+/**
+ * The slice dispatched for provider `cluster`'s slice `src`, its ports filtered to `portNames`
+ * (undefined: all), or undefined when no port is left; the endpoints of a provider in its grace
+ * period are marked as going away (inGrace), every other's are as the provider has them.
+ */
+function dispatchedSlice(key: ServiceKey, cluster: string, src: KubeObject, portNames: Set<string> | undefined, provider: { ready: boolean; lastSync: string; grace: boolean }, installation: string): KubeObject | undefined {
   const srcPorts = (Array.isArray(src.ports) ? src.ports : []).filter(isRecord);
   const ports = portNames ? srcPorts.filter((p) => portNames.has(typeof p.name === 'string' ? p.name : '')) : srcPorts;
   if (portNames && srcPorts.length > 0 && ports.length === 0) return undefined;
@@ -233,7 +252,7 @@ function dispatchedSlice(key: ServiceKey, cluster: string, src: KubeObject, port
       },
     },
     addressType: src.addressType,
-    endpoints: Array.isArray(src.endpoints) ? src.endpoints : [],
+    endpoints: Array.isArray(src.endpoints) ? (provider.grace ? src.endpoints.map(inGrace) : src.endpoints) : [],
     ports,
   };
 }
@@ -272,6 +291,8 @@ export function planKey(inputs: KeyInputs): KeyPlan {
   const recorded = new Map((mcs?.status?.providers ?? []).map((p) => [p.cluster, p]));
   const sliceOf = (c: string) => inputs.slices.filter((s) => s.cluster === c && !isDispatchedSlice(s.object));
   const dispatching: string[] = [];
+  /** Providers kept only for their grace period (KeepForGracePeriod, not Ready): their endpoints are going away. */
+  const inGracePeriod = new Set<string>();
   for (const c of providerNames) {
     const view = views.get(c)!;
     const since = notReadySince(view, recorded.get(c));
@@ -285,6 +306,7 @@ export function planKey(inputs: KeyInputs): KeyPlan {
     const graceEnds = (since ? Date.parse(since) : inputs.now) + policy.gracePeriodSeconds * 1000;
     if (inputs.now < graceEnds) {
       dispatching.push(c);
+      inGracePeriod.add(c);
       plan.recheckAt = Math.min(plan.recheckAt ?? Infinity, graceEnds);
     }
   }
@@ -311,7 +333,7 @@ export function planKey(inputs: KeyInputs): KeyPlan {
   const sliceSets = new Map<string, KubeObject[]>();
   for (const c of dispatching) {
     const view = views.get(c)!;
-    const provider = { ready: view.ready, lastSync: view.ready ? iso(inputs.now) : (plan.providers.find((p) => p.cluster === c)?.notReadySince ?? iso(inputs.now)) };
+    const provider = { ready: view.ready, lastSync: view.ready ? iso(inputs.now) : (plan.providers.find((p) => p.cluster === c)?.notReadySince ?? iso(inputs.now)), grace: inGracePeriod.has(c) };
     const out: KubeObject[] = [];
     for (const s of sliceOf(c).sort((a, b) => (a.object.metadata?.name ?? '').localeCompare(b.object.metadata?.name ?? ''))) {
       const d = dispatchedSlice(key, c, s.object, portNames, provider, installation);

@@ -213,6 +213,9 @@ for (const backend of backends) {
       t.ok(Date.now() - downAt < 4000, 'within the grace period, the grace slices were still there');
       t.match(west.store.get(SLICES, 'web', slice('keep'))?.metadata.annotations?.[annotations.providerLastSync], /^\d{4}-\d\d-\d\dT/);
       t.equal(endpointsOf(west, 'web', slice('grace')), 2, 'the last endpoints are kept');
+      const conditions = (s: SimCluster, svc: string) => (s.store.get(SLICES, 'web', slice(svc))?.endpoints as Array<{ conditions?: unknown }> | undefined)?.map((e) => e.conditions);
+      t.same(conditions(west, 'grace'), [{ ready: false, serving: true, terminating: true }, { ready: false, serving: true, terminating: true }], 'KeepForGracePeriod: going away (not ready, serving, terminating)');
+      t.same(conditions(west, 'keep'), [{ ready: true, serving: true, terminating: false }, { ready: true, serving: true, terminating: false }], "Keep: as the provider last said");
       await waitUntil('KeepForGracePeriod: removed once the grace ends', () => !west.store.get(SLICES, 'web', slice('grace')) && !lab.store.get(SLICES, 'web', slice('grace')), 15_000);
       t.ok(Date.now() - downAt >= 3500, `not before the grace period (${Date.now() - downAt} ms)`);
       await sleep(1000);

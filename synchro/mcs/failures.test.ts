@@ -78,6 +78,20 @@ t.test("the dispatcher's identity: a 403 the review confirms blocks its namespac
   t.match(u.reason.message, /^cluster lab refuses the dispatcher's credentials/);
 });
 
+t.test("a create's 404: NamespaceNotFound only when the consumer says the namespace is not found", async (t) => {
+  const notFound = (text: string) => new MemberRequestError('create', 'ServiceImport', 'web', undefined, new HttpError(404, 'HTTP 404 NotFound', 'NotFound', text));
+  const cases: Array<[string, string, string]> = [
+    ['the namespace is missing (NamespaceLifecycle admission)', 'namespaces "tenant-a" not found', 'NamespaceNotFound'],
+    ['the kind is not served (its CRD went)', 'the server could not find the requested resource', 'NotFound'],
+    ['another namespace named', 'namespaces "tenant-b" not found', 'NotFound'],
+  ];
+  for (const [why, text, reason] of cases) {
+    const w = await new ConsumerFailures('lab', opts).failed(tenantA, notFound(text), consumer(true).client, signal, 1000);
+    t.same(w.reason, { reason, message: `writing ServiceImport tenant-a/web in cluster lab: HTTP 404 NotFound: ${text}` }, why);
+    t.equal(w.identity, false, `${why}: the key's own`);
+  }
+});
+
 t.test('backoff per key, the time a run of failures began, and its end', async (t) => {
   const f = new ConsumerFailures('lab', { ...opts, errorBackoff: { initialMs: 1000, maxMs: 8000 } });
   const client = consumer(true).client;

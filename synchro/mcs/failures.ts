@@ -111,9 +111,12 @@ export class ConsumerFailures {
         return this.block(key.namespace, reason, now);
       }
     }
+    // A create in a namespace the consumer does not have: kube's NamespaceLifecycle admission
+    // answers 404 `namespaces "<ns>" not found` (any other 404, e.g. a CRD gone, is what it says).
+    const noNamespace = cause instanceof HttpError && cause.status === 404 && req?.verb === 'create' && cause.statusMessage === `namespaces "${key.namespace}" not found`;
     const reason: Reason =
       cause instanceof HttpError
-        ? { reason: cause.status === 404 && req?.verb === 'create' ? 'NamespaceNotFound' : (cause.reason ?? `HTTP${cause.status}`), message: `writing ${what}: ${statusText(cause)}` }
+        ? { reason: noNamespace ? 'NamespaceNotFound' : (cause.reason ?? `HTTP${cause.status}`), message: `writing ${what}: ${statusText(cause)}` }
         : { reason: 'WriteFailed', message: `writing ${what}: ${describeError(cause)}` };
     const k = keyString(key);
     const rec = this.keys.get(k) ?? { backoff: new Backoff({ ...this.opts.errorBackoff, jitter: 0.2 }), until: 0, reason, since: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') };

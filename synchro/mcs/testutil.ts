@@ -5,7 +5,10 @@ import { managedByLabel, managedByValue, mcsFinalizer, mcsResource, type MultiCl
 import { startSimCluster, type SimCluster } from '../../hack/sim/cluster.ts';
 import type { KObject } from '../../hack/sim/types.ts';
 import type { Store } from '../../storage/store.ts';
+import { openTestStore, type Backend } from '../../storage/testing.ts';
 import type { KubeObject } from '../../storage/types.ts';
+import { startSynchro, type SynchroHandle } from '../synchro.ts';
+import { fastTimings, tempDir, writeClusters } from '../testutil.ts';
 
 /** What the dispatcher's tests sync: what a plan and a consumer's view are made of. */
 export const resources = ['namespaces', 'services', 'discovery.k8s.io/endpointslices', 'multicluster.x-k8s.io/serviceexports', 'multicluster.x-k8s.io/serviceimports', 'apiextensions.k8s.io/customresourcedefinitions'];
@@ -174,4 +177,25 @@ export async function getMcs(store: Store, namespace: string, name: string): Pro
 export function dispatched(sim: SimCluster, id: string, namespace?: string): KObject[] {
   if (!sim.registry.byId(id)) return [];
   return sim.store.list(id, { namespace }).items.filter((o) => o.metadata.labels?.[managedByLabel] === managedByValue);
+}
+
+/**
+ * One synchro over `sims` on a fresh store of `backend` (each cluster syncing `resources`, or
+ * what `entry` gives it), the dispatcher at the tests' timings; `teardown` receives what stops
+ * it all (the simulated clusters too). Resolves once the initial sync is done.
+ */
+export async function dispatchOver(backend: Backend, sims: SimCluster[], teardown: (stop: () => Promise<void>) => void, entry: (s: SimCluster) => Record<string, unknown> = () => ({})): Promise<{ store: Store; synchro: SynchroHandle }> {
+  const { store, close } = await openTestStore(backend);
+  const { dir, cleanup } = tempDir();
+  const file = `${dir}/clusters.yaml`;
+  writeClusters(file, sims.map((s) => ({ name: s.name, server: s.url, resources, ...entry(s) })));
+  const synchro = await startSynchro({ store, clustersFile: file, timings: fastTimings, compaction: false, shards: { leaseTtlMs: 3000 }, mcs: mcsTimings });
+  teardown(async () => {
+    await synchro.stop();
+    await Promise.all(sims.map((s) => s.close()));
+    await close();
+    cleanup();
+  });
+  if (!(await synchro.waitForInitialSync(30_000))) throw new Error('no initial sync within 30 s');
+  return { store, synchro };
 }

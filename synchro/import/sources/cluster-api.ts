@@ -23,7 +23,8 @@ export const clusterAPI: SourceKind = {
   collections(spec: ClusterSourceSpec): Collection[] {
     const secrets = secretCollections(spec, selectorQuery(spec.selector, [capiClusterNameLabel]));
     if (!spec.clusterAPI?.provisionedOnly) return secrets;
-    return [...secrets, ...spec.namespaces.map((ns): Collection => ({ role: 'clusters', path: `/apis/cluster.x-k8s.io/v1beta1/namespaces/${encodeURIComponent(ns)}/clusters`, labelSelector: '' }))];
+    const crd = { name: 'clusters.cluster.x-k8s.io', without: 'spec.clusterAPI.provisionedOnly imports a Secret only once its Cluster API Cluster is provisioned, so it imports nothing' };
+    return [...secrets, ...spec.namespaces.map((ns): Collection => ({ role: 'clusters', path: `/apis/cluster.x-k8s.io/v1beta1/namespaces/${encodeURIComponent(ns)}/clusters`, labelSelector: '', crd }))];
   },
   candidates(spec, { secrets, clusters }) {
     const out: ImportCandidate[] = [];

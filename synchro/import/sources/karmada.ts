@@ -16,7 +16,8 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 export const karmada: SourceKind = {
   collections(spec: ClusterSourceSpec): Collection[] {
-    return [{ role: 'clusters', path: karmadaClusters, labelSelector: selectorQuery(spec.selector) }, ...secretCollections(spec, '')];
+    const crd = { name: 'clusters.cluster.karmada.io', without: 'Karmada Clusters are the source objects, so it imports nothing' };
+    return [{ role: 'clusters', path: karmadaClusters, labelSelector: selectorQuery(spec.selector), crd }, ...secretCollections(spec, '')];
   },
   candidates(spec, { secrets, clusters }) {
     const out: ImportCandidate[] = [];
