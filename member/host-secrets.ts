@@ -46,6 +46,8 @@ const toSecret = (o: SecretObject): HostSecret | undefined =>
 export interface SecretSource {
   readonly namespace: string;
   lookup(name: string): SecretLookup;
+  /** Resolves once the first list of the Secrets has an outcome (read, or failed); absent: lookups are never pending. */
+  listed?(): Promise<void>;
 }
 
 export interface HostSecretsOptions {
@@ -77,6 +79,11 @@ export class HostSecrets implements SecretSource {
       onChange: this.opts.onChange,
       resyncMs: this.opts.resyncMs ?? 600_000,
     });
+  }
+
+  /** Once started: resolves when the first list has an outcome, read (whatever it held) or failed (ListWatch.listed). */
+  listed(): Promise<void> {
+    return this.watch?.listed() ?? Promise.resolve();
   }
 
   async stop(): Promise<void> {

@@ -40,9 +40,21 @@ export class ListWatch {
   private notServed = false;
   private readonly abort = new AbortController();
   private readonly loop: Promise<void>;
+  private answered!: () => void;
+  /** Settles once the first list has an outcome: listed, or failed (see listed()). */
+  private readonly firstAnswer = new Promise<void>((resolve) => (this.answered = resolve));
 
   constructor(private readonly opts: ListWatchOptions) {
     this.loop = this.run();
+  }
+
+  /**
+   * Resolves once the first list has an outcome: the collection was read (whatever it held),
+   * or reading it failed (state() then says why, and the list is retried with backoff). Bounded
+   * by the list's timeout (30 s); also resolves on stop().
+   */
+  listed(): Promise<void> {
+    return this.firstAnswer;
   }
 
   /** pending until the first list; error while it cannot be read (after a good list: what was read stays in use). */
@@ -54,6 +66,7 @@ export class ListWatch {
   async stop(): Promise<void> {
     this.abort.abort();
     await this.loop;
+    this.answered();
   }
 
   private url(extra: string): string {
@@ -90,6 +103,7 @@ export class ListWatch {
         this.synced = true;
         if (list.metadata?.resourceVersion) this.error = undefined;
         this.changed();
+        this.answered();
         backoff.reset();
         if (!list.metadata?.resourceVersion) await sleep(this.opts.resyncMs, signal);
         else await this.watch(list.metadata.resourceVersion, signal);
@@ -100,6 +114,7 @@ export class ListWatch {
         if (message !== this.error) this.opts.log.warn('host cluster source objects are not readable', { error: message });
         this.error = message;
         if (!this.synced) this.changed();
+        this.answered();
         await sleep(backoff.next(), signal);
       }
     }

@@ -18,15 +18,18 @@ import { fileClusterSpec } from '../api/cluster.ts';
 import { ClusterObjectWriter, type ObjectSource } from './cluster-objects.ts';
 import { publicSpec, type ClusterConfig } from '../member/cluster-config.ts';
 import { discover, type DiscoveryResult } from './discovery.ts';
-import { probe } from './health.ts';
+import { probe, probeFailure, type ProbeFailure } from './health.ts';
 import type { SynchroMetrics } from './metrics.ts';
 import { OpenAPIFetcher, groupVersionKey, type OpenAPIStatus } from './openapi.ts';
 import { Reflector, type ResourceStatus } from './reflector.ts';
 import { duplicateConditionOf, duplicateReason, identifyCluster, sameMember, type ClusterIDSource, type ClusterIdentity, type RecordedIdentity, type SameMember } from './identity.ts';
 import { resourceId, resourceLabel, selectResources, type ApiResource } from './resources.ts';
 
-/** Duplicate: the member is registered under another name, which syncs it; this registration does not. */
-export type ClusterPhase = 'Pending' | 'Ready' | 'Unreachable' | 'Invalid' | 'Duplicate';
+/** Duplicate: the member is registered under another name, which syncs it; this registration does not. Unauthorized, Forbidden: its probe's 401, 403. */
+export type ClusterPhase = 'Pending' | 'Ready' | 'Invalid' | 'Duplicate' | ProbeFailure;
+
+/** The phases of a failed probe: the member is not reachable with these credentials. */
+export const isProbeFailure = (p: ClusterPhase): p is ProbeFailure => p === 'Unreachable' || p === 'Unauthorized' || p === 'Forbidden';
 
 export interface ClusterTimings {
   /** Readiness probe period while the cluster answers (default 10 s). */
@@ -377,22 +380,23 @@ export class ClusterSync {
         const was = this.phase;
         this.transition('Ready', 'ProbeSucceeded', `GET ${result.path} answered ok`);
         if (was !== 'Ready') {
-          if (was === 'Unreachable') {
+          if (isProbeFailure(was)) {
             this.log.info('cluster is reachable again', { after: backoff.attempts });
             this.deps.metrics.reconnects.inc({ cluster: this.name, resource: '' });
           }
           backoff.reset();
           // A reconnect may reach another member (a moved DNS name, a rebuilt cluster): ask again which.
-          if (was === 'Unreachable') this.reidentify = true;
+          if (isProbeFailure(was)) this.reidentify = true;
           for (const r of this.reflectors.values()) r.kick();
           this.discoveryWaker.wake();
         }
         this.scheduleStatus();
         await sleep(this.deps.timings.probeIntervalMs, this.abort.signal);
       } else {
-        if (this.phase !== 'Unreachable') this.log.warn('cluster is unreachable; its data is kept and served as possibly stale', { reason: result.reason });
+        const failed = probeFailure(result);
+        if (this.phase !== failed.phase) this.log.warn(failed.phase === 'Unreachable' ? 'cluster is unreachable; its data is kept and served as possibly stale' : 'cluster refuses the credentials; its data is kept and served as possibly stale', { phase: failed.phase, reason: result.reason });
         this.deps.metrics.errors.inc({ cluster: this.name, kind: 'probe' });
-        this.transition('Unreachable', 'ProbeFailed', `GET ${result.path ?? '/readyz'}: ${result.reason}`);
+        this.transition(failed.phase, failed.reason, failed.message);
         this.scheduleStatus();
         await sleep(backoff.next(), this.abort.signal);
       }

@@ -164,7 +164,7 @@ t.test('API-registered clusters', async (t) => {
     t.match(westObj, { spec: { source: 'file', server: west.url, resources: ['configmaps'] }, status: { credentials: { source: 'File' } } });
 
     t.equal((await call('POST', C, { metadata: { name: 'dup' }, spec: { server: north.url, resources: ['configmaps'] } })).status, 201);
-    await waitUntil('dup (API, no credentials) not Ready', async () => (await cluster('dup')).status?.phase === 'Unreachable');
+    await waitUntil('dup (API, no credentials) not Ready: the member refuses it', async () => (await cluster('dup')).status?.phase === 'Unauthorized');
     writeClusters(file, [
       { name: 'west', server: west.url, resources: ['configmaps'] },
       { name: 'dup', server: other.url, resources: ['configmaps'] },

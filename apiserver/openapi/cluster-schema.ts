@@ -108,9 +108,9 @@ export const clusterDefinitions: Record<string, JsonObject> = {
     description: 'ClusterStatus is the health and sync state synchro records for a member cluster.',
     type: 'object',
     properties: {
-      phase: str('Pending, Ready, Unreachable, Invalid (a configuration synchro cannot use, e.g. a missing Secret) or Duplicate (the member cluster is also registered under another name, registered earlier, and synced under that name only).', { enum: ['Pending', 'Ready', 'Unreachable', 'Invalid', 'Duplicate'] }),
+      phase: str('Pending, Ready, Unreachable, Unauthorized (the member answers the readiness probe 401: it does not accept the credentials), Forbidden (403: it accepts them but lets them read neither /readyz nor /healthz), Invalid (a configuration synchro cannot use, e.g. a missing Secret) or Duplicate (the member cluster is also registered under another name, registered earlier, and synced under that name only).', { enum: ['Pending', 'Ready', 'Unreachable', 'Unauthorized', 'Forbidden', 'Invalid', 'Duplicate'] }),
       ready: bool('Whether the last readiness probe succeeded.'),
-      reason: str('Why the cluster is in its phase: ProbeSucceeded, ProbeFailed, InvalidConfig, Starting, Duplicate.'),
+      reason: str('Why the cluster is in its phase: ProbeSucceeded, ProbeFailed, Unauthorized, Forbidden, InvalidConfig, Starting, Duplicate.'),
       message: str('Details of the last transition or probe.'),
       lastTransitionTime: time('When the phase or reason last changed.'),
       lastProbeTime: time('When the readiness probe last ran.'),

@@ -19,6 +19,7 @@ import { ReadPool } from '../../storage/read-pool.ts';
 import { summaries } from './summaries.ts';
 import { parseProxyUser, proxyCredentials, type ProxyCredentialsOptions } from './proxy-credentials.ts';
 import type { ApiserverOptions } from '../../apiserver/server.ts';
+import type { HealthCheck } from '../../apiserver/health.ts';
 import { existsSync } from 'node:fs';
 import { connectCluster, type ClusterConnection } from '../../member/client.ts';
 import { HostSecrets } from '../../member/host-secrets.ts';
@@ -116,8 +117,18 @@ export function memberSourceFlags(values: { clusters?: string; kubeconfig?: stri
   };
 }
 
-/** The apiserver's proxy options (member credentials, and in the development mode the user named to impersonate), and how to stop what they read. */
-async function proxyOptions(store: Store, values: ServeFlagValues, members: MemberSources, log: Logger, secure: boolean): Promise<{ proxy: NonNullable<ApiserverOptions['proxy']>; stop: () => Promise<void> }> {
+/**
+ * The apiserver's proxy options (member credentials, and in the development mode the user
+ * named to impersonate), the /readyz check that waits for the credentials (read at once:
+ * the Secrets Clusters name are listed at start), and how to stop what they read.
+ */
+async function proxyOptions(
+  store: Store,
+  values: ServeFlagValues,
+  members: MemberSources,
+  log: Logger,
+  secure: boolean,
+): Promise<{ proxy: NonNullable<ApiserverOptions['proxy']>; readyChecks: HealthCheck[]; stop: () => Promise<void> }> {
   const user = parseProxyUser(values['insecure-proxy-user']);
   if (user && secure) throw new UsageError('--insecure-proxy-user goes with --insecure-listen only: with authentication, the proxy impersonates the authenticated user');
   const { hostCluster, credentialsNamespace: namespace, ...files } = members;
@@ -125,7 +136,8 @@ async function proxyOptions(store: Store, values: ServeFlagValues, members: Memb
     ? new HostSecrets({ client: await connectCluster(hostCluster), namespace: namespace ?? 'panoptes', log: log.child({ part: 'host-secrets' }), onChange: () => undefined })
     : undefined;
   const credentials = proxyCredentials({ store, ...files, networks: memberNetworksFlag(values), log: log.child({ part: 'proxy' }), ...(secrets ? { secrets } : {}) });
-  return { proxy: { credentials, connect: { http2: memberHttp2Flag(values) }, ...(user ? { unauthenticatedUser: user } : {}) }, stop: async () => secrets?.stop() };
+  credentials.start();
+  return { proxy: { credentials, connect: { http2: memberHttp2Flag(values) }, ...(user ? { unauthenticatedUser: user } : {}) }, readyChecks: [credentials.readyCheck], stop: async () => secrets?.stop() };
 }
 
 /** --external-metrics-file, or PANOPTES_EXTERNAL_METRICS_FILE. */
@@ -168,8 +180,8 @@ export async function startServing(
   if (secureMode) return startSecureServing(store, values, log, metrics, members, reads);
   const { host, port } = parseInsecureListen(values['insecure-listen']);
   const limits = servingLimits(values);
-  const { proxy, stop: stopProxy } = await proxyOptions(store, values, members, log, false);
-  const api = await createApiserver({ store, reads, limits, metrics, log, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memoryFlags(values) });
+  const { proxy, readyChecks, stop: stopProxy } = await proxyOptions(store, values, members, log, false);
+  const api = await createApiserver({ store, reads, limits, metrics, log, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, readyChecks, ...memoryFlags(values) });
   let url: string;
   try {
     url = await api.listen(host, port);
@@ -204,11 +216,11 @@ async function startSecureServing(
   const limits = servingLimits(values);
   const memory = memoryFlags(values);
   const secure = await secureServingFromFlags(values, log);
-  const { proxy, stop: stopProxy } = await proxyOptions(store, values, members, log, true).catch((err: unknown) => {
+  const { proxy, readyChecks, stop: stopProxy } = await proxyOptions(store, values, members, log, true).catch((err: unknown) => {
     secure.stop();
     throw err;
   });
-  const api = await createApiserver({ store, reads, limits, metrics, log, secure, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memory });
+  const api = await createApiserver({ store, reads, limits, metrics, log, secure, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, readyChecks, ...memory });
   let url: string;
   try {
     url = await api.listen(secure.host, secure.port);

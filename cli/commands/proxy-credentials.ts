@@ -11,8 +11,14 @@
 //     labelled Secrets of the credentials namespace, listed and watched once a Cluster names
 //     one) when the apiserver has the host cluster; without it such a cluster is a 503 naming why.
 // Both are read again at most every `refreshMs` (default 2 s), so a rotated credential is
-// used within that time (a new fingerprint: new connections).
+// used within that time (a new fingerprint: new connections). start() reads them at once, so
+// the Secrets are listed at start rather than on the first proxied request; readyCheck (a
+// /readyz check) passes once that is done: the Clusters read and, when one names a Secret, the
+// first list of the Secrets answered, whatever it held, or failed (the host unreachable: its
+// Clusters are 503s naming why), so at most the list's 30 s timeout. A proxied request to a
+// Cluster whose Secret is not listed yet waits for that list (at most `secretsWaitMs`).
 import type { UserInfo } from '../../apiserver/auth/authn.ts';
+import type { HealthCheck } from '../../apiserver/health.ts';
 import { UsageError } from '../command.ts';
 import type { MemberConnectionInfo, MemberCredentials } from '../../apiserver/proxy/members.ts';
 import type { Logger } from '../../lib/log.ts';
@@ -32,6 +38,16 @@ export interface ProxyCredentialsOptions {
   refreshMs?: number;
   /** The host cluster's credentials Secrets (started once a Cluster names a Secret); absent: such clusters are unavailable here. */
   secrets?: SecretSource & { start?(): void };
+  /** How long a proxied request waits for the first list of the Secrets before its 503 (default 10 s). */
+  secretsWaitMs?: number;
+}
+
+/** The proxy's member credentials, read at start, and the /readyz check that waits for them. */
+export interface ProxyCredentials extends MemberCredentials {
+  /** Reads them now (the Secrets' list+watch starts if a Cluster names one); errors are logged, and lookups read again. */
+  start(): void;
+  /** `member-credentials`: passes once the first read is done, Secrets' first list included (then stays passing). */
+  readyCheck: HealthCheck;
 }
 
 type Answer = MemberConnectionInfo | { unavailable: string } | undefined;
@@ -46,12 +62,37 @@ export function parseProxyUser(value: string | undefined): UserInfo | undefined 
   return { name: name.trim(), groups: groups.split(',').map((g) => g.trim()).filter(Boolean), extra: {} };
 }
 
-export function proxyCredentials(o: ProxyCredentialsOptions): MemberCredentials {
+/** Whether `p` settles within `ms`. */
+async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([p.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function proxyCredentials(o: ProxyCredentialsOptions): ProxyCredentials {
   const refreshMs = o.refreshMs ?? 2000;
+  const secretsWaitMs = o.secretsWaitMs ?? 10_000;
   let file: ParsedConfig = { clusters: [], invalid: [], files: [] };
   let answers = new Map<string, Answer>();
+  /** Clusters whose Secret is not known yet because the first list of the Secrets has no outcome yet. */
+  let waiting = new Set<string>();
   let readAt = 0;
   let reading: Promise<void> | undefined;
+  /** The first list of the Secrets, once started, and whether it has an outcome. */
+  let secretsListed: Promise<void> | undefined;
+  let secretsAnswered = false;
+  let ready = false;
+
+  const startSecrets = (secrets: NonNullable<ProxyCredentialsOptions['secrets']>): void => {
+    secrets.start?.();
+    if (secretsListed) return;
+    secretsListed = secrets.listed?.() ?? Promise.resolve();
+    void secretsListed.then(() => (secretsAnswered = true));
+  };
 
   const readFile = (): void => {
     try {
@@ -70,7 +111,7 @@ export function proxyCredentials(o: ProxyCredentialsOptions): MemberCredentials 
     for (const i of file.invalid) if (i.name) next.set(i.name, { unavailable: `its entry in the clusters file is invalid: ${i.message}` });
     const fileNames = new Set(next.keys());
     const registrations = await o.store.listClusterRegistrations();
-    if (o.secrets && needsSecrets(registrations)) o.secrets.start?.();
+    if (o.secrets && needsSecrets(registrations)) startSecrets(o.secrets);
     const api = apiClusters(registrations, fileNames, o.secrets, o.networks);
     const inSecret = new Set(registrations.filter((r) => needsSecrets([r])).map((r) => r.name));
     const secretHeld = o.secrets
@@ -81,14 +122,43 @@ export function proxyCredentials(o: ProxyCredentialsOptions): MemberCredentials 
     for (const name of api.pending) next.set(name, inSecret.has(name) ? secretHeld : { unavailable: 'its credentials cannot be decided yet' });
     for (const name of api.deleting) next.set(name, { unavailable: 'it is being removed' });
     answers = next;
+    waiting = new Set(o.secrets ? [...api.pending].filter((n) => inSecret.has(n)) : []);
     readAt = Date.now();
   };
 
+  /** Reads again when the last read is older than refreshMs (or `now`), one read at a time. */
+  const refresh = async (now = false): Promise<void> => {
+    if (now) await reading?.catch(() => undefined);
+    if (!now && Date.now() - readAt < refreshMs) return;
+    reading ??= read().finally(() => (reading = undefined));
+    await reading;
+  };
+
   return {
+    start() {
+      refresh().catch((err: unknown) => o.log.warn('cannot read the registered Clusters for the proxy; read again on the next request', { error: (err as Error).message }));
+    },
+    readyCheck: {
+      name: 'member-credentials',
+      async check() {
+        if (ready) return undefined;
+        const read = refresh().then(
+          () => undefined,
+          (err: unknown) => `the registered Clusters cannot be read: ${(err as Error).message}`,
+        );
+        if (!(await within(read, 3000))) return 'the registered Clusters are not read yet';
+        const failed = await read;
+        if (failed) return failed;
+        if (secretsListed && !secretsAnswered) return `the credentials Secrets of the host cluster (namespace ${o.secrets?.namespace ?? ''}) are not listed yet`;
+        ready = true;
+        return undefined;
+      },
+    },
     async lookup(cluster) {
-      if (Date.now() - readAt >= refreshMs) {
-        reading ??= read().finally(() => (reading = undefined));
-        await reading;
+      await refresh();
+      // Its Secret is not listed yet: wait for the first list (bounded), then read again, rather than a 503.
+      if (waiting.has(cluster) && secretsListed) {
+        if (secretsAnswered || (await within(secretsListed, secretsWaitMs))) await refresh(true);
       }
       return answers.get(cluster);
     },

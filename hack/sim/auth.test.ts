@@ -76,6 +76,25 @@ t.test('rules: verbs per resource, group and namespace; tokens still required wh
   t.equal((await get(`${c.url}/api/v1/pods`, { Authorization: 'Bearer admin' })).status, 200);
 });
 
+t.test('health: a bad token is 401 on every health path; nonResourceURLs narrow the paths a user may get', async (t) => {
+  const c = await simCluster(t);
+  c.auth.tokens = ['good'];
+  for (const path of ['/healthz', '/readyz', '/livez', '/readyz?verbose']) {
+    const r = await get(`${c.url}${path}`, { Authorization: 'Bearer wrong' });
+    t.equal(r.status, 401, `${path}: 401 for a bad token`);
+    t.same(r.json, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 }, `${path}: kube's Status`);
+    t.equal((await get(`${c.url}${path}`, { Authorization: 'Bearer good' })).status, 200);
+  }
+  c.auth.grant('narrow', { name: 'narrow', nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*', '/version'] });
+  const narrow = { Authorization: 'Bearer narrow' };
+  for (const path of ['/healthz', '/readyz', '/livez']) {
+    const r = await get(`${c.url}${path}`, narrow);
+    t.equal(r.status, 403, `${path}: not among its nonResourceURLs`);
+    t.same(r.json, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `forbidden: User "narrow" cannot get path "${path}"`, reason: 'Forbidden', details: {}, code: 403 }, `${path}: kube's Status`);
+  }
+  for (const path of ['/api', '/api/v1', '/apis/apps/v1', '/version', '/api/v1/namespaces']) t.equal((await get(`${c.url}${path}`, narrow)).status, 200, `${path}: allowed (a resource path is not a non-resource URL)`);
+});
+
 t.test('grants over /_sim/auth', async (t) => {
   const c = await simCluster(t);
   const bad = await http('POST', `${c.url}/_sim/auth/grant`, { token: 'x' });

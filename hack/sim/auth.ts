@@ -4,7 +4,10 @@
 // kube-apiserver's message, e.g. `services is forbidden: User "panoptes" cannot create
 // resource "services" in API group "" in the namespace "shop"`. Non-resource paths
 // (discovery, OpenAPI, /version, health) stay open to every authenticated client, as
-// kube's system:discovery and system:public-info-viewer roles make them.
+// kube's system:discovery and system:public-info-viewer roles make them, unless a user is
+// given `nonResourceURLs` (RBAC's, for an operator who narrowed those roles): then any other
+// path is kube's 403 `forbidden: User "u" cannot get path "/healthz"`. A bad token is kube's
+// 401 on every path, health included (a Status, reason Unauthorized).
 //
 // Impersonation as kube-apiserver does it (k8s.io/apiserver/pkg/endpoints/filters/impersonation.go):
 // Impersonate-User, Impersonate-Uid, Impersonate-Group (repeated) and Impersonate-Extra-<key>
@@ -37,6 +40,8 @@ export interface SimUser {
   name: string;
   /** Absent: everything. */
   rules?: SimRule[];
+  /** Non-resource paths it may request (RBAC's nonResourceURLs: `*` at the end matches a prefix); absent: every one. */
+  nonResourceURLs?: string[];
 }
 
 /** An impersonated request as the simulated cluster saw it. */
@@ -97,6 +102,19 @@ export function forbidden(user: string, a: RequestAttributes): StatusError {
   const qualified = a.group ? `${a.resource}.${a.group}` : a.resource;
   const subject = a.name ? `${qualified} ${JSON.stringify(a.name)}` : qualified;
   return new StatusError('Forbidden', `${subject} is forbidden: ${reason}`, { ...(a.name ? { name: a.name } : {}), group: a.group, kind: a.resource });
+}
+
+/** kube-apiserver's 403 for a non-resource path (responsewriters.forbiddenMessage): `forbidden: User "u" cannot get path "/healthz"`. */
+export function forbiddenPath(user: string, verb: string, path: string): StatusError {
+  return new StatusError('Forbidden', `forbidden: User ${JSON.stringify(user)} cannot ${verb} path ${JSON.stringify(path)}`, {});
+}
+
+/** Whether a path is a non-resource request in kube's RequestInfo: not below /api/<version>/ or /apis/<group>/<version>/. */
+export function isNonResourcePath(path: string): boolean {
+  const segs = path.split('/').filter(Boolean);
+  if (segs[0] === 'api') return segs.length <= 2;
+  if (segs[0] === 'apis') return segs.length <= 3;
+  return true;
 }
 
 /** The impersonation a request asks for (kube's headers), or undefined. */
@@ -176,6 +194,13 @@ export class SimAuth {
     const granted = [...this.users.values()].find((u) => u.name === asked.user);
     if (granted) return granted;
     return this.users.size || this.tokens.length ? { name: asked.user, rules: [] } : undefined;
+  }
+
+  /** Throws kube's 403 when the user is given nonResourceURLs and none matches the path. */
+  authorizePath(user: SimUser | undefined, verb: string, path: string): void {
+    const allowed = user?.nonResourceURLs;
+    if (!allowed || allowed.some((u) => u === '*' || u === path || (u.endsWith('*') && path.startsWith(u.slice(0, -1))))) return;
+    throw forbiddenPath(user.name, verb, path);
   }
 
   /** Throws 403 Forbidden when the user's rules do not allow the request. */

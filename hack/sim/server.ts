@@ -8,7 +8,7 @@ import type { Verb } from '../../apiserver/request.ts';
 import { checkFieldSelector, matchesFields, parseFieldSelector } from '../../kube/fields.ts';
 import { matchesLabels, parseLabelSelector } from '../../kube/labels.ts';
 import { StatusError } from '../../kube/status.ts';
-import type { SimAuth, SimUser } from './auth.ts';
+import { isNonResourcePath, type SimAuth, type SimUser } from './auth.ts';
 import type { Churn } from './churn.ts';
 import type { Controllers } from './controllers.ts';
 import { handleControl } from './control.ts';
@@ -76,6 +76,7 @@ export async function handle(ctx: SimContext, req: IncomingMessage, res: ServerR
 async function route(ctx: SimContext, req: IncomingMessage, res: ServerResponse, url: URL, user: SimUser | undefined): Promise<void> {
   const path = url.pathname.replace(/\/+$/, '') || '/';
   const method = req.method ?? 'GET';
+  if (isNonResourcePath(path)) ctx.auth.authorizePath(user, method.toLowerCase(), path);
   const health = /^\/(healthz|livez|readyz)(\/[^/]+)?$/.exec(path);
   if (health) {
     if (health[2]) return sendText(res, 200, 'ok');
