@@ -4,7 +4,11 @@
 // kubectl's `RESOURCE.GROUP`. The core group is written `core`, `` (as in `/pods`) or left out
 // (`pods`). Custom resources match like built-in ones, so `*` and `example.com/*` pick CRDs up
 // as they appear. Secrets are only synced when named explicitly (`secrets`, `core/secrets`),
-// never through a wildcard.
+// never through a wildcard. `*` is what the member stores itself — its built-in resources and
+// CRDs: the resources of aggregated APIs (an APIService with a service: metrics-server,
+// Clusterpedia, ...) and Panoptes' own groups (`ownGroups`: on a host cluster that is also a
+// member, `*` would sync Panoptes into itself) are synced only through a pattern that names
+// their group (`panoptes.io/clusters`, `clusterpedia.io/*`).
 
 export interface ResourcePattern {
   /** '' for the core group, '*' for any. */
@@ -44,6 +48,9 @@ export const defaultResources: readonly string[] = [
   'multicluster.x-k8s.io/serviceexports',
   'multicluster.x-k8s.io/serviceimports',
 ];
+
+/** Panoptes' own API groups, which `*` leaves out wherever they are served. */
+export const ownGroups: readonly string[] = ['panoptes.io', 'external.metrics.k8s.io'];
 
 const dns1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 

@@ -22,7 +22,7 @@ export const clusterTable: TableRenderer = {
     { name: 'Name', type: 'string', format: 'name', description: 'The member cluster name', priority: 0 },
     { name: 'Phase', type: 'string', format: '', description: 'Pending, Ready, Unreachable, Unauthorized (the member refuses the credentials: 401), Forbidden (it accepts them but lets them read no health path: 403), Invalid or Duplicate (the member is synced under another name); Terminating while a deleted cluster\'s objects are removed', priority: 0 },
     { name: 'Ready', type: 'string', format: '', description: 'Whether its last readiness probe succeeded', priority: 0 },
-    { name: 'Synced', type: 'string', format: '', description: 'Resources whose initial list is stored, of those selected', priority: 0 },
+    { name: 'Synced', type: 'string', format: '', description: 'Resources whose initial list is stored, of those selected that the credentials may list (a forbidden resource counts as not selected)', priority: 0 },
     { name: 'Objects', type: 'integer', format: '', description: 'Objects in sync', priority: 0 },
     { name: 'Age', type: 'string', format: '', description: 'Time since the cluster was registered', priority: 0 },
     { name: 'Server', type: 'string', format: '', description: 'The member API server', priority: 1 },

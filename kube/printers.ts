@@ -378,6 +378,13 @@ export const printers: Record<string, Printer> = {
     ];
   },
   'discovery.k8s.io/endpointslices': endpointSliceCells,
+  // kube-aggregator's: the Service of an aggregated API, or Local; Available, with its reason unless True.
+  'apiregistration.k8s.io/apiservices': (o, now) => {
+    const service = rec(rec(o.spec).service);
+    const available = arr(rec(o.status).conditions).find((c) => c.type === 'Available');
+    const status = !available ? 'Unknown' : available.status === 'True' || !str(available.reason) ? str(available.status) : `${str(available.status)} (${str(available.reason)})`;
+    return [str(rec(o.metadata).name), rec(o.spec).service ? `${str(service.namespace)}/${str(service.name)}` : 'Local', status, since(rec(o.metadata).creationTimestamp, now)];
+  },
   'batch/jobs': jobCells,
   'batch/cronjobs': (o, now) => {
     const spec = rec(o.spec);

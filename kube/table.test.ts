@@ -45,6 +45,10 @@ t.test('cells of the common kinds', async (t) => {
   const slice = { metadata: { name: 'web-x', creationTimestamp: created }, addressType: 'IPv4', ports: [{ name: 'http', port: 8080 }, { name: 'a' }, {}, { port: 1 }], endpoints: [{ addresses: ['10.0.0.1'] }, { addresses: ['10.0.0.2', '10.0.0.3'] }, { addresses: ['10.0.0.4'] }] };
   t.same(printers['discovery.k8s.io/endpointslices'](slice, now), ['web-x', 'IPv4', '8080,a,* + 1 more...', '10.0.0.1,10.0.0.2,10.0.0.3 + 1 more...', '60m']);
   t.same(printers['discovery.k8s.io/endpointslices']({ metadata: { name: 'p' }, addressType: 'IPv4', ports: null, endpoints: null }, now), ['p', 'IPv4', '<unset>', '<unset>', '<unknown>'], 'a placeholder slice');
+  const local = { metadata: { name: 'v1.', creationTimestamp: created }, spec: { version: 'v1' }, status: { conditions: [{ type: 'Available', status: 'True', reason: 'Local' }] } };
+  t.same(printers['apiregistration.k8s.io/apiservices'](local, now), ['v1.', 'Local', 'True', '60m'], 'the reference sample row');
+  const down = { metadata: { name: 'v1beta1.metrics.k8s.io', creationTimestamp: created }, spec: { service: { namespace: 'kube-system', name: 'metrics-server' } }, status: { conditions: [{ type: 'Available', status: 'False', reason: 'MissingEndpoints' }] } };
+  t.same(printers['apiregistration.k8s.io/apiservices'](down, now), ['v1beta1.metrics.k8s.io', 'kube-system/metrics-server', 'False (MissingEndpoints)', '60m'], 'an aggregated API, unavailable');
   t.same(printers['/events'](ev, now), ['60m', 'Normal', 'SuccessfulCreate', 'replicaset/cpb', '', 'replicaset-controller', 'Created pod', '60m', 1, 'e1']);
   t.equal(formatLabelSelector({ matchLabels: { b: '1' }, matchExpressions: [{ key: 'a', operator: 'In', values: ['y', 'x'] }, { key: 'c', operator: 'DoesNotExist' }] }), 'a in (x,y),b=1,!c');
 });

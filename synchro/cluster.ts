@@ -18,12 +18,13 @@ import { fileClusterSpec } from '../api/cluster.ts';
 import { ClusterObjectWriter, type ObjectSource } from './cluster-objects.ts';
 import { publicSpec, type ClusterConfig } from '../member/cluster-config.ts';
 import { discover, type DiscoveryResult } from './discovery.ts';
+import { forbiddenCondition, forbiddenConditionType } from './forbidden.ts';
 import { probe, probeFailure, type ProbeFailure } from './health.ts';
 import type { SynchroMetrics } from './metrics.ts';
 import { OpenAPIFetcher, groupVersionKey, type OpenAPIStatus } from './openapi.ts';
 import { Reflector, type ResourceStatus } from './reflector.ts';
 import { duplicateConditionOf, duplicateReason, identifyCluster, sameMember, type ClusterIDSource, type ClusterIdentity, type RecordedIdentity, type SameMember } from './identity.ts';
-import { resourceId, resourceLabel, selectResources, type ApiResource } from './resources.ts';
+import { isWildcard, resourceId, resourceLabel, selectResources, type ApiResource } from './resources.ts';
 
 /** Duplicate: the member is registered under another name, which syncs it; this registration does not. Unauthorized, Forbidden: its probe's 401, 403. */
 export type ClusterPhase = 'Pending' | 'Ready' | 'Invalid' | 'Duplicate' | ProbeFailure;
@@ -48,6 +49,8 @@ export interface ClusterTimings {
   openapiV2RefreshMs: number;
   /** Least time between two writes of the Cluster object that change only its object counts (default 10 s). */
   objectCountsIntervalMs: number;
+  /** Time between two lists of a resource the credentials may not read (a 403; default 5 min; forbidden.ts). */
+  forbiddenRecheckMs: number;
 }
 
 export const defaultTimings: ClusterTimings = {
@@ -59,6 +62,7 @@ export const defaultTimings: ClusterTimings = {
   minWatchTimeoutSeconds: 300,
   openapiV2RefreshMs: 600_000,
   objectCountsIntervalMs: 10_000,
+  forbiddenRecheckMs: 300_000,
 };
 
 /** The lease a ClusterSync writes under: every batch and status write carries its fence. */
@@ -96,7 +100,7 @@ export interface ClusterStatus {
   lastTransitionTime: string;
   lastProbeTime?: string;
   server?: string;
-  conditions: Array<{ type: 'Ready' | 'ObjectsQuarantined' | 'Duplicate'; status: 'True' | 'False' | 'Unknown'; reason: string; message: string; lastTransitionTime: string }>;
+  conditions: Array<{ type: 'Ready' | 'ObjectsQuarantined' | 'Duplicate' | typeof forbiddenConditionType; status: 'True' | 'False' | 'Unknown'; reason: string; message: string; lastTransitionTime: string }>;
   /** Objects storage refused (synchro/batcher.ts), named, never shown: kept out until a newer version of them arrives. */
   quarantinedObjects?: Array<{ resource: string; namespace?: string; name: string; upstreamResourceVersion: string; reason: string; since: string }>;
   initialSync: { resourcesSynced: number; resourcesTotal: number; objects: number; complete: boolean; startedAt: string; completedAt?: string };
@@ -122,7 +126,7 @@ export interface ClusterStatus {
 const crdId = 'apiextensions.k8s.io/customresourcedefinitions';
 
 /** The progress of an initial sync (from the start, or from syncing again after being a duplicate). */
-const initialSync = () => ({ total: 0, startedAt: new Date().toISOString(), startedMs: Date.now(), completedAt: undefined as string | undefined, discovered: false, recorded: false });
+const initialSync = () => ({ total: 0, ids: new Set<string>(), startedAt: new Date().toISOString(), startedMs: Date.now(), completedAt: undefined as string | undefined, discovered: false, recorded: false });
 
 export class ClusterSync {
   readonly name: string;
@@ -255,7 +259,11 @@ export class ClusterSync {
 
   status(): ClusterStatus {
     const resources = [...this.reflectors.values()].map((r) => r.status());
-    const synced = [...this.reflectors.values()].filter((r) => r.hasSynced).length;
+    // Forbidden resources are not wanted: SYNCED counts the rest (forbidden.ts).
+    const wanted = [...this.reflectors.values()].filter((r) => !r.forbidden);
+    const synced = wanted.filter((r) => r.hasSynced).length;
+    const forbiddenInitial = [...this.initial.ids].filter((id) => this.reflectors.get(id)?.forbidden).length;
+    const total = this.initial.total - forbiddenInitial;
     const duplicate = this.same && this.identity ? duplicateConditionOf(this.name, this.same, this.identity.clusterID, this.sameSince) : undefined;
     const phase: ClusterPhase = this.duplicateOf !== undefined ? 'Duplicate' : this.phase;
     const ready = phase === 'Ready';
@@ -268,8 +276,8 @@ export class ClusterSync {
       lastTransitionTime: since,
       conditions: [{ type: 'Ready', status: ready ? 'True' : phase === 'Pending' ? 'Unknown' : 'False', reason, message, lastTransitionTime: since }, ...(duplicate ? [duplicate] : [])],
       initialSync: {
-        resourcesSynced: Math.min(synced, this.initial.total || synced),
-        resourcesTotal: this.initial.total,
+        resourcesSynced: Math.min(synced, total || synced),
+        resourcesTotal: total,
         objects: resources.reduce((n, r) => n + r.objects, 0),
         complete: this.initialSyncDone,
         startedAt: this.initial.startedAt,
@@ -291,6 +299,8 @@ export class ClusterSync {
     if (this.discoveryErrors) s.discoveryErrors = this.discoveryErrors;
     if (this.openapi) s.openapi = this.openapi.status();
     this.addQuarantine(s);
+    const forbidden = forbiddenCondition(resources, this.deps.timings.forbiddenRecheckMs);
+    if (forbidden) s.conditions.push(forbidden);
     const configError = this.deps.configError?.();
     if (configError) s.configError = configError;
     // What goes into the status row and the Cluster object: through the one redactor.
@@ -414,7 +424,7 @@ export class ClusterSync {
           await this.discoveryWaker.sleep(delay, this.abort.signal);
           continue;
         }
-        const found = await discover(this.client!, { signal: this.abort.signal });
+        const found = await discover(this.client!, { signal: this.abort.signal, aggregation: this.config.patterns.some(isWildcard) });
         if (this.stopped) break;
         await this.task(() => this.reconcileReflectors(found));
         backoff.reset();
@@ -449,9 +459,16 @@ export class ClusterSync {
 
   private async reconcileReflectors(found: DiscoveryResult): Promise<void> {
     if (this.duplicateOf !== undefined || this.stopped) return;
-    const selected = selectResources(this.config.patterns, found.resources);
+    const selected = selectResources(this.config.patterns, found.resources, found.aggregated);
     const wanted = new Map(selected.map((r) => [resourceId(r), r]));
-    this.discoveryErrors = found.failedGroups.size ? Object.fromEntries(found.failedGroups) : undefined;
+    const errors = new Map(found.failedGroups);
+    if (found.aggregationUnknown) {
+      // `*` cannot leave aggregated APIs out (Panoptes' own groups still are).
+      const message = `${found.aggregationUnknown}: "*" cannot tell aggregated APIs from the member's own resources and syncs them too; grant list on apiservices.apiregistration.k8s.io`;
+      if (this.discoveryErrors?.['apiregistration.k8s.io'] !== message) this.log.warn('cannot read the APIServices: "*" includes aggregated APIs', { error: found.aggregationUnknown });
+      errors.set('apiregistration.k8s.io', message);
+    }
+    this.discoveryErrors = errors.size ? Object.fromEntries(errors) : undefined;
     const keep = (group: string) => found.failedGroups.has(group);
 
     for (const [id, refl] of this.reflectors) {
@@ -481,9 +498,10 @@ export class ClusterSync {
     if (!this.initial.discovered) {
       this.initial.discovered = true;
       this.initial.total = this.reflectors.size;
+      this.initial.ids = new Set(this.reflectors.keys());
       this.log.info('initial sync started', { resources: this.reflectors.size });
       const initial = this.initial;
-      void Promise.all([...this.reflectors.values()].map((r) => r.synced())).then(() => {
+      void Promise.all([...this.reflectors.values()].map((r) => r.settled())).then(() => {
         if (this.stopped || this.initial !== initial) return;
         this.initial.completedAt = new Date().toISOString();
         const objects = [...this.reflectors.values()].reduce((n, r) => n + r.status().objects, 0);
@@ -572,6 +590,12 @@ export class ClusterSync {
       log: this.log.child({ resource: resourceLabel(r) }),
       backoff: this.deps.timings.backoff,
       minWatchTimeoutSeconds: this.deps.timings.minWatchTimeoutSeconds,
+      forbiddenRecheckMs: this.deps.timings.forbiddenRecheckMs,
+      // Readable again: the RBAC changed, so the other forbidden resources are checked at once.
+      onForbidden: (forbidden) => {
+        if (!forbidden) for (const other of this.reflectors.values()) if (other.forbidden) other.kick();
+        this.scheduleStatus(true);
+      },
       onStatus: () => this.scheduleStatus(),
       onEvent: resourceId(r) === crdId ? (type: string, _o: KubeObject) => this.crdChanged(type) : undefined,
     });

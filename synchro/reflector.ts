@@ -2,7 +2,11 @@
 // watch from the list's resourceVersion with bookmarks; after a dropped watch, watch again
 // from the last resourceVersion seen; on 410 Expired, list again and reconcile against
 // what storage holds: objects that vanished get a DELETED change, unchanged ones are not
-// written at all. Errors back off exponentially with jitter.
+// written at all. Errors back off exponentially with jitter — except a 403: the credentials may
+// not read the resource, which retrying soon does not change. The reflector is then
+// `forbidden` (logged once, shown in the status with the member's message) and lists again
+// every forbiddenRecheckMs, or sooner when kicked (the cluster does when another of its
+// forbidden resources became readable: its RBAC changed).
 import type { Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
 import type { KubeObject, UpstreamEvent } from '../storage/types.ts';
@@ -16,7 +20,7 @@ import type { SynchroMetrics } from './metrics.ts';
 import { resourceLabel, type ApiResource } from './resources.ts';
 import { transform } from './transform.ts';
 
-export type ResourceState = 'syncing' | 'synced' | 'error';
+export type ResourceState = 'syncing' | 'synced' | 'error' | 'forbidden';
 
 /** Per-resource part of a cluster's status. */
 export interface ResourceStatus {
@@ -29,6 +33,8 @@ export interface ResourceStatus {
   lastSyncTime?: string;
   error?: string;
   errorTime?: string;
+  /** `Forbidden` while the member refuses to let the credentials list or watch it (state `forbidden`). */
+  reason?: string;
 }
 
 export interface ReflectorOptions {
@@ -45,6 +51,10 @@ export interface ReflectorOptions {
   /** Watch timeoutSeconds is drawn from [min, 2*min) (default 300, as client-go). */
   minWatchTimeoutSeconds?: number;
   backoff?: BackoffOptions;
+  /** Time between two lists of a resource the credentials may not read (default 5 min). */
+  forbiddenRecheckMs?: number;
+  /** Called when it became forbidden (true) or readable again (false). */
+  onForbidden?: (forbidden: boolean) => void;
   /** Called when the status changed (the cluster writes it, debounced). */
   onStatus?: () => void;
   /** Called after each upstream change event (the CRD reflector triggers rediscovery). */
@@ -80,6 +90,7 @@ export class Reflector {
   private loop?: Promise<void>;
   private syncedOnce = false;
   private syncedWaiters: Array<() => void> = [];
+  private settledWaiters: Array<() => void> = [];
   private st: ResourceStatus;
   private readonly allowNs: (obj: KubeObject) => boolean;
 
@@ -111,7 +122,7 @@ export class Reflector {
     this.abort.abort();
     this.waker.wake();
     await this.loop;
-    for (const w of this.syncedWaiters.splice(0)) w();
+    for (const w of [...this.syncedWaiters.splice(0), ...this.settledWaiters.splice(0)]) w();
   }
 
   /** Cuts a backoff short (the cluster answered its probe again). */
@@ -128,6 +139,17 @@ export class Reflector {
   synced(): Promise<void> {
     if (this.syncedOnce || this.abort.signal.aborted) return Promise.resolve();
     return new Promise((resolve) => this.syncedWaiters.push(resolve));
+  }
+
+  /** Resolves once the first complete list was committed, or the resource turned out forbidden (or on stop). */
+  settled(): Promise<void> {
+    if (this.syncedOnce || this.forbidden || this.abort.signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => this.settledWaiters.push(resolve));
+  }
+
+  /** The credentials may not list or watch it (a 403): not retried before forbiddenRecheckMs. */
+  get forbidden(): boolean {
+    return this.st.state === 'forbidden';
   }
 
   status(): ResourceStatus {
@@ -167,8 +189,12 @@ export class Reflector {
           this.listReason = 'expired';
           continue;
         }
-        const delay = this.backoff.next();
         const kind = this.needList ? 'list' : 'watch';
+        if (err instanceof HttpError && err.status === 403) {
+          await this.refused(kind, err);
+          continue;
+        }
+        const delay = this.backoff.next();
         metrics.errors.inc({ cluster, kind });
         const message = describeError(err);
         (this.backoff.attempts > 3 ? log.warn : log.info)(`${kind} failed; retrying`, { resource: this.label, error: message, retryInMs: delay, attempt: this.backoff.attempts });
@@ -177,6 +203,24 @@ export class Reflector {
         if (!this.needList) metrics.reconnects.inc({ cluster, resource: this.label });
       }
     }
+  }
+
+  /** A 403: forbidden (logged and reported the first time), listed again after forbiddenRecheckMs. */
+  private async refused(kind: 'list' | 'watch', err: HttpError): Promise<void> {
+    const { log, metrics, cluster } = this.o;
+    const recheckMs = this.o.forbiddenRecheckMs ?? 300_000;
+    // The recheck lists again: after a refused watch, what storage holds may be behind.
+    this.needList = true;
+    this.listReason = 'forbidden';
+    if (!this.forbidden) {
+      const message = err.statusMessage ?? describeError(err);
+      metrics.errors.inc({ cluster, kind });
+      log.warn(`${kind} forbidden: the credentials may not read this resource; not synced, rechecked now and then`, { resource: this.label, error: message, recheckInMs: recheckMs });
+      this.setStatus({ state: 'forbidden', reason: 'Forbidden', error: `${kind}: ${message}`, errorTime: new Date().toISOString() });
+      for (const w of this.settledWaiters.splice(0)) w();
+      this.o.onForbidden?.(true);
+    }
+    await this.waker.sleep(recheckMs, this.abort.signal);
   }
 
   /**
@@ -190,7 +234,8 @@ export class Reflector {
   private async listAndReconcile(): Promise<void> {
     const { store, batcher, cluster, metrics, log, resource: r } = this.o;
     const startedAt = Date.now();
-    this.setStatus({ state: 'syncing' });
+    // A recheck of a forbidden resource stays forbidden until a list succeeds.
+    if (!this.forbidden) this.setStatus({ state: 'syncing' });
     metrics.relists.inc({ cluster, resource: this.label, reason: this.listReason });
     // Storage must hold everything pushed before we compare with it.
     await batcher.flush();
@@ -217,10 +262,15 @@ export class Reflector {
     const now = new Date().toISOString();
     metrics.objects.set({ cluster, resource: this.label }, seen.size);
     (this.listReason === 'initial' ? log.debug : log.info)('listed', { resource: this.label, reason: this.listReason, objects: seen.size, written, deleted, resourceVersion: listRv, ms: Date.now() - startedAt });
-    this.setStatus({ state: 'synced', objects: seen.size, lastSyncTime: now, error: undefined, errorTime: undefined });
+    const wasForbidden = this.forbidden;
+    this.setStatus({ state: 'synced', objects: seen.size, lastSyncTime: now, error: undefined, errorTime: undefined, reason: undefined });
+    if (wasForbidden) {
+      log.info('the credentials may read this resource again', { resource: this.label });
+      this.o.onForbidden?.(false);
+    }
     if (!this.syncedOnce) {
       this.syncedOnce = true;
-      for (const w of this.syncedWaiters.splice(0)) w();
+      for (const w of [...this.syncedWaiters.splice(0), ...this.settledWaiters.splice(0)]) w();
     }
   }
 

@@ -27,6 +27,15 @@ t.test('selection', async (t) => {
   t.same(ids(['apps/deployments', 'demo.panoptes.io/*', 'missing.example.com/things']), ['apps/deployments', 'demo.panoptes.io/widgets']);
 });
 
+t.test('"*" leaves out aggregated APIs and Panoptes\' own groups, unless named', async (t) => {
+  const host = [api('', 'pods'), api('panoptes.io', 'clusters'), api('external.metrics.k8s.io', 'pods'), api('clusterpedia.io', 'resources'), api('demo.panoptes.io', 'widgets')];
+  const aggregated = new Set(['panoptes.io/v1', 'clusterpedia.io/v1']);
+  const pick = (patterns: string[], agg: Set<string>) => selectResources(patterns.map(parsePattern), host, agg).map((r) => `${r.group}/${r.resource}`);
+  t.same(pick(['*'], aggregated), ['/pods', 'demo.panoptes.io/widgets']);
+  t.same(pick(['*'], new Set()), ['/pods', 'clusterpedia.io/resources', 'demo.panoptes.io/widgets'], 'own groups by name, whatever the APIServices say');
+  t.same(pick(['*', 'panoptes.io/clusters', 'clusterpedia.io/*'], aggregated), ['/pods', 'panoptes.io/clusters', 'clusterpedia.io/resources', 'demo.panoptes.io/widgets'], 'named, they are synced');
+});
+
 t.test('transform', async (t) => {
   const o = transform(
     {

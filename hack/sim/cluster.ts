@@ -14,7 +14,8 @@ import { Crud } from './crud.ts';
 import { Faults } from './faults.ts';
 import { defaultMcsRelease, installMcsCRDs, type McsRelease } from './mcs-crds.ts';
 import { installImportCRDs } from './import-crds.ts';
-import { Registry } from './resources.ts';
+import { keepApiServices } from './apiservices.ts';
+import { Registry, type AggregatedApi } from './resources.ts';
 import { SimAuth } from './auth.ts';
 import { handle, type SimContext } from './server.ts';
 import { Store } from './store.ts';
@@ -52,6 +53,11 @@ export interface SimClusterOptions {
   mcsCRDs?: boolean | McsRelease;
   /** Install Cluster API's and Karmada's Cluster CRDs: a host cluster Panoptes imports clusters from. */
   importCRDs?: boolean;
+  /**
+   * APIs served behind the aggregator (an APIService with a service; the simulator serves their
+   * resources itself): e.g. `panoptesApis` (apiservices.ts), a host cluster Panoptes is installed in.
+   */
+  aggregatedApis?: AggregatedApi[];
   /**
    * Serve HTTPS with this serving certificate: HTTP/2 (ALPN h2) and HTTP/1.1, or with
    * `http2: false` HTTP/1.1 only; `maxConcurrentStreams` is the HTTP/2 SETTINGS limit
@@ -141,6 +147,8 @@ export async function startSimCluster(opts: SimClusterOptions): Promise<SimClust
 
   const nsInfo = registry.lookup('', 'v1', 'namespaces')!;
   for (const name of systemNamespaces) crud.create(nsInfo, 'v1', undefined, { metadata: { name } });
+  keepApiServices(store, registry);
+  for (const api of opts.aggregatedApis ?? []) registry.addAggregated(api);
   if (opts.mcsCRDs) installMcsCRDs(crud, opts.mcsCRDs === true ? defaultMcsRelease : opts.mcsCRDs);
   if (opts.importCRDs) installImportCRDs(crud);
   if (opts.workload) loadWorkload(crud, { cluster: opts.name, ...(typeof opts.workload === 'object' ? opts.workload : {}) });

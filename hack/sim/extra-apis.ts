@@ -11,11 +11,15 @@ import { matchesLabels, parseLabelSelector } from '../../kube/labels.ts';
 import { StatusError } from '../../kube/status.ts';
 import { ruleAllows, type SimAuth, type SimUser } from './auth.ts';
 import { readBody, sendJson } from './http.ts';
+import type { ApiServiceRef } from './resources.ts';
 import type { Store } from './store.ts';
 import { isObject, kubeTime, type JsonObject, type KObject } from './types.ts';
 
-/** The extra groups, as the registry lists its own (discovery.ts appends them). */
-export const extraGroups = [
+/**
+ * The extra groups, as the registry lists its own (discovery.ts appends them). metrics.k8s.io
+ * is metrics-server's, an aggregated API: its APIService names the Service (apiservices.ts).
+ */
+export const extraGroups: { name: string; version: string; service?: ApiServiceRef; resources: { resource: string; kind: string; singularName: string; namespaced: boolean; verbs: string[] }[] }[] = [
   {
     name: 'authorization.k8s.io',
     version: 'v1',
@@ -27,6 +31,7 @@ export const extraGroups = [
   {
     name: 'metrics.k8s.io',
     version: 'v1beta1',
+    service: { namespace: 'kube-system', name: 'metrics-server', port: 443 },
     resources: [
       { resource: 'nodes', kind: 'NodeMetrics', singularName: '', namespaced: false, verbs: ['get', 'list'] },
       { resource: 'pods', kind: 'PodMetrics', singularName: '', namespaced: true, verbs: ['get', 'list'] },

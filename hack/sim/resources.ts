@@ -1,6 +1,7 @@
 // The resource registry of one simulated cluster: the built-in resources kube-apiserver
 // v1.28 serves (read from the captured discovery documents in ./reference), plus the custom
-// resources of every established CustomResourceDefinition.
+// resources of every established CustomResourceDefinition, plus the resources of aggregated
+// APIs (an APIService with a service: the simulator plays their server too, from its store).
 import { readFileSync } from 'node:fs';
 import { crdPrinterColumns, type PrinterColumn } from '../../kube/table.ts';
 import { isObject, type KObject } from './types.ts';
@@ -34,6 +35,27 @@ export interface ResourceInfo {
   crd?: string;
   /** Custom resources: each served version's additionalPrinterColumns ([] when it has none). */
   printerColumns?: Record<string, PrinterColumn[]>;
+  /** Resources of an aggregated API: the Service its APIService names. */
+  aggregated?: ApiServiceRef;
+}
+
+/** An APIService's `spec.service`. */
+export interface ApiServiceRef {
+  namespace: string;
+  name: string;
+  port?: number;
+}
+
+/**
+ * An API served by an extension apiserver behind the cluster's aggregator (an APIService with
+ * `spec.service`): Panoptes' own panoptes.io on its host cluster, Clusterpedia, a sample
+ * apiserver. The simulator serves its resources from its store, as it serves a CRD's.
+ */
+export interface AggregatedApi {
+  group: string;
+  version: string;
+  service: ApiServiceRef;
+  resources: { resource: string; kind: string; namespaced: boolean; singularName?: string; shortNames?: string[]; verbs?: string[] }[];
 }
 
 interface DiscoveryResource {
@@ -77,6 +99,9 @@ export class Registry {
   private readonly infos = new Map<string, ResourceInfo>();
   private readonly groups: GroupEntry[] = [];
   private readonly crds = new Map<string, string>();
+  private readonly changeListeners: (() => void)[] = [];
+  /** The group versions kube-apiserver itself serves (from the reference discovery), as `group/version`. */
+  private readonly builtin = new Set<string>();
 
   constructor() {
     const apis = readJson('apis.json') as { groups: { name: string; preferredVersion: { version: string } }[] };
@@ -105,6 +130,7 @@ export class Registry {
         entry.resources.get(version)!.push(id);
       }
       this.groups.push(entry);
+      this.builtin.add(`${group}/${version}`);
     }
   }
 
@@ -136,6 +162,53 @@ export class Registry {
     }));
   }
 
+  /**
+   * Every group version served and where from: kube-apiserver itself (`builtin`), a CRD, or an
+   * aggregated API's Service. What the aggregator's APIServices list (apiservices.ts).
+   */
+  groupVersionSources(): { group: string; version: string; source: 'builtin' | 'crd' | ApiServiceRef }[] {
+    return this.groups.flatMap((g) =>
+      g.versions.map((version) => {
+        if (this.builtin.has(`${g.name}/${version}`)) return { group: g.name, version, source: 'builtin' as const };
+        const first = this.infos.get((g.resources.get(version) ?? [])[0] ?? '');
+        return { group: g.name, version, source: first?.aggregated ?? ('crd' as const) };
+      }),
+    );
+  }
+
+  /** Called after the served APIs changed (a CRD came, changed or went; an aggregated API was added). */
+  onChange(listener: () => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  private changed(): void {
+    for (const l of this.changeListeners) l();
+  }
+
+  /** Serves an aggregated API's resources (as its extension apiserver would, behind the aggregator). */
+  addAggregated(api: AggregatedApi): void {
+    let group = this.groups.find((g) => g.name === api.group);
+    if (!group) {
+      group = { name: api.group, versions: [], resources: new Map() };
+      this.groups.push(group);
+    }
+    if (!group.versions.includes(api.version)) group.versions.push(api.version);
+    sortVersions(group.versions);
+    const ids = group.resources.get(api.version) ?? [];
+    for (const r of api.resources) {
+      const id = `${api.group}/${r.resource}`;
+      this.infos.set(id, {
+        id, group: api.group, versions: [api.version], resource: r.resource, kind: r.kind, listKind: `${r.kind}List`,
+        singularName: r.singularName ?? r.kind.toLowerCase(), namespaced: r.namespaced,
+        verbs: r.verbs ?? ['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch'],
+        shortNames: r.shortNames, status: false, generation: true, aggregated: api.service,
+      });
+      if (!ids.includes(id)) ids.push(id);
+    }
+    group.resources.set(api.version, ids);
+    this.changed();
+  }
+
   hasGroupVersion(group: string, version: string): boolean {
     return this.groups.some((g) => g.name === group && g.versions.includes(version));
   }
@@ -147,7 +220,7 @@ export class Registry {
   addCRD(crd: KObject): ResourceInfo {
     const spec = crd.spec as CRDSpec;
     const name = crd.metadata.name!;
-    this.removeCRD(name);
+    this.dropCRD(name);
     const served = spec.versions.filter((v) => v.served);
     served.sort((a, b) => Number(b.storage) - Number(a.storage));
     const storage = served[0];
@@ -176,11 +249,18 @@ export class Registry {
       group.resources.set(v, ids);
     }
     sortVersions(group.versions);
+    this.changed();
     return info;
   }
 
   /** Stops serving a CRD's resource; returns its collection id. */
   removeCRD(name: string): string | undefined {
+    const id = this.dropCRD(name);
+    if (id) this.changed();
+    return id;
+  }
+
+  private dropCRD(name: string): string | undefined {
     const id = this.crds.get(name);
     if (!id) return undefined;
     this.crds.delete(name);
