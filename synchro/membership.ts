@@ -158,6 +158,10 @@ export class Membership {
   private readonly held = new Map<string, Held>();
   /** performance.now() when the last successful heartbeat was sent. */
   private heartbeatSentAt = 0;
+  /** performance.now() when the heartbeat under way was sent (undefined: none under way). */
+  private heartbeatPendingSince?: number;
+  /** Why the last heartbeat failed ('' since one succeeded). */
+  private heartbeatFailure = '';
 
   readonly instance = randomUUID();
   private readonly machine: Machine;
@@ -208,12 +212,33 @@ export class Membership {
       }, this.settings.renewIntervalMs);
     };
     loop();
+    const every = Math.max(50, Math.min(500, this.settings.renewIntervalMs / 2));
+    let ranAt = performance.now();
     this.watchdog = setInterval(() => {
       const now = performance.now();
+      // The interval fires every `every` ms while the event loop runs: a gap far longer is
+      // time this process did not run at all (SIGSTOP, a frozen node or VM, a GC storm, a
+      // blocking call), during which nothing could be written, whatever storage did.
+      const stalledMs = now - ranAt - every;
+      ranAt = now;
       const deadline = this.deadlineMs;
-      if (this.phase === 'member' && now - this.heartbeatSentAt > deadline) this.leave(`storage unreachable: no heartbeat written for ${Math.round((now - this.heartbeatSentAt) / 1000)} s`);
+      if (this.phase === 'member' && now - this.heartbeatSentAt > deadline) this.leave(this.overdue(now, stalledMs > Math.max(1000, 4 * every) ? stalledMs : 0));
       for (const [name, h] of [...this.held]) if (now - h.renewedAt > deadline) this.lose(name, h.epoch, 'renew-timeout');
-    }, Math.max(50, Math.min(500, this.settings.renewIntervalMs / 2)));
+    }, every);
+  }
+
+  /**
+   * Why the heartbeat is overdue, by what was measured: the process itself did not run
+   * (`stalledMs`, the event loop's gap), the last write failed, the write sent is still
+   * unanswered, or none was sent.
+   */
+  private overdue(now: number, stalledMs: number): string {
+    const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+    const since = s(now - this.heartbeatSentAt);
+    if (stalledMs > 0) return `the process did not run for ${s(stalledMs)} (paused? a stopped process, a frozen node or a long garbage collection): its heartbeat, last written ${since} ago, and its leases may have expired meanwhile`;
+    if (this.heartbeatFailure) return `storage unreachable: no heartbeat written for ${since}; the last attempt failed: ${this.heartbeatFailure}`;
+    if (this.heartbeatPendingSince !== undefined) return `storage too slow: no heartbeat written for ${since}; the one sent ${s(now - this.heartbeatPendingSince)} ago is still unanswered`;
+    return `no heartbeat written for ${since}: none was sent (the event loop is too busy to run the renewal)`;
   }
 
   /**
@@ -360,7 +385,17 @@ export class Membership {
   private async heartbeat(replacing?: string | null): Promise<{ now: number; heldBy?: Member }> {
     const sentAt = performance.now();
     const record: MemberRecord = { id: this.identity, host: this.machine.host, pid: this.machine.pid, bootId: this.machine.bootId, pidNamespace: this.machine.pidNamespace, instance: this.instance };
-    const r = await this.store.heartbeat(record, this.settings.leaseTtlMs, replacing ?? undefined);
+    this.heartbeatPendingSince = sentAt;
+    let r: Awaited<ReturnType<Store['heartbeat']>>;
+    try {
+      r = await this.store.heartbeat(record, this.settings.leaseTtlMs, replacing ?? undefined);
+    } catch (err) {
+      this.heartbeatFailure = (err as Error).message;
+      throw err;
+    } finally {
+      if (this.heartbeatPendingSince === sentAt) this.heartbeatPendingSince = undefined;
+    }
+    this.heartbeatFailure = '';
     if (r.heldBy || this.phase === 'stopped') return r;
     this.heartbeatSentAt = sentAt;
     if (this.phase === 'out') {
