@@ -2,7 +2,7 @@
 // it holds: one owner for the membership and ownership state, in the shape of client-go's
 // leader election (tools/leaderelection: one LeaderElector holding the observed record and
 // the time it observed it, whose transitions call OnStartedLeading / OnStoppedLeading),
-// generalised to many leases split by rendezvous hashing.
+// generalised to many leases split by bounded-load rendezvous hashing.
 //
 // The state, all of it:
 //   phase      out (not counted: not joined yet, or left because it cannot work) | member | stopped
@@ -27,7 +27,7 @@ import { clusterLease, compactorLease, type Fence } from '../storage/leases.ts';
 import type { Member, MemberRecord } from '../storage/members.ts';
 import type { Store } from '../storage/store.ts';
 import type { SynchroMetrics } from './metrics.ts';
-import { ownerOf } from './rendezvous.ts';
+import { assignment, ownerOf } from './rendezvous.ts';
 
 export interface ShardSettings {
   /** This process's name among the members (default: host name and a random id, unique per process). */
@@ -268,18 +268,22 @@ export class Membership {
   }
 
   /**
-   * The members as they are now, and this member's share of `clusters` by rendezvous
-   * hashing: what it holds and is no longer its own is stopped (stopWork) and released, so
-   * the new owner starts at once; what is its own is acquired (a lease still held elsewhere
-   * is tried again on the next pass). Out of the membership, its share is empty. Returns the
-   * clusters it holds, the owner of each of the others, and the database's now.
+   * The members as they are now, and this member's share of `clusters` by bounded-load
+   * rendezvous hashing (rendezvous.ts: assignment), except `removals` (clusters only left in
+   * storage, one delete each: no load), which go by plain rendezvous: what it holds and is no
+   * longer its own is stopped (stopWork) and released, so the new owner starts at once; what
+   * is its own is acquired (a lease still held elsewhere is tried again on the next pass).
+   * Out of the membership, its share is empty. Returns the clusters it holds, the owner of
+   * each of the others, and the database's now.
    */
-  async share(clusters: Iterable<string>, stopWork: (cluster: string) => Promise<void>): Promise<{ mine: string[]; others: Map<string, string>; now: number }> {
+  async share(clusters: Iterable<string>, stopWork: (cluster: string) => Promise<void>, removals: ReadonlySet<string> = new Set()): Promise<{ mine: string[]; others: Map<string, string>; now: number }> {
     const now = await this.observe();
     const mine = new Set<string>();
     const others = new Map<string, string>();
-    for (const c of clusters) {
-      const owner = this.isMember ? ownerOf(c, this.observed.live) : undefined;
+    const all = [...clusters];
+    const balanced = this.isMember ? assignment(all.filter((c) => !removals.has(c)), this.observed.live) : new Map<string, string>();
+    for (const c of all) {
+      const owner = !this.isMember ? undefined : removals.has(c) ? ownerOf(c, this.observed.live) : balanced.get(c);
       if (owner === this.identity) mine.add(c);
       else if (owner !== undefined) others.set(c, owner);
     }

@@ -174,8 +174,8 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
 
   /**
    * Makes this process run exactly its share: the clusters of the configuration (and those
-   * still in storage, to remove them) that rendezvous hashing gives to this member among the
-   * live ones (none while it is out of the membership); then marks the clusters of other
+   * still in storage, to remove them) that bounded-load rendezvous hashing gives to this
+   * member among the live ones (none while it is out of the membership); then marks the clusters of other
    * members that nobody syncs, and takes the compactor lease when it is free.
    */
   async function reconcile(): Promise<void> {
@@ -183,7 +183,8 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     const sources = importer ? await store.listOwnObjects(clusterSourceResource) : [];
     importer?.follow(sources);
     const desired = await desiredClusters(store, config.current, hostSecrets, opts.memberNetworks, importer);
-    const { mine, others, now } = await membership.share(desired.universe, (name) => work.stop(name));
+    const removals = new Set([...desired.universe].filter((n) => !desired.configured.has(n) && !desired.invalid.has(n) && !desired.api.objects.has(n)));
+    const { mine, others, now } = await membership.share(desired.universe, (name) => work.stop(name), removals);
     for (const name of mine) {
       if (stopped) return;
       if (membership.epoch(clusterLease(name)) !== undefined) await work.apply(name, desired);
