@@ -9,7 +9,7 @@ import { startSynchro } from '../../synchro/synchro.ts';
 import { IdentityConflictError } from '../../synchro/membership.ts';
 import { parseFlags, waitForSignal, type Command } from '../command.ts';
 import { parseInsecureListen, serveFlagHelp, serveFlagSpec, startServing } from './apiserver.ts';
-import { commonFlags, openStorage } from './serve.ts';
+import { commonFlags, openStorage, storageWaitFlagHelp } from './serve.ts';
 import { parseSynchroFlags, synchroFlagHelp, synchroFlagSpec } from './synchro-flags.ts';
 import { memberHttp2FlagHelp } from './member-http2-flag.ts';
 import { memberNetworksFlagHelp } from './member-networks-flag.ts';
@@ -28,6 +28,7 @@ Metrics of both halves are at /metrics of the apiserver listener.
 
 Flags:
   --storage URL                 default sqlite:./data/panoptes.db (env PANOPTES_STORAGE), or postgres://...
+${storageWaitFlagHelp}
 ${synchroFlagHelp}
 ${serveFlagHelp}
 ${memberNetworksFlagHelp}
@@ -36,16 +37,17 @@ ${memberHttp2FlagHelp}
   async run(argv) {
     const { values } = parseFlags(argv, {
       storage: { type: 'string' },
+      'storage-wait': { type: 'string' },
       'log-level': { type: 'string' },
       ...synchroFlagSpec,
       ...serveFlagSpec,
     });
-    const { storage } = commonFlags(values);
+    const { storage, storageWaitMs } = commonFlags(values);
     const source = parseSynchroFlags(values);
     parseInsecureListen(values['insecure-listen']);
 
     const log = logger('all-in-one');
-    const store = await openStorage(storage, 'all-in-one');
+    const store = await openStorage(storage, 'all-in-one', storageWaitMs);
     const registry = new Registry();
     let synchro: Awaited<ReturnType<typeof startSynchro>> | undefined;
     let server: Awaited<ReturnType<typeof startServing>> | undefined;

@@ -13,7 +13,7 @@ import { memoryFlagHelp, memoryFlags, memoryFlagSpec, type MemoryFlagValues } fr
 import { queryBudgetFlagHelp, queryBudgetFlags, queryBudgetFlagSpec, type QueryBudgetFlagValues } from './query-budget-flags.ts';
 import { memberHttp2Flag, memberHttp2FlagHelp, memberHttp2FlagSpec } from './member-http2-flag.ts';
 import { memberNetworksFlag, memberNetworksFlagHelp, memberNetworksFlagSpec } from './member-networks-flag.ts';
-import { commonFlags, openStorage } from './serve.ts';
+import { commonFlags, openStorage, storageWaitFlagHelp } from './serve.ts';
 import { storageReadFlagHelp, storageReadFlags, storageReadFlagSpec } from './storage-read-flags.ts';
 import { ReadPool } from '../../storage/read-pool.ts';
 import { summaries } from './summaries.ts';
@@ -250,6 +250,7 @@ serves plain HTTP on loopback WITHOUT authentication (development only).
 Flags:
   --storage URL                 where state and the change log live (env PANOPTES_STORAGE)
                                 sqlite:PATH (default sqlite:./data/panoptes.db) or postgres://user@host:5432/db
+${storageWaitFlagHelp}
 ${storageReadFlagHelp}
 ${serveFlagHelp}
 ${memberSourceFlagHelp}
@@ -257,17 +258,17 @@ ${memberNetworksFlagHelp}
 ${memberHttp2FlagHelp}
   --log-level LEVEL             debug, info (default), warn or error`,
   async run(argv) {
-    const { values: parsed } = parseFlags(argv, { storage: { type: 'string' }, 'log-level': { type: 'string' }, ...storageReadFlagSpec, ...serveFlagSpec, ...memberSourceFlagSpec });
+    const { values: parsed } = parseFlags(argv, { storage: { type: 'string' }, 'storage-wait': { type: 'string' }, 'log-level': { type: 'string' }, ...storageReadFlagSpec, ...serveFlagSpec, ...memberSourceFlagSpec });
     // Secure serving unless plain HTTP is asked for explicitly.
     const values = parsed['insecure-listen'] === undefined && parsed['secure-port'] === undefined ? { ...parsed, 'secure-port': '8443' } : parsed;
-    const { storage } = commonFlags(values);
+    const { storage, storageWaitMs } = commonFlags(values);
     const standbys = storageReadFlags(values, storage);
     parseInsecureListen(values['insecure-listen']);
     memberNetworksFlag(values);
     memberHttp2Flag(values);
     const members = memberSourceFlags(values);
     const log = logger('apiserver');
-    const store = await openStorage(storage, 'apiserver');
+    const store = await openStorage(storage, 'apiserver', storageWaitMs);
     let reads: ReadPool | undefined;
     let server: Awaited<ReturnType<typeof startServing>>;
     try {
