@@ -35,6 +35,7 @@ import { SynchroMetrics, serveMetrics } from './metrics.ts';
 import { defaultCompaction, startCompactor, type CompactionOptions } from './compactor.ts';
 import { defaultShardSettings, Membership, type MembershipState, type ShardSettings } from './membership.ts';
 import { NotSyncedMarker } from './not-synced.ts';
+import { readiness, readyzAnswer, type CheckResult } from './readiness.ts';
 import { McsDispatcher, type DispatcherOptions } from './mcs/dispatcher.ts';
 
 export interface SynchroOptions {
@@ -90,6 +91,8 @@ export interface SynchroHandle {
   configError(): string | undefined;
   /** This process's name among the synchro members. */
   readonly identity: string;
+  /** Whether it can do its work (its /readyz): configuration loaded, storage answering, a member; each check and why it fails. */
+  readiness(): Promise<CheckResult[]>;
   /** Whether it is a member (and why not), the live members, the leases it holds. */
   membership(): MembershipState;
   readonly metrics: SynchroMetrics;
@@ -217,8 +220,9 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     await membership.stop();
     await metricsServer?.close();
   };
+  const ready = () => readiness({ loaded: () => config.current !== undefined, configError: () => config.error, ping: () => store.ping(), membership: () => membership.state(), metrics });
   if (opts.metricsListen) {
-    metricsServer = await serveMetrics(metrics.registry, opts.metricsListen);
+    metricsServer = await serveMetrics(metrics.registry, opts.metricsListen, async (verbose) => readyzAnswer(await ready(), verbose));
     log.info('metrics listening', { url: metricsServer.url });
   }
   log.info('synchro starting', {
@@ -253,8 +257,11 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
       : startCompactor(store, { ...defaultCompaction, ...opts.compaction }, log, { fence: () => membership.fence(compactorLease), onFenced: (f) => membership.fenced(f.lease, f.epoch) });
   // Members come and go: check the share on an interval (a pass only queries when nothing changed).
   const assignTimer = setInterval(() => {
-    if (!stopped) void enqueue(reconcile, 'assigning clusters to synchro members');
+    if (stopped) return;
+    void enqueue(reconcile, 'assigning clusters to synchro members');
+    void ready().catch(() => undefined);
   }, shards.assignIntervalMs);
+  void ready().catch(() => undefined);
 
   return {
     identity: membership.identity,
@@ -263,6 +270,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     reload,
     configError: () => config.error,
     membership: () => membership.state(),
+    readiness: ready,
     clusters: () => work.statuses(),
     async waitForInitialSync(timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
