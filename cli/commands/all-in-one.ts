@@ -2,6 +2,7 @@
 // via better-sqlite3 is synchronous: two Stores on one file in one process could deadlock on
 // the file lock) and one metrics registry, served at /metrics of the apiserver.
 import { Registry } from 'prom-client';
+import type { HealthCheck } from '../../apiserver/health.ts';
 import { ApiserverMetrics } from '../../apiserver/metrics.ts';
 import { logger } from '../../lib/log.ts';
 import { SynchroMetrics } from '../../synchro/metrics.ts';
@@ -58,7 +59,15 @@ ${memberHttp2FlagHelp}
         ...(source.kubeconfig ? { kubeconfig: source.kubeconfig, contexts: source.contexts } : {}),
         ...(source.hostCluster ? { hostCluster: source.hostCluster, credentialsNamespace: source.credentialsNamespace } : {}),
       };
-      server = await startServing(store, values, logger('apiserver'), new ApiserverMetrics(registry), { members });
+      // /readyz of the one listener fails while the synchro half cannot work either (storage is checked already).
+      const synchroReady = (name: 'config' | 'membership'): HealthCheck => ({
+        name: `synchro-${name}`,
+        check: async () => {
+          if (!synchro) return 'not started yet';
+          return (await synchro.readiness()).find((r) => r.name === name)?.failure;
+        },
+      });
+      server = await startServing(store, values, logger('apiserver'), new ApiserverMetrics(registry), { members, readyChecks: [synchroReady('config'), synchroReady('membership')] });
       synchro = await startSynchro({
         store,
         ...source,

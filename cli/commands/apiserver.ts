@@ -1,5 +1,6 @@
 // `panoptes apiserver`: serves discovery, list and get (watch: apiserver/watch-route.ts)
 // from storage. Stateless: run any number of replicas on one PostgreSQL.
+import type { HealthCheck } from '../../apiserver/health.ts';
 import { createApiserver } from '../../apiserver/server.ts';
 import { secureFlagHelp, secureFlagSpec, secureServingFromFlags, type SecureFlagValues } from '../../apiserver/auth/config.ts';
 import { ApiserverMetrics } from '../../apiserver/metrics.ts';
@@ -161,15 +162,15 @@ export async function startServing(
   values: ServeFlagValues,
   log: Logger,
   metrics?: ApiserverMetrics,
-  opts: { reads?: ReadPool; members?: MemberSources } = {},
+  opts: { reads?: ReadPool; members?: MemberSources; readyChecks?: HealthCheck[] } = {},
 ): Promise<{ url: string; close: () => Promise<void> }> {
-  const { reads, members = {} } = opts;
+  const { reads, members = {}, readyChecks } = opts;
   const secureMode = (Object.keys(secureFlagSpec) as (keyof SecureFlagValues)[]).some((k) => values[k] !== undefined);
-  if (secureMode) return startSecureServing(store, values, log, metrics, members, reads);
+  if (secureMode) return startSecureServing(store, values, log, metrics, members, reads, readyChecks);
   const { host, port } = parseInsecureListen(values['insecure-listen']);
   const limits = servingLimits(values);
   const { proxy, stop: stopProxy } = await proxyOptions(store, values, members, log, false);
-  const api = await createApiserver({ store, reads, limits, metrics, log, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memoryFlags(values) });
+  const api = await createApiserver({ store, reads, readyChecks, limits, metrics, log, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memoryFlags(values) });
   let url: string;
   try {
     url = await api.listen(host, port);
@@ -199,6 +200,7 @@ async function startSecureServing(
   metrics: ApiserverMetrics | undefined,
   members: MemberSources,
   reads: ReadPool | undefined,
+  readyChecks: HealthCheck[] | undefined,
 ): Promise<{ url: string; close: () => Promise<void> }> {
   if (values['insecure-listen'] !== undefined) throw new UsageError('--insecure-listen (development: no TLS, no authentication) and the secure serving flags exclude each other');
   const limits = servingLimits(values);
@@ -208,7 +210,7 @@ async function startSecureServing(
     secure.stop();
     throw err;
   });
-  const api = await createApiserver({ store, reads, limits, metrics, log, secure, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memory });
+  const api = await createApiserver({ store, reads, readyChecks, limits, metrics, log, secure, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, ...memory });
   let url: string;
   try {
     url = await api.listen(secure.host, secure.port);
