@@ -1,17 +1,9 @@
 // all-in-one's one listener: /readyz fails, naming the synchro half's check, while that half
 // cannot work (its clusters file does not parse at start), and passes once it can; /livez stays ok.
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../hack/postgres.ts';
 import t from 'tap';
 import { spawnPanoptes, tempDir, waitUntil, writeClusters, type PanoptesProcess } from '../synchro/testutil.ts';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
 
 const get = async (url: string) => {
   const res = await fetch(url);

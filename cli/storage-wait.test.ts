@@ -3,19 +3,11 @@
 // reason, no stack trace; retried with backoff for --storage-wait, then exit 1; a stop
 // meanwhile exits 0; a failure that waiting cannot cure (a file that cannot be made) exits 1 at once.
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as wait } from 'node:timers/promises';
+import { freePort } from '../hack/postgres.ts';
 import t, { type Test } from 'tap';
 import { spawnPanoptes, tempDir, waitUntil, type PanoptesProcess } from '../synchro/testutil.ts';
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
 
 const procs: PanoptesProcess[] = [];
 t.teardown(async () => {
@@ -50,7 +42,7 @@ function checkLines(t: Test, p: PanoptesProcess, port: number) {
 }
 
 t.test('synchro: retries with backoff for --storage-wait, then exits 1', async (t) => {
-  const port = await closedPort();
+  const port = await freePort();
   const p = start('synchro', ['synchro', '--storage', `postgres://admin:hunter2@127.0.0.1:${port}/panoptes`, '--storage-wait', '3s', '--metrics-listen', 'off']);
   t.equal(await exitOf(p), 1, 'exit 1');
   const attempts = checkLines(t, p, port);
@@ -62,7 +54,7 @@ t.test('synchro: retries with backoff for --storage-wait, then exits 1', async (
 });
 
 t.test('all-in-one: keeps retrying until stopped, then exits 0', async (t) => {
-  const port = await closedPort();
+  const port = await freePort();
   const p = start('all-in-one', ['all-in-one', '--storage', `postgres://admin:hunter2@127.0.0.1:${port}/panoptes`, '--insecure-listen', '127.0.0.1:0']);
   await waitUntil('two attempts logged', () => p.log.filter((l) => l.includes('retrying in')).length >= 2, 90_000, 100);
   p.child.kill('SIGTERM');
@@ -72,7 +64,7 @@ t.test('all-in-one: keeps retrying until stopped, then exits 0', async (t) => {
 });
 
 t.test('apiserver --storage-wait 0s: one attempt, exit 1', async (t) => {
-  const port = await closedPort();
+  const port = await freePort();
   const p = start('apiserver', ['apiserver', '--storage', `postgres://admin:hunter2@127.0.0.1:${port}/panoptes`, '--storage-wait', '0s', '--insecure-listen', '127.0.0.1:0']);
   t.equal(await exitOf(p), 1);
   checkLines(t, p, port);
