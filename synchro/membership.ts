@@ -385,10 +385,27 @@ export class Membership {
     await this.store.removeMember(this.identity, this.instance).catch((err: Error) => this.log.warn('leaving the member list failed', { err }));
   }
 
+  /** What the member row reports of the configuration (the clusters file's current problem); set by the wiring. */
+  configError: () => string | undefined = () => undefined;
+
+  private record(): MemberRecord {
+    return { id: this.identity, host: this.machine.host, pid: this.machine.pid, bootId: this.machine.bootId, pidNamespace: this.machine.pidNamespace, instance: this.instance, configError: this.configError() ?? null };
+  }
+
+  /**
+   * Out because it cannot work (not wanted): the row is written expired, so the fleet (and
+   * whoever reads the member list) sees this process and its configuration problem without
+   * counting it. Refused, and ignored, while another live instance holds the identity.
+   */
+  private async reportOut(): Promise<void> {
+    if (this.phase !== 'out') return;
+    await this.store.heartbeat(this.record(), 0).catch((err: Error) => this.log.debug('reporting the member row failed', { err }));
+  }
+
   /** Writes the heartbeat; a success makes this process a member. `replacing`: an instance provably gone, whose row may be taken. */
   private async heartbeat(replacing?: string | null): Promise<{ now: number; heldBy?: Member }> {
     const sentAt = performance.now();
-    const record: MemberRecord = { id: this.identity, host: this.machine.host, pid: this.machine.pid, bootId: this.machine.bootId, pidNamespace: this.machine.pidNamespace, instance: this.instance };
+    const record = this.record();
     this.heartbeatPendingSince = sentAt;
     let r: Awaited<ReturnType<Store['heartbeat']>>;
     try {
@@ -412,7 +429,7 @@ export class Membership {
 
   /** Every renewIntervalMs: the heartbeat (or a new attempt to join), then every held lease. */
   private async tick(): Promise<void> {
-    if (!this.wanted) return;
+    if (!this.wanted) return this.reportOut();
     const sentAt = performance.now();
     const snapshot = [...this.held].map(([name, h]) => ({ name, epoch: h.epoch }));
     try {
@@ -459,13 +476,20 @@ export class Membership {
     const { now, members } = await this.store.members();
     const live = new Set<string>(this.isMember ? [this.identity] : []);
     const deadHere: string[] = [];
+    let out = 0;
+    let configErrors = this.configError() ? 1 : 0;
     for (const m of members) {
       if (m.id === this.identity) continue;
       if (provablyGone(m, this.machine)) deadHere.push(m.id);
       else if (m.expiresAt > now) live.add(m.id);
+      else if (now - m.heartbeatAt < this.settings.leaseTtlMs) out++; // reports itself out (its row written expired)
+      else continue;
+      if (m.configError && !deadHere.includes(m.id)) configErrors++;
     }
     this.observed = { live: [...live].sort(), deadHere };
     this.metrics.members.set(live.size);
+    this.metrics.membersOut.set(out);
+    this.metrics.membersConfigErrors.set(configErrors);
     return now;
   }
 

@@ -26,6 +26,8 @@ export class SynchroMetrics {
   readonly ready: Gauge;
   readonly configError: Gauge;
   readonly membership: Gauge<'phase'>;
+  readonly membersOut: Gauge;
+  readonly membersConfigErrors: Gauge;
   readonly rvLockWait: Histogram<'cluster'>;
   readonly openapiFetches: Counter<'cluster' | 'format' | 'result'>;
   readonly quarantinedEvents: Counter<'cluster' | 'resource'>;
@@ -60,6 +62,8 @@ export class SynchroMetrics {
     this.members = new Gauge({ name: 'panoptes_synchro_members', help: 'Live synchro processes seen in storage', registers: r });
     this.ready = new Gauge({ name: 'panoptes_synchro_ready', help: '1 while this synchro process can do its work (its /readyz): configuration loaded, storage answering, a member', registers: r });
     this.configError = new Gauge({ name: 'panoptes_synchro_config_error', help: '1 while the clusters file (or kubeconfig) does not load; the last good configuration, if any, stays in effect', registers: r });
+    this.membersOut = new Gauge({ name: 'panoptes_synchro_members_out', help: 'Other synchro processes that report themselves out of the membership (they run, but cannot work: their clusters file never loaded), as last read', registers: r });
+    this.membersConfigErrors = new Gauge({ name: 'panoptes_synchro_members_config_errors', help: 'Synchro processes, live or out, whose member row reports a configuration error (this one included), as last read', registers: r });
     this.membership = new Gauge({ name: 'panoptes_synchro_membership', help: "This process's phase among the synchro members, 1 for the current one: out (cannot work: not joined, storage unreachable, identity held elsewhere), member, stopped", labelNames: ['phase'], registers: r });
     this.rvLockWait = new Histogram({ name: 'panoptes_synchro_rv_lock_wait_seconds', help: "Time a batch waited for the change log's rv counter (held by other writers until they commit)", labelNames: ['cluster'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: r });
     this.quarantinedEvents = new Counter({

@@ -48,6 +48,12 @@ t.test('readyz follows what the process can do; healthz stays ok', async (t) => 
   t.equal(await metric('panoptes_synchro_ready'), 0);
   t.equal(await metric('panoptes_synchro_config_error'), 1);
   t.equal(await metric('panoptes_synchro_membership{phase="out"}'), 1);
+  const reported = await waitUntil('the member row reports the error', async () => {
+    const { now, members } = await real.members();
+    const row = members.find((m) => m.id === 'one');
+    return row?.configError && row.expiresAt <= now ? row : undefined;
+  }, 10_000);
+  t.match(reported?.configError, /clusters\.yaml/, 'storage has the config error of a member that is out, not counted live');
 
   writeClusters(file, []);
   await waitUntil('ready once the file parses', async () => (await get(`${base}/readyz`)).status === 200, 20_000, 100);
@@ -56,6 +62,7 @@ t.test('readyz follows what the process can do; healthz stays ok', async (t) => 
   t.match(verbose.body, /^\[\+\]config ok\n\[\+\]storage ok\n\[\+\]membership ok: one, one of 1 live members\nreadyz check passed\n$/);
   t.equal(await metric('panoptes_synchro_ready'), 1);
   t.equal(await metric('panoptes_synchro_membership{phase="member"}'), 1);
+  t.match((await real.members()).members, [{ id: 'one', configError: null }], 'a member with a good file reports none');
 
   writeFileSync(file, 'clusters: [ {name: x\n');
   await waitUntil('the file broke again', () => h.configError() !== undefined, 10_000);

@@ -127,6 +127,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     dispatcher?.lost(lease.slice(clusterLease('').length), epoch);
     work.lost(lease.slice(clusterLease('').length), epoch);
   });
+  membership.configError = () => config.error;
   // A cluster leaving this member is no longer written to before its lease is released.
   const work: ClusterWork = new ClusterWork(deps, membership, async (name: string): Promise<void> => dispatcher?.release(name));
   const dispatcher: McsDispatcher | undefined = opts.mcs === false ? undefined : new McsDispatcher({ store, membership, source: work, metrics, log, options: opts.mcs });
