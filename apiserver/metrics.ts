@@ -4,6 +4,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { registerProcessMetrics } from '../lib/process-metrics.ts';
 import type { ReadDatabaseStatus, ReadPool } from '../storage/read-pool.ts';
+import type { Store } from '../storage/store.ts';
 
 export type MetricVerb = 'list' | 'get' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'discovery' | 'openapi' | 'health' | 'metrics' | 'proxy' | 'other';
 
@@ -74,6 +75,46 @@ export class ApiserverMetrics {
     new Gauge({ name: 'panoptes_storage_read_lag_resource_versions', help: 'Changes the primary has that the standby has not replayed', labelNames, registers, collect() { each(this, (s) => s.lagRv); } });
     new Gauge({ name: 'panoptes_storage_read_lag_seconds', help: 'How long the primary has had a change the standby has not replayed', labelNames, registers, collect() { each(this, (s) => s.lagSeconds); } });
     new Gauge({ name: 'panoptes_storage_read_primary_fallbacks', help: 'Most-recent reads the standby did not catch up for within the wait, served by the primary (since start)', registers, collect() { this.set(pool.fallbacks); } });
+  }
+
+  private followingMembers = false;
+
+  /**
+   * The synchro members as storage has them (synchro_members), read at each scrape: how many
+   * are live, how many report themselves out (a row written expired, within the last minute:
+   * the process runs but cannot work), and which rows report a configuration error.
+   */
+  followMembers(store: Pick<Store, 'members'>): void {
+    if (this.followingMembers) return;
+    this.followingMembers = true;
+    const registers = [this.registry];
+    // Storage down: no series (and /metrics still answers; /readyz says why).
+    const read = async () => {
+      const { now, members } = await store.members().catch(() => ({ now: 0, members: [] }));
+      const state = (m: (typeof members)[number]) => (m.expiresAt > now ? 'live' : m.heartbeatAt === m.expiresAt && now - m.heartbeatAt < 60_000 ? 'out' : 'expired');
+      return members.map((m) => ({ id: m.id, state: state(m), configError: m.configError !== null }));
+    };
+    new Gauge({
+      name: 'panoptes_fleet_synchro_members',
+      help: 'Synchro processes in storage by state: live (counted in the membership), out (running, reporting that they cannot work), expired (no heartbeat since their TTL)',
+      labelNames: ['state'],
+      registers,
+      async collect() {
+        const all = await read();
+        this.reset();
+        for (const state of ['live', 'out', 'expired']) this.set({ state }, all.filter((m) => m.state === state).length);
+      },
+    });
+    new Gauge({
+      name: 'panoptes_fleet_synchro_member_config_error',
+      help: "1 for a synchro process (live or out) whose member row reports a configuration error (its clusters file does not load)",
+      labelNames: ['member'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const m of await read()) if (m.state !== 'expired' && m.configError) this.set({ member: m.id }, 1);
+      },
+    });
   }
 
   observe(verb: MetricVerb, group: string, resource: string, code: number, seconds: number): void {

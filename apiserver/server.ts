@@ -175,6 +175,7 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
   };
   const checks = { healthz: [pingCheck], livez: [pingCheck], readyz: [pingCheck, reads.hasStandbys ? readStorageCheck(reads) : storageCheck(opts.store), catalogCheck(catalog), ...(opts.readyChecks ?? [])] };
   if (reads.hasStandbys) metrics.followReads(reads);
+  metrics.followMembers(opts.store);
 
   const app = new Koa();
   app.silent = true;

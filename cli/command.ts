@@ -16,6 +16,17 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** The command has said why it stops (a log line): exit with `code`, printing nothing more. */
+export class ExitError extends Error {
+  override name = 'ExitError';
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 type Options = NonNullable<ParseArgsConfig['options']>;
 
 /**

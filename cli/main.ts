@@ -1,5 +1,5 @@
 // The `panoptes` command: dispatches to one subcommand.
-import { UsageError } from './command.ts';
+import { ExitError, UsageError } from './command.ts';
 import { commands, type CommandEntry } from './commands/index.ts';
 
 function overview(): string {
@@ -36,6 +36,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await command.run(rest);
   } catch (err) {
+    if (err instanceof ExitError) return err.code;
     if (err instanceof UsageError) {
       console.error(`panoptes ${command.name}: ${err.message}\n\n${command.usage}`);
       return 2;

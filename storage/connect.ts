@@ -2,6 +2,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
+import { logger } from '../lib/log.ts';
+import { redact as redactText } from '../lib/redact.ts';
 import { guardStatements } from './bound-values.ts';
 import { postgres, sqlite, sqliteFunctions, type Dialect } from './dialect.ts';
 
@@ -140,7 +142,49 @@ export function connect(url: string, opts: ConnectOptions = {}): Connection {
     },
     pool: { min: 0, max: opts.poolMax ?? 10 },
     compileSqlOnError: false,
+    log: driverLog,
   });
   guardStatements(knex);
-  return { knex, dialect, display: redact(target) };
+  return { knex, dialect, display: displayStorageUrl(url) };
+}
+
+/** `url` as logs show it: without its password (and every log line goes through lib/redact.ts). */
+export function displayStorageUrl(url: string): string {
+  const { dialect, target } = parseStorageUrl(url);
+  return dialect.name === 'sqlite' ? `sqlite:${target}` : redact(target);
+}
+
+/**
+ * The driver's own warnings, as one line each without a stack. A connection that cannot be
+ * made is not one: the query that wanted it fails with the same error, and says so.
+ */
+const driverLog = {
+  warn(message: string) {
+    if (message.startsWith('Acquire connection error')) return;
+    logger('storage').warn(String(message).split('\n')[0]);
+  },
+};
+
+/** Error codes of a database that does not answer (yet): the network's, and PostgreSQL's own. */
+const unreachableCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
+
+/** What went wrong, in one line: an AggregateError (every address of a host refused) says each. */
+export function describeStorageError(err: unknown): string {
+  if (err instanceof AggregateError && err.errors.length > 0 && !err.message) return [...new Set(err.errors.map(describeStorageError))].join('; ');
+  const e = err as { message?: string; code?: string };
+  return redactText((e.message || e.code || String(err)).split('\n')[0]);
+}
+
+/**
+ * Whether `err` says the database cannot be reached (now): refused, reset, timed out, a
+ * host name not resolved, a server starting up or shutting down, no connection slot left,
+ * connection class 08. Worth waiting for, as kube components wait for their storage; a
+ * wrong password, a missing database or a bad file is not.
+ */
+export function isStorageUnreachable(err: unknown): boolean {
+  if (err instanceof AggregateError) return err.errors.length > 0 && err.errors.every(isStorageUnreachable);
+  const e = err as { code?: unknown; name?: unknown; message?: unknown };
+  if (typeof e?.code === 'string' && (unreachableCodes.has(e.code) || e.code.startsWith('08'))) return true;
+  if (e?.name === 'KnexTimeoutError') return true;
+  return typeof e?.message === 'string' && /^Connection terminated|^timeout expired|connection timeout/i.test(e.message);
 }

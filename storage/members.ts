@@ -23,10 +23,12 @@ export interface Member {
   startedAt: number;
   heartbeatAt: number;
   expiresAt: number;
+  /** The member's configuration problem as it last reported it (null: none, or an older release). */
+  configError: string | null;
 }
 
 /** What a member writes with each heartbeat. */
-export type MemberRecord = Pick<Member, 'id' | 'host' | 'pid'> & { bootId?: string | null; pidNamespace?: string | null; instance: string };
+export type MemberRecord = Pick<Member, 'id' | 'host' | 'pid'> & { bootId?: string | null; pidNamespace?: string | null; instance: string; configError?: string | null };
 
 export interface HeartbeatResult {
   /** The database's clock when the heartbeat was written (or refused). */
@@ -45,6 +47,7 @@ interface MemberRow {
   started_at: number | string;
   heartbeat_at: number | string;
   expires_at: number | string;
+  config_error?: string | null;
 }
 
 const toMember = (r: MemberRow): Member => ({
@@ -57,10 +60,12 @@ const toMember = (r: MemberRow): Member => ({
   startedAt: Number(r.started_at),
   heartbeatAt: Number(r.heartbeat_at),
   expiresAt: Number(r.expires_at),
+  configError: r.config_error ?? null,
 });
 
 /**
- * Records that instance `m.instance` of member `m.id` is alive until now + ttl. The row is
+ * Records that instance `m.instance` of member `m.id` is alive until now + ttl (0: seen, not
+ * live: a process that cannot work reports itself and its configError so). The row is
  * written when it is new, already this instance's, expired, or the instance `replacing`'s
  * (known to be gone); while another instance's heartbeat is unexpired nothing is written and
  * that instance is returned.
@@ -69,13 +74,13 @@ const toMember = (r: MemberRow): Member => ({
 export async function heartbeat(knex: Knex, dialect: Dialect, m: MemberRecord, ttlMs: number, replacing?: string): Promise<HeartbeatResult> {
   const now = await dbNow(knex, dialect);
   const result = await knex.raw(
-    'INSERT INTO synchro_members (id, host, pid, boot_id, pid_namespace, instance, started_at, heartbeat_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
-      'ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, boot_id = excluded.boot_id, pid_namespace = excluded.pid_namespace, instance = excluded.instance, ' +
+    'INSERT INTO synchro_members (id, host, pid, boot_id, pid_namespace, instance, started_at, heartbeat_at, expires_at, config_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
+      'ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, boot_id = excluded.boot_id, pid_namespace = excluded.pid_namespace, instance = excluded.instance, config_error = excluded.config_error, ' +
       'started_at = CASE WHEN synchro_members.instance = excluded.instance THEN synchro_members.started_at ELSE excluded.started_at END, ' +
       'heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at ' +
       'WHERE synchro_members.instance = excluded.instance OR synchro_members.expires_at <= ? OR synchro_members.instance = ? ' +
       'RETURNING id',
-    [m.id, m.host, m.pid, m.bootId ?? null, m.pidNamespace ?? null, m.instance, now, now, now + ttlMs, now, replacing ?? m.instance],
+    [m.id, m.host, m.pid, m.bootId ?? null, m.pidNamespace ?? null, m.instance, now, now, now + ttlMs, m.configError ?? null, now, replacing ?? m.instance],
   );
   if (rowsOf<{ id: string }>(result).length > 0) return { now };
   const row: MemberRow | undefined = await knex('synchro_members').where({ id: m.id }).first();

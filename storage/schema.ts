@@ -292,6 +292,17 @@ const migrations: Migration[] = [
       await d.equalityIndex(trx, 'objects', 'uid', 'objects_by_uid');
     },
   },
+  {
+    // What a synchro member reports of its configuration: the clusters file's current
+    // problem. A member that cannot work (the file never loaded) writes its row expired,
+    // so it is seen, with its reason, without counting among the live members.
+    version: 15,
+    async up(trx) {
+      await trx.schema.alterTable('synchro_members', (t) => {
+        t.text('config_error').nullable();
+      });
+    },
+  },
 ];
 
 /** Sets json_doc (and maps the selectable fields) of rows stored before version 8 whose text SQL cannot read as it is. */

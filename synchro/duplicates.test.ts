@@ -11,7 +11,7 @@ import type { Store } from '../storage/store.ts';
 import { backends, openTestStore, stopTestPostgres } from '../storage/testing.ts';
 import { HttpError, type ClusterClient } from '../member/client.ts';
 import { identifyCluster, sameMember, serverIdentity } from './identity.ts';
-import { ownerOf } from './rendezvous.ts';
+import { assignment } from './rendezvous.ts';
 import { startSynchro, type SynchroHandle } from './synchro.ts';
 import { fastTimings, tempDir, waitForCopy, waitUntil, writeClusters } from './testutil.ts';
 
@@ -47,12 +47,13 @@ const configMaps = (prefix: string, n: number): KObject[] =>
 const kubeSystemUid = (sim: SimCluster) => sim.store.get('/namespaces', undefined, 'kube-system')?.metadata.uid;
 const fleetConfigMaps = async (store: Store) => (await store.list({ group: '', resource: 'configmaps' })).items.length;
 
-/** Two names, `first` sorting before `second`, that rendezvous gives to different members. */
+/** Two names, `first` sorting before `second`, that bounded-load rendezvous gives to different members beside west and locked. */
 function namesOnTwoMembers(): { first: string; second: string } {
   for (let i = 0; i < 200; i++) {
     const first = `alpha-${i}`;
     const second = `beta-${i}`;
-    if (ownerOf(first, MEMBERS) !== ownerOf(second, MEMBERS)) return { first, second };
+    const owners = assignment([first, second, 'west', 'locked'], MEMBERS);
+    if (owners.get(first) !== owners.get(second)) return { first, second };
   }
   throw new Error('no pair found');
 }

@@ -209,7 +209,11 @@ t.test('a fleet with a broken member, a paused member and a cluster removed and 
     }
     t.same(late.slice(0, 10), [], `${pause.victim} wrote nothing under its old leases after they moved on`);
     t.same(backwards.slice(0, 10), [], "no cluster's epochs go back in the change log, across its removal and re-addition");
-    t.equal((await store.members()).members.some((m) => m.id === 's3'), false, 's3 never joined');
+    const { now, members: rows } = await store.members();
+    const s3 = rows.find((m) => m.id === 's3');
+    t.notOk(members.get('s3')!.log.some((l) => /joined the synchro members/.test(l)), 's3 never joined');
+    t.ok(s3 !== undefined && s3.expiresAt <= now, 's3 is seen, never live: it writes its row expired');
+    t.match(s3?.configError, /broken\.yaml/, "s3's row reports its configuration error");
     t.ok(members.get('s3')!.log.some((l) => /cannot use the cluster configuration/.test(l)), 's3 logs why it does not join');
   });
 

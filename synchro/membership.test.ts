@@ -11,7 +11,7 @@ import { clusterLease } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import { backends, openTestStore, stopTestPostgres } from '../storage/testing.ts';
 import { defaultShardSettings } from './membership.ts';
-import { ownerOf } from './rendezvous.ts';
+import { assignment } from './rendezvous.ts';
 import { startSynchro, type SynchroHandle } from './synchro.ts';
 import { fastTimings, tempDir, waitUntil, writeClusters } from './testutil.ts';
 
@@ -29,14 +29,21 @@ interface ClusterRowStatus {
   conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
 }
 
-/** Cluster names (`prefix`-N) of which rendezvous over `members` gives at least one to each member. */
+/** Cluster names (`prefix`-N) of which bounded-load rendezvous over `members` gives at least one to each member. */
 function namesSpreadOver(prefix: string, members: string[], count: number): string[] {
   for (let start = 0; start < 200; start++) {
     const names = Array.from({ length: count }, (_, i) => `${prefix}-${start + i}`);
-    if (members.every((m) => names.some((n) => ownerOf(n, members) === m))) return names;
+    const owners = assignment(names, members);
+    if (members.every((m) => names.some((n) => owners.get(n) === m))) return names;
   }
   throw new Error('no spread found');
 }
+
+/** The names of `names` that bounded-load rendezvous over `members` gives to `member`. */
+const shareOf = (names: string[], members: string[], member: string) => {
+  const owners = assignment(names, members);
+  return names.filter((n) => owners.get(n) === member);
+};
 
 async function startSims(t: Test, names: string[]): Promise<SimCluster[]> {
   const sims: SimCluster[] = [];
@@ -114,7 +121,7 @@ for (const backend of backends) {
       t.same(b.clusters(), {}, 'b runs no cluster');
 
       writeClusters(broken, entries(sims));
-      const share = names.filter((n) => ownerOf(n, ['a', 'b']) === 'b');
+      const share = shareOf(names, ['a', 'b'], 'b');
       const joined = await waitUntil("b joins and syncs its share once its file parses", async () => {
         seen = await holders(store);
         if (!share.every((n) => seen.get(n) === 'b')) return false;
@@ -154,7 +161,7 @@ for (const backend of backends) {
         beating = false;
         await beat;
       });
-      const orphaned = names.filter((n) => ownerOf(n, ['a', 'z']) === 'z');
+      const orphaned = shareOf(names, ['a', 'z'], 'z');
       const kept = names.filter((n) => !orphaned.includes(n));
       let last: ClusterRowStatus = {};
       const marked = await waitUntil('the clusters given to z marked NotSynced', async () => {
@@ -193,7 +200,7 @@ for (const backend of backends) {
 
     await t.test('a member of another machine with the same host name and pid is alive while it heartbeats', async (t) => {
       const { names, file } = await setup(t, 'twin', ['a', 'twin']);
-      const twinShare = names.filter((n) => ownerOf(n, ['a', 'twin']) === 'twin');
+      const twinShare = shareOf(names, ['a', 'twin'], 'twin');
       // The twin: this host's name, a pid that does not exist here, another boot id.
       const twin = { id: 'twin', host: hostname(), pid: DEAD_PID, bootId: 'boot-of-another-machine', pidNamespace: 'pid:[4026531836]', instance: 'twin-instance' };
       await store.heartbeat(twin, TTL_MS);

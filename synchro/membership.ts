@@ -2,7 +2,7 @@
 // it holds: one owner for the membership and ownership state, in the shape of client-go's
 // leader election (tools/leaderelection: one LeaderElector holding the observed record and
 // the time it observed it, whose transitions call OnStartedLeading / OnStoppedLeading),
-// generalised to many leases split by rendezvous hashing.
+// generalised to many leases split by bounded-load rendezvous hashing.
 //
 // The state, all of it:
 //   phase      out (not counted: not joined yet, or left because it cannot work) | member | stopped
@@ -27,7 +27,7 @@ import { clusterLease, compactorLease, type Fence } from '../storage/leases.ts';
 import type { Member, MemberRecord } from '../storage/members.ts';
 import type { Store } from '../storage/store.ts';
 import type { SynchroMetrics } from './metrics.ts';
-import { ownerOf } from './rendezvous.ts';
+import { assignment, ownerOf } from './rendezvous.ts';
 
 export interface ShardSettings {
   /** This process's name among the members (default: host name and a random id, unique per process). */
@@ -158,6 +158,10 @@ export class Membership {
   private readonly held = new Map<string, Held>();
   /** performance.now() when the last successful heartbeat was sent. */
   private heartbeatSentAt = 0;
+  /** performance.now() when the heartbeat under way was sent (undefined: none under way). */
+  private heartbeatPendingSince?: number;
+  /** Why the last heartbeat failed ('' since one succeeded). */
+  private heartbeatFailure = '';
 
   readonly instance = randomUUID();
   private readonly machine: Machine;
@@ -208,12 +212,33 @@ export class Membership {
       }, this.settings.renewIntervalMs);
     };
     loop();
+    const every = Math.max(50, Math.min(500, this.settings.renewIntervalMs / 2));
+    let ranAt = performance.now();
     this.watchdog = setInterval(() => {
       const now = performance.now();
+      // The interval fires every `every` ms while the event loop runs: a gap far longer is
+      // time this process did not run at all (SIGSTOP, a frozen node or VM, a GC storm, a
+      // blocking call), during which nothing could be written, whatever storage did.
+      const stalledMs = now - ranAt - every;
+      ranAt = now;
       const deadline = this.deadlineMs;
-      if (this.phase === 'member' && now - this.heartbeatSentAt > deadline) this.leave(`storage unreachable: no heartbeat written for ${Math.round((now - this.heartbeatSentAt) / 1000)} s`);
+      if (this.phase === 'member' && now - this.heartbeatSentAt > deadline) this.leave(this.overdue(now, stalledMs > Math.max(1000, 4 * every) ? stalledMs : 0));
       for (const [name, h] of [...this.held]) if (now - h.renewedAt > deadline) this.lose(name, h.epoch, 'renew-timeout');
-    }, Math.max(50, Math.min(500, this.settings.renewIntervalMs / 2)));
+    }, every);
+  }
+
+  /**
+   * Why the heartbeat is overdue, by what was measured: the process itself did not run
+   * (`stalledMs`, the event loop's gap), the last write failed, the write sent is still
+   * unanswered, or none was sent.
+   */
+  private overdue(now: number, stalledMs: number): string {
+    const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+    const since = s(now - this.heartbeatSentAt);
+    if (stalledMs > 0) return `the process did not run for ${s(stalledMs)} (paused? a stopped process, a frozen node or a long garbage collection): its heartbeat, last written ${since} ago, and its leases may have expired meanwhile`;
+    if (this.heartbeatFailure) return `storage unreachable: no heartbeat written for ${since}; the last attempt failed: ${this.heartbeatFailure}`;
+    if (this.heartbeatPendingSince !== undefined) return `storage too slow: no heartbeat written for ${since}; the one sent ${s(now - this.heartbeatPendingSince)} ago is still unanswered`;
+    return `no heartbeat written for ${since}: none was sent (the event loop is too busy to run the renewal)`;
   }
 
   /**
@@ -243,18 +268,22 @@ export class Membership {
   }
 
   /**
-   * The members as they are now, and this member's share of `clusters` by rendezvous
-   * hashing: what it holds and is no longer its own is stopped (stopWork) and released, so
-   * the new owner starts at once; what is its own is acquired (a lease still held elsewhere
-   * is tried again on the next pass). Out of the membership, its share is empty. Returns the
-   * clusters it holds, the owner of each of the others, and the database's now.
+   * The members as they are now, and this member's share of `clusters` by bounded-load
+   * rendezvous hashing (rendezvous.ts: assignment), except `removals` (clusters only left in
+   * storage, one delete each: no load), which go by plain rendezvous: what it holds and is no
+   * longer its own is stopped (stopWork) and released, so the new owner starts at once; what
+   * is its own is acquired (a lease still held elsewhere is tried again on the next pass).
+   * Out of the membership, its share is empty. Returns the clusters it holds, the owner of
+   * each of the others, and the database's now.
    */
-  async share(clusters: Iterable<string>, stopWork: (cluster: string) => Promise<void>): Promise<{ mine: string[]; others: Map<string, string>; now: number }> {
+  async share(clusters: Iterable<string>, stopWork: (cluster: string) => Promise<void>, removals: ReadonlySet<string> = new Set()): Promise<{ mine: string[]; others: Map<string, string>; now: number }> {
     const now = await this.observe();
     const mine = new Set<string>();
     const others = new Map<string, string>();
-    for (const c of clusters) {
-      const owner = this.isMember ? ownerOf(c, this.observed.live) : undefined;
+    const all = [...clusters];
+    const balanced = this.isMember ? assignment(all.filter((c) => !removals.has(c)), this.observed.live) : new Map<string, string>();
+    for (const c of all) {
+      const owner = !this.isMember ? undefined : removals.has(c) ? ownerOf(c, this.observed.live) : balanced.get(c);
       if (owner === this.identity) mine.add(c);
       else if (owner !== undefined) others.set(c, owner);
     }
@@ -356,11 +385,38 @@ export class Membership {
     await this.store.removeMember(this.identity, this.instance).catch((err: Error) => this.log.warn('leaving the member list failed', { err }));
   }
 
+  /** What the member row reports of the configuration (the clusters file's current problem); set by the wiring. */
+  configError: () => string | undefined = () => undefined;
+
+  private record(): MemberRecord {
+    return { id: this.identity, host: this.machine.host, pid: this.machine.pid, bootId: this.machine.bootId, pidNamespace: this.machine.pidNamespace, instance: this.instance, configError: this.configError() ?? null };
+  }
+
+  /**
+   * Out because it cannot work (not wanted): the row is written expired, so the fleet (and
+   * whoever reads the member list) sees this process and its configuration problem without
+   * counting it. Refused, and ignored, while another live instance holds the identity.
+   */
+  private async reportOut(): Promise<void> {
+    if (this.phase !== 'out') return;
+    await this.store.heartbeat(this.record(), 0).catch((err: Error) => this.log.debug('reporting the member row failed', { err }));
+  }
+
   /** Writes the heartbeat; a success makes this process a member. `replacing`: an instance provably gone, whose row may be taken. */
   private async heartbeat(replacing?: string | null): Promise<{ now: number; heldBy?: Member }> {
     const sentAt = performance.now();
-    const record: MemberRecord = { id: this.identity, host: this.machine.host, pid: this.machine.pid, bootId: this.machine.bootId, pidNamespace: this.machine.pidNamespace, instance: this.instance };
-    const r = await this.store.heartbeat(record, this.settings.leaseTtlMs, replacing ?? undefined);
+    const record = this.record();
+    this.heartbeatPendingSince = sentAt;
+    let r: Awaited<ReturnType<Store['heartbeat']>>;
+    try {
+      r = await this.store.heartbeat(record, this.settings.leaseTtlMs, replacing ?? undefined);
+    } catch (err) {
+      this.heartbeatFailure = (err as Error).message;
+      throw err;
+    } finally {
+      if (this.heartbeatPendingSince === sentAt) this.heartbeatPendingSince = undefined;
+    }
+    this.heartbeatFailure = '';
     if (r.heldBy || this.phase === 'stopped') return r;
     this.heartbeatSentAt = sentAt;
     if (this.phase === 'out') {
@@ -373,7 +429,7 @@ export class Membership {
 
   /** Every renewIntervalMs: the heartbeat (or a new attempt to join), then every held lease. */
   private async tick(): Promise<void> {
-    if (!this.wanted) return;
+    if (!this.wanted) return this.reportOut();
     const sentAt = performance.now();
     const snapshot = [...this.held].map(([name, h]) => ({ name, epoch: h.epoch }));
     try {
@@ -420,13 +476,20 @@ export class Membership {
     const { now, members } = await this.store.members();
     const live = new Set<string>(this.isMember ? [this.identity] : []);
     const deadHere: string[] = [];
+    let out = 0;
+    let configErrors = this.configError() ? 1 : 0;
     for (const m of members) {
       if (m.id === this.identity) continue;
       if (provablyGone(m, this.machine)) deadHere.push(m.id);
       else if (m.expiresAt > now) live.add(m.id);
+      else if (now - m.heartbeatAt < this.settings.leaseTtlMs) out++; // reports itself out (its row written expired)
+      else continue;
+      if (m.configError && !deadHere.includes(m.id)) configErrors++;
     }
     this.observed = { live: [...live].sort(), deadHere };
     this.metrics.members.set(live.size);
+    this.metrics.membersOut.set(out);
+    this.metrics.membersConfigErrors.set(configErrors);
     return now;
   }
 

@@ -23,6 +23,11 @@ export class SynchroMetrics {
   readonly leaseRenewDuration: Histogram;
   readonly fencedBatches: Counter<'cluster'>;
   readonly members: Gauge;
+  readonly ready: Gauge;
+  readonly configError: Gauge;
+  readonly membership: Gauge<'phase'>;
+  readonly membersOut: Gauge;
+  readonly membersConfigErrors: Gauge;
   readonly rvLockWait: Histogram<'cluster'>;
   readonly openapiFetches: Counter<'cluster' | 'format' | 'result'>;
   readonly quarantinedEvents: Counter<'cluster' | 'resource'>;
@@ -55,6 +60,11 @@ export class SynchroMetrics {
     this.leaseRenewDuration = new Histogram({ name: 'panoptes_synchro_lease_renew_duration_seconds', help: 'Time to renew every held lease and the member heartbeat', buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: r });
     this.fencedBatches = new Counter({ name: 'panoptes_synchro_fenced_batches_total', help: 'Batches refused by storage because this process no longer held the cluster lease (nothing written)', labelNames: ['cluster'], registers: r });
     this.members = new Gauge({ name: 'panoptes_synchro_members', help: 'Live synchro processes seen in storage', registers: r });
+    this.ready = new Gauge({ name: 'panoptes_synchro_ready', help: '1 while this synchro process can do its work (its /readyz): configuration loaded, storage answering, a member', registers: r });
+    this.configError = new Gauge({ name: 'panoptes_synchro_config_error', help: '1 while the clusters file (or kubeconfig) does not load; the last good configuration, if any, stays in effect', registers: r });
+    this.membersOut = new Gauge({ name: 'panoptes_synchro_members_out', help: 'Other synchro processes that report themselves out of the membership (they run, but cannot work: their clusters file never loaded), as last read', registers: r });
+    this.membersConfigErrors = new Gauge({ name: 'panoptes_synchro_members_config_errors', help: 'Synchro processes, live or out, whose member row reports a configuration error (this one included), as last read', registers: r });
+    this.membership = new Gauge({ name: 'panoptes_synchro_membership', help: "This process's phase among the synchro members, 1 for the current one: out (cannot work: not joined, storage unreachable, identity held elsewhere), member, stopped", labelNames: ['phase'], registers: r });
     this.rvLockWait = new Histogram({ name: 'panoptes_synchro_rv_lock_wait_seconds', help: "Time a batch waited for the change log's rv counter (held by other writers until they commit)", labelNames: ['cluster'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: r });
     this.quarantinedEvents = new Counter({
       name: 'panoptes_synchro_quarantined_events_total',
@@ -106,8 +116,8 @@ export class SynchroMetrics {
   }
 }
 
-/** Serves GET /metrics (and /healthz) on host:port; resolves once listening. */
-export async function serveMetrics(registry: Registry, listen: string): Promise<{ url: string; close(): Promise<void> }> {
+/** Serves GET /metrics, /healthz and /livez (the process runs) and, given `readyz`, /readyz on host:port; resolves once listening. */
+export async function serveMetrics(registry: Registry, listen: string, readyz?: (verbose: boolean) => Promise<{ status: number; body: string }>): Promise<{ url: string; close(): Promise<void> }> {
   const m = /^(.*):(\d+)$/.exec(listen);
   if (!m) throw new Error(`--metrics-listen must be HOST:PORT, got ${JSON.stringify(listen)}`);
   const host = m[1].replace(/^\[|\]$/g, '') || '0.0.0.0';
@@ -118,10 +128,16 @@ export async function serveMetrics(registry: Registry, listen: string): Promise<
         (text) => res.writeHead(200, { 'Content-Type': registry.contentType }).end(text),
         (err: Error) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(err.message),
       );
+    } else if (req.method === 'GET' && path === '/readyz' && readyz) {
+      const verbose = new URLSearchParams((req.url ?? '').split('?')[1] ?? '').has('verbose');
+      readyz(verbose).then(
+        (a) => res.writeHead(a.status, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-cache, private', 'X-Content-Type-Options': 'nosniff' }).end(a.body),
+        (err: Error) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(err.message),
+      );
     } else if (req.method === 'GET' && (path === '/healthz' || path === '/livez')) {
       res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
     } else {
-      res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found: try /metrics');
+      res.writeHead(404, { 'Content-Type': 'text/plain' }).end(`not found: try /metrics${readyz ? ', /readyz' : ''}, /healthz`);
     }
   });
   await new Promise<void>((resolve, reject) => {

@@ -35,6 +35,7 @@ import { SynchroMetrics, serveMetrics } from './metrics.ts';
 import { defaultCompaction, startCompactor, type CompactionOptions } from './compactor.ts';
 import { defaultShardSettings, Membership, type MembershipState, type ShardSettings } from './membership.ts';
 import { NotSyncedMarker } from './not-synced.ts';
+import { readiness, readyzAnswer, type CheckResult } from './readiness.ts';
 import { McsDispatcher, type DispatcherOptions } from './mcs/dispatcher.ts';
 
 export interface SynchroOptions {
@@ -90,6 +91,8 @@ export interface SynchroHandle {
   configError(): string | undefined;
   /** This process's name among the synchro members. */
   readonly identity: string;
+  /** Whether it can do its work (its /readyz): configuration loaded, storage answering, a member; each check and why it fails. */
+  readiness(): Promise<CheckResult[]>;
   /** Whether it is a member (and why not), the live members, the leases it holds. */
   membership(): MembershipState;
   readonly metrics: SynchroMetrics;
@@ -124,6 +127,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     dispatcher?.lost(lease.slice(clusterLease('').length), epoch);
     work.lost(lease.slice(clusterLease('').length), epoch);
   });
+  membership.configError = () => config.error;
   // A cluster leaving this member is no longer written to before its lease is released.
   const work: ClusterWork = new ClusterWork(deps, membership, async (name: string): Promise<void> => dispatcher?.release(name));
   const dispatcher: McsDispatcher | undefined = opts.mcs === false ? undefined : new McsDispatcher({ store, membership, source: work, metrics, log, options: opts.mcs });
@@ -174,8 +178,8 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
 
   /**
    * Makes this process run exactly its share: the clusters of the configuration (and those
-   * still in storage, to remove them) that rendezvous hashing gives to this member among the
-   * live ones (none while it is out of the membership); then marks the clusters of other
+   * still in storage, to remove them) that bounded-load rendezvous hashing gives to this
+   * member among the live ones (none while it is out of the membership); then marks the clusters of other
    * members that nobody syncs, and takes the compactor lease when it is free.
    */
   async function reconcile(): Promise<void> {
@@ -183,7 +187,8 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     const sources = importer ? await store.listOwnObjects(clusterSourceResource) : [];
     importer?.follow(sources);
     const desired = await desiredClusters(store, config.current, hostSecrets, opts.memberNetworks, importer);
-    const { mine, others, now } = await membership.share(desired.universe, (name) => work.stop(name));
+    const removals = new Set([...desired.universe].filter((n) => !desired.configured.has(n) && !desired.invalid.has(n) && !desired.api.objects.has(n)));
+    const { mine, others, now } = await membership.share(desired.universe, (name) => work.stop(name), removals);
     for (const name of mine) {
       if (stopped) return;
       if (membership.epoch(clusterLease(name)) !== undefined) await work.apply(name, desired);
@@ -216,8 +221,9 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     await membership.stop();
     await metricsServer?.close();
   };
+  const ready = () => readiness({ loaded: () => config.current !== undefined, configError: () => config.error, ping: () => store.ping(), membership: () => membership.state(), metrics });
   if (opts.metricsListen) {
-    metricsServer = await serveMetrics(metrics.registry, opts.metricsListen);
+    metricsServer = await serveMetrics(metrics.registry, opts.metricsListen, async (verbose) => readyzAnswer(await ready(), verbose));
     log.info('metrics listening', { url: metricsServer.url });
   }
   log.info('synchro starting', {
@@ -255,8 +261,11 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
       : startCompactor(store, { ...defaultCompaction, ...opts.compaction }, log, { fence: () => membership.fence(compactorLease), onFenced: (f) => membership.fenced(f.lease, f.epoch) });
   // Members come and go: check the share on an interval (a pass only queries when nothing changed).
   const assignTimer = setInterval(() => {
-    if (!stopped) void enqueue(reconcile, 'assigning clusters to synchro members');
+    if (stopped) return;
+    void enqueue(reconcile, 'assigning clusters to synchro members');
+    void ready().catch(() => undefined);
   }, shards.assignIntervalMs);
+  void ready().catch(() => undefined);
 
   return {
     identity: membership.identity,
@@ -265,6 +274,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     reload,
     configError: () => config.error,
     membership: () => membership.state(),
+    readiness: ready,
     clusters: () => work.statuses(),
     async waitForInitialSync(timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;

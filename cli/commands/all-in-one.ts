@@ -2,6 +2,7 @@
 // via better-sqlite3 is synchronous: two Stores on one file in one process could deadlock on
 // the file lock) and one metrics registry, served at /metrics of the apiserver.
 import { Registry } from 'prom-client';
+import type { HealthCheck } from '../../apiserver/health.ts';
 import { ApiserverMetrics } from '../../apiserver/metrics.ts';
 import { logger } from '../../lib/log.ts';
 import { SynchroMetrics } from '../../synchro/metrics.ts';
@@ -9,7 +10,7 @@ import { startSynchro } from '../../synchro/synchro.ts';
 import { IdentityConflictError } from '../../synchro/membership.ts';
 import { parseFlags, waitForSignal, type Command } from '../command.ts';
 import { parseInsecureListen, serveFlagHelp, serveFlagSpec, startServing } from './apiserver.ts';
-import { commonFlags, openStorage } from './serve.ts';
+import { commonFlags, openStorage, storageWaitFlagHelp } from './serve.ts';
 import { parseSynchroFlags, synchroFlagHelp, synchroFlagSpec } from './synchro-flags.ts';
 import { memberHttp2FlagHelp } from './member-http2-flag.ts';
 import { memberNetworksFlagHelp } from './member-networks-flag.ts';
@@ -28,6 +29,7 @@ Metrics of both halves are at /metrics of the apiserver listener.
 
 Flags:
   --storage URL                 default sqlite:./data/panoptes.db (env PANOPTES_STORAGE), or postgres://...
+${storageWaitFlagHelp}
 ${synchroFlagHelp}
 ${serveFlagHelp}
 ${memberNetworksFlagHelp}
@@ -36,16 +38,17 @@ ${memberHttp2FlagHelp}
   async run(argv) {
     const { values } = parseFlags(argv, {
       storage: { type: 'string' },
+      'storage-wait': { type: 'string' },
       'log-level': { type: 'string' },
       ...synchroFlagSpec,
       ...serveFlagSpec,
     });
-    const { storage } = commonFlags(values);
+    const { storage, storageWaitMs } = commonFlags(values);
     const source = parseSynchroFlags(values);
     parseInsecureListen(values['insecure-listen']);
 
     const log = logger('all-in-one');
-    const store = await openStorage(storage, 'all-in-one');
+    const store = await openStorage(storage, 'all-in-one', storageWaitMs);
     const registry = new Registry();
     let synchro: Awaited<ReturnType<typeof startSynchro>> | undefined;
     let server: Awaited<ReturnType<typeof startServing>> | undefined;
@@ -56,7 +59,15 @@ ${memberHttp2FlagHelp}
         ...(source.kubeconfig ? { kubeconfig: source.kubeconfig, contexts: source.contexts } : {}),
         ...(source.hostCluster ? { hostCluster: source.hostCluster, credentialsNamespace: source.credentialsNamespace } : {}),
       };
-      server = await startServing(store, values, logger('apiserver'), new ApiserverMetrics(registry), { members });
+      // /readyz of the one listener fails while the synchro half cannot work either (storage is checked already).
+      const synchroReady = (name: 'config' | 'membership'): HealthCheck => ({
+        name: `synchro-${name}`,
+        check: async () => {
+          if (!synchro) return 'not started yet';
+          return (await synchro.readiness()).find((r) => r.name === name)?.failure;
+        },
+      });
+      server = await startServing(store, values, logger('apiserver'), new ApiserverMetrics(registry), { members, readyChecks: [synchroReady('config'), synchroReady('membership')] });
       synchro = await startSynchro({
         store,
         ...source,

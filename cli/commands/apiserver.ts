@@ -1,5 +1,6 @@
 // `panoptes apiserver`: serves discovery, list and get (watch: apiserver/watch-route.ts)
 // from storage. Stateless: run any number of replicas on one PostgreSQL.
+import type { HealthCheck } from '../../apiserver/health.ts';
 import { createApiserver } from '../../apiserver/server.ts';
 import { secureFlagHelp, secureFlagSpec, secureServingFromFlags, type SecureFlagValues } from '../../apiserver/auth/config.ts';
 import { ApiserverMetrics } from '../../apiserver/metrics.ts';
@@ -13,7 +14,7 @@ import { memoryFlagHelp, memoryFlags, memoryFlagSpec, type MemoryFlagValues } fr
 import { queryBudgetFlagHelp, queryBudgetFlags, queryBudgetFlagSpec, type QueryBudgetFlagValues } from './query-budget-flags.ts';
 import { memberHttp2Flag, memberHttp2FlagHelp, memberHttp2FlagSpec } from './member-http2-flag.ts';
 import { memberNetworksFlag, memberNetworksFlagHelp, memberNetworksFlagSpec } from './member-networks-flag.ts';
-import { commonFlags, openStorage } from './serve.ts';
+import { commonFlags, openStorage, storageWaitFlagHelp } from './serve.ts';
 import { storageReadFlagHelp, storageReadFlags, storageReadFlagSpec } from './storage-read-flags.ts';
 import { ReadPool } from '../../storage/read-pool.ts';
 import { summaries } from './summaries.ts';
@@ -173,15 +174,15 @@ export async function startServing(
   values: ServeFlagValues,
   log: Logger,
   metrics?: ApiserverMetrics,
-  opts: { reads?: ReadPool; members?: MemberSources } = {},
+  opts: { reads?: ReadPool; members?: MemberSources; readyChecks?: HealthCheck[] } = {},
 ): Promise<{ url: string; close: () => Promise<void> }> {
-  const { reads, members = {} } = opts;
+  const { reads, members = {}, readyChecks } = opts;
   const secureMode = (Object.keys(secureFlagSpec) as (keyof SecureFlagValues)[]).some((k) => values[k] !== undefined);
-  if (secureMode) return startSecureServing(store, values, log, metrics, members, reads);
+  if (secureMode) return startSecureServing(store, values, log, metrics, members, reads, readyChecks);
   const { host, port } = parseInsecureListen(values['insecure-listen']);
   const limits = servingLimits(values);
-  const { proxy, readyChecks, stop: stopProxy } = await proxyOptions(store, values, members, log, false);
-  const api = await createApiserver({ store, reads, limits, metrics, log, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, readyChecks, ...memoryFlags(values) });
+  const { proxy, readyChecks: proxyChecks, stop: stopProxy } = await proxyOptions(store, values, members, log, false);
+  const api = await createApiserver({ store, reads, limits, metrics, log, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, readyChecks: [...proxyChecks, ...(readyChecks ?? [])], ...memoryFlags(values) });
   let url: string;
   try {
     url = await api.listen(host, port);
@@ -211,16 +212,17 @@ async function startSecureServing(
   metrics: ApiserverMetrics | undefined,
   members: MemberSources,
   reads: ReadPool | undefined,
+  readyChecks: HealthCheck[] | undefined,
 ): Promise<{ url: string; close: () => Promise<void> }> {
   if (values['insecure-listen'] !== undefined) throw new UsageError('--insecure-listen (development: no TLS, no authentication) and the secure serving flags exclude each other');
   const limits = servingLimits(values);
   const memory = memoryFlags(values);
   const secure = await secureServingFromFlags(values, log);
-  const { proxy, readyChecks, stop: stopProxy } = await proxyOptions(store, values, members, log, true).catch((err: unknown) => {
+  const { proxy, readyChecks: proxyChecks, stop: stopProxy } = await proxyOptions(store, values, members, log, true).catch((err: unknown) => {
     secure.stop();
     throw err;
   });
-  const api = await createApiserver({ store, reads, limits, metrics, log, secure, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, readyChecks, ...memory });
+  const api = await createApiserver({ store, reads, limits, metrics, log, secure, externalMetrics: externalMetricsFlag(values), collections: collectionsFlag(values), memberNetworks: memberNetworksFlag(values), proxy, readyChecks: [...proxyChecks, ...(readyChecks ?? [])], ...memory });
   let url: string;
   try {
     url = await api.listen(secure.host, secure.port);
@@ -262,6 +264,7 @@ serves plain HTTP on loopback WITHOUT authentication (development only).
 Flags:
   --storage URL                 where state and the change log live (env PANOPTES_STORAGE)
                                 sqlite:PATH (default sqlite:./data/panoptes.db) or postgres://user@host:5432/db
+${storageWaitFlagHelp}
 ${storageReadFlagHelp}
 ${serveFlagHelp}
 ${memberSourceFlagHelp}
@@ -269,17 +272,17 @@ ${memberNetworksFlagHelp}
 ${memberHttp2FlagHelp}
   --log-level LEVEL             debug, info (default), warn or error`,
   async run(argv) {
-    const { values: parsed } = parseFlags(argv, { storage: { type: 'string' }, 'log-level': { type: 'string' }, ...storageReadFlagSpec, ...serveFlagSpec, ...memberSourceFlagSpec });
+    const { values: parsed } = parseFlags(argv, { storage: { type: 'string' }, 'storage-wait': { type: 'string' }, 'log-level': { type: 'string' }, ...storageReadFlagSpec, ...serveFlagSpec, ...memberSourceFlagSpec });
     // Secure serving unless plain HTTP is asked for explicitly.
     const values = parsed['insecure-listen'] === undefined && parsed['secure-port'] === undefined ? { ...parsed, 'secure-port': '8443' } : parsed;
-    const { storage } = commonFlags(values);
+    const { storage, storageWaitMs } = commonFlags(values);
     const standbys = storageReadFlags(values, storage);
     parseInsecureListen(values['insecure-listen']);
     memberNetworksFlag(values);
     memberHttp2Flag(values);
     const members = memberSourceFlags(values);
     const log = logger('apiserver');
-    const store = await openStorage(storage, 'apiserver');
+    const store = await openStorage(storage, 'apiserver', storageWaitMs);
     let reads: ReadPool | undefined;
     let server: Awaited<ReturnType<typeof startServing>>;
     try {

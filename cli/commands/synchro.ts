@@ -6,11 +6,12 @@ import { parseFlags, UsageError, type Command } from '../command.ts';
 import { parseSynchroFlags, synchroFlagHelp, synchroFlagSpec } from './synchro-flags.ts';
 import { memberHttp2FlagHelp } from './member-http2-flag.ts';
 import { memberNetworksFlagHelp } from './member-networks-flag.ts';
-import { commonFlags, openStorage } from './serve.ts';
+import { commonFlags, openStorage, storageWaitFlagHelp } from './serve.ts';
 import { summaries } from './summaries.ts';
 
 const flags = {
   storage: { type: 'string' },
+  'storage-wait': { type: 'string' },
   'log-level': { type: 'string' },
   'metrics-listen': { type: 'string' },
   ...synchroFlagSpec,
@@ -32,6 +33,7 @@ the API (kubectl apply -f cluster.yaml), followed within a second.
 Flags:
   --storage URL                 where state and the change log live (env PANOPTES_STORAGE)
                                 sqlite:PATH (default sqlite:./data/panoptes.db) or postgres://user@host:5432/db
+${storageWaitFlagHelp}
 ${synchroFlagHelp}
 ${memberNetworksFlagHelp}
 ${memberHttp2FlagHelp}
@@ -39,13 +41,13 @@ ${memberHttp2FlagHelp}
   --log-level LEVEL             debug, info (default), warn or error`,
   async run(argv) {
     const { values } = parseFlags(argv, flags);
-    const { storage } = commonFlags(values);
+    const { storage, storageWaitMs } = commonFlags(values);
     const source = parseSynchroFlags(values);
     const listen = values['metrics-listen'] ?? '127.0.0.1:9091';
     if (listen !== 'off' && listen !== '' && !/^.*:\d+$/.test(listen)) throw new UsageError(`--metrics-listen must be HOST:PORT or off, got ${JSON.stringify(listen)}`);
 
     const log = logger('synchro');
-    const store = await openStorage(storage, 'synchro');
+    const store = await openStorage(storage, 'synchro', storageWaitMs);
     let handle: Awaited<ReturnType<typeof startSynchro>>;
     try {
       handle = await startSynchro({
