@@ -20,7 +20,6 @@ import { ReadPool } from '../../storage/read-pool.ts';
 import { summaries } from './summaries.ts';
 import { parseProxyUser, proxyCredentials, type ProxyCredentialsOptions } from './proxy-credentials.ts';
 import type { ApiserverOptions } from '../../apiserver/server.ts';
-import type { HealthCheck } from '../../apiserver/health.ts';
 import { existsSync } from 'node:fs';
 import { connectCluster, type ClusterConnection } from '../../member/client.ts';
 import { HostSecrets } from '../../member/host-secrets.ts';
