@@ -249,6 +249,8 @@ export class ClusterSync {
     await Promise.all([...this.reflectors.values()].map((r) => r.stop()));
     await Promise.all(this.loops);
     await this.tasks.catch(() => undefined);
+    // A discovery pass that was past its last check when the stop came: what it started stops too.
+    await Promise.all([...this.reflectors.values()].map((r) => r.stop()));
     await this.batcher?.close().catch((err: Error) => this.log.error('final storage write failed', { err }));
     clearTimeout(this.statusTimer);
     clearTimeout(this.crdTimer);
@@ -491,6 +493,7 @@ export class ClusterSync {
         await this.dropResource(s.group, s.resource);
       }
     }
+    if (this.stopped) return;
     for (const [id, r] of wanted) {
       if (this.reflectors.has(id)) continue;
       this.startReflector(r);
@@ -579,6 +582,7 @@ export class ClusterSync {
   }
 
   private startReflector(r: ApiResource): void {
+    if (this.stopped) return;
     const refl = new Reflector({
       cluster: this.name,
       client: this.client!,
