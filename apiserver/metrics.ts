@@ -4,6 +4,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { registerProcessMetrics } from '../lib/process-metrics.ts';
 import type { ReadDatabaseStatus, ReadPool } from '../storage/read-pool.ts';
+import { memberState } from '../storage/members.ts';
 import type { Store } from '../storage/store.ts';
 
 export type MetricVerb = 'list' | 'get' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'discovery' | 'openapi' | 'health' | 'metrics' | 'proxy' | 'other';
@@ -91,8 +92,7 @@ export class ApiserverMetrics {
     // Storage down: no series (and /metrics still answers; /readyz says why).
     const read = async () => {
       const { now, members } = await store.members().catch(() => ({ now: 0, members: [] }));
-      const state = (m: (typeof members)[number]) => (m.expiresAt > now ? 'live' : m.heartbeatAt === m.expiresAt && now - m.heartbeatAt < 60_000 ? 'out' : 'expired');
-      return members.map((m) => ({ id: m.id, state: state(m), configError: m.configError !== null }));
+      return members.map((m) => ({ id: m.id, state: memberState(m, now), configError: m.configError !== null }));
     };
     new Gauge({
       name: 'panoptes_fleet_synchro_members',

@@ -60,7 +60,27 @@ export const collectionResourcesInfo: ResourceInfo = {
   verbs: ['get', 'list'],
 };
 
-export const panoptesGroup: GroupEntry = { name: panoptesGroupName, versions: [{ version: panoptesVersion, resources: [...ownInfos, collectionResourcesInfo] }] };
+/**
+ * The synchro members (apiserver/synchro-members.ts): read-only, cluster-scoped, a view of
+ * storage's member rows (not stored as objects). Short name `members` (no kube 1.28 resource
+ * has it).
+ */
+export const synchroMembersInfo: ResourceInfo = {
+  group: panoptesGroupName,
+  version: panoptesVersion,
+  resource: 'synchromembers',
+  kind: 'SynchroMember',
+  singularName: 'synchromember',
+  namespaced: false,
+  shortNames: ['members'],
+  clusters: [],
+  verbs: ['get', 'list'],
+};
+
+/** The kinds whose objects belong to the fleet, not to a member cluster: a view reads them without a per-cluster check. */
+export const fleetInfos: readonly ResourceInfo[] = [...ownInfos, synchroMembersInfo];
+
+export const panoptesGroup: GroupEntry = { name: panoptesGroupName, versions: [{ version: panoptesVersion, resources: [...ownInfos, collectionResourcesInfo, synchroMembersInfo] }] };
 
 /** An own kind's path below /apis/panoptes.io/v1alpha1/. */
 export interface OwnPath {

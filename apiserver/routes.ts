@@ -1,5 +1,6 @@
 // URL routing (DESIGN.md "URLs"): the server's own paths (health, metrics, version, OpenAPI,
-// discovery of panoptes.io/v1alpha1 and its own kinds, Cluster and MultiClusterService), and
+// discovery of panoptes.io/v1alpha1 and its own kinds, Cluster and MultiClusterService, and the
+// read-only views of collections and synchro members), and
 // the two resource prefixes `/apis/panoptes.io/v1alpha1/resources/<kubernetes path>` (every
 // cluster) and `.../resources/clusters/<cluster>/<kubernetes path>` (one cluster), each with
 // its own discovery, OpenAPI and /version.
@@ -29,6 +30,7 @@ import { parseListParams } from './params.ts';
 import { checkResourceNames, pathSegments } from '../kube/path-segments.ts';
 import { queryBool } from '../kube/query.ts';
 import type { ResourceRequest, View } from './request.ts';
+import { serveSynchroMembers, synchroMembersPath } from './synchro-members.ts';
 import { serveWatch } from './watch-route.ts';
 
 export const resourcesPrefix = `/apis/${panoptesGroupName}/${panoptesVersion}/resources`;
@@ -206,6 +208,8 @@ async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[
   if (own) return ownRoute(ctx, deps, own, view.cluster);
   const collection = group === panoptesGroupName && version === panoptesVersion ? collectionPath(rest) : undefined;
   if (collection) return serveCollections(ctx, deps, collection, view);
+  const members = group === panoptesGroupName && version === panoptesVersion ? synchroMembersPath(rest) : undefined;
+  if (members) return serveSynchroMembers(ctx, deps, members); // the fleet's: the same in every view
   const attrs = resourceAttrs(ctx.method, new URLSearchParams(ctx.querystring), group, version, rest);
   if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || attrs?.subresource !== undefined) return proxyRoute(ctx, deps, view, segs, attrs);
 
@@ -278,6 +282,8 @@ export async function route(ctx: Context, deps: Deps): Promise<Routed> {
   if (ownKindPath) return ownRoute(ctx, deps, ownKindPath, undefined);
   const collection = segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion ? collectionPath(segs.slice(3)) : undefined;
   if (collection) return serveCollections(ctx, deps, collection, {});
+  const members = segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion ? synchroMembersPath(segs.slice(3)) : undefined;
+  if (members) return serveSynchroMembers(ctx, deps, members);
   if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
   if (segs[0] === 'apis' && segs[1] === externalMetricsGroupName && segs[2] === externalMetricsVersion && segs.length > 3) return { reply: await serveExternalMetric(ctx, deps, segs.slice(3)) };
   // The server's own groups: panoptes.io, and external.metrics.k8s.io in discovery (not in OpenAPI: its metrics are not objects).

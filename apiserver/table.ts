@@ -8,6 +8,7 @@ import { clusterTable } from './cluster-table.ts';
 import { collectionObjectsTable } from './collections/table.ts';
 import { mcsTable } from './mcs-table.ts';
 import { clusterSourceTable } from './cluster-source-table.ts';
+import { synchroMemberTable } from './synchro-members-table.ts';
 import type { View } from './request.ts';
 
 export const clusterColumn: TableColumnDefinition = {
@@ -27,7 +28,7 @@ export interface TableRenderer {
 }
 
 /** The Tables of Panoptes's own kinds, by resource (a collection's: its objects, apiserver/collections/table.ts). */
-const ownTables: Record<string, TableRenderer> = { clusters: clusterTable, multiclusterservices: mcsTable, clustersources: clusterSourceTable, collectionresources: collectionObjectsTable };
+const ownTables: Record<string, TableRenderer> = { clusters: clusterTable, multiclusterservices: mcsTable, clustersources: clusterSourceTable, collectionresources: collectionObjectsTable, synchromembers: synchroMemberTable };
 
 /** The Table renderer of a resource in a view (Panoptes's own kinds: `kubectl get clusters`, `kubectl get mcs`). */
 export function tableRenderer(info: ResourceInfo, view: View): TableRenderer {

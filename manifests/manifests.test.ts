@@ -229,6 +229,8 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   const viewAllows = (as: RbacAttributes[]) => as.every((a) => rbacAllows(view, a));
   t.ok(viewAllows(read('multiclusterservices')), 'view reads MultiClusterServices');
   for (const own of ['clusters', 'clustersources', 'collectionresources']) t.ok(viewAllows([...read(own), ...read(own, 'x', 'status')]), `view reads ${own} and their status`);
+  t.ok(viewAllows(read('synchromembers').filter((a) => a.verb !== 'watch')) && viewAllows([{ verb: 'get', group: 'panoptes.io', resource: 'synchromembers', name: 'synchro-0' }]), 'view gets and lists the synchro members');
+  t.notOk(rbacAllows(view, { verb: 'delete', group: 'panoptes.io', resource: 'synchromembers', name: 'synchro-0' }), 'and writes none');
   t.ok(viewAllows(read('clusters', 'east', 'resources')) && viewAllows(read('clusters', undefined, 'resources')), "Panoptes' cluster review of a read, one cluster and all");
   t.ok(viewAllows(read('resources', 'clusters', 'east')), "kube-apiserver's check of a one-cluster view");
   t.ok(viewAllows([...read('resources', 'api', 'v1'), ...read('resources', 'apis', 'apps'), ...read('resources', 'api'), ...read('resources')]), "kube-apiserver's check of the all-clusters view and its discovery");

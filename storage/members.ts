@@ -27,6 +27,21 @@ export interface Member {
   configError: string | null;
 }
 
+/**
+ * A member row's state against the database's `now`: live (counted in the membership), out (a
+ * process reporting that it cannot work: its row written already expired, within the last
+ * minute) or expired (no heartbeat since its TTL).
+ */
+export type MemberState = 'live' | 'out' | 'expired';
+
+/** How long a row written expired (a process reporting itself out) counts as out rather than expired. */
+export const reportedOutForMs = 60_000;
+
+export function memberState(m: Pick<Member, 'heartbeatAt' | 'expiresAt'>, now: number): MemberState {
+  if (m.expiresAt > now) return 'live';
+  return m.heartbeatAt === m.expiresAt && now - m.heartbeatAt < reportedOutForMs ? 'out' : 'expired';
+}
+
 /** What a member writes with each heartbeat. */
 export type MemberRecord = Pick<Member, 'id' | 'host' | 'pid'> & { bootId?: string | null; pidNamespace?: string | null; instance: string; configError?: string | null };
 

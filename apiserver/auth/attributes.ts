@@ -12,7 +12,7 @@
 // (kube/path-segments.ts), so what is authorized is what is routed and forwarded.
 import { pathSegments } from '../../kube/path-segments.ts';
 import { queryBool } from '../../kube/query.ts';
-import { ownInfos, panoptesGroupName, panoptesVersion } from '../panoptes-group.ts';
+import { fleetInfos, panoptesGroupName, panoptesVersion } from '../panoptes-group.ts';
 
 export const resourcesPrefix = `/apis/${panoptesGroupName}/${panoptesVersion}/resources`;
 
@@ -102,8 +102,8 @@ export function requestAttributes(method: string, path: string, querystring: str
     if (!k) return nonResource(); // a view's discovery, /version, /openapi
     const attrs = resourceAttrs(method, q, k.group, k.version, k.rest);
     if (!attrs) return nonResource();
-    // Panoptes' own objects in a view (Clusters, MultiClusterServices) need no per-cluster data check beyond themselves.
-    if (k.group === panoptesGroupName && k.version === panoptesVersion && ownInfos.some((i) => i.resource === attrs.resource)) return { kind: 'resource', attrs };
+    // Panoptes' own objects in a view (Clusters, MultiClusterServices, SynchroMembers) need no per-cluster data check beyond themselves.
+    if (k.group === panoptesGroupName && k.version === panoptesVersion && fleetInfos.some((i) => i.resource === attrs.resource)) return { kind: 'resource', attrs };
     if (cluster && proxiedByPath(attrs)) return { kind: 'resource', attrs, proxy: { cluster } };
     return { kind: 'resource', attrs, view: { cluster } };
   }

@@ -317,4 +317,8 @@ t.test('request attributes (kube RequestInfo inside Panoptes paths)', async (t) 
   t.same(requestAttributes('GET', '/apis/panoptes.io/v1alpha1/watch/namespaces/shop/multiclusterservices/web', ''), mcs('watch', { name: 'web' }));
   t.same(requestAttributes('GET', `${P}/apis/panoptes.io/v1alpha1/namespaces/shop/multiclusterservices`, ''), mcs('list'), 'the all-clusters view: no per-cluster check');
   t.same(requestAttributes('GET', `${P}/clusters/east/apis/panoptes.io/v1alpha1/multiclusterservices`, 'watch=true'), { kind: 'resource', attrs: { verb: 'watch', group: 'panoptes.io', version: 'v1alpha1', resource: 'multiclusterservices' } }, 'a one-cluster view: every namespace');
+  const sm = (verb: string, extra: Record<string, string> = {}) => ({ kind: 'resource', attrs: { verb, group: 'panoptes.io', version: 'v1alpha1', resource: 'synchromembers', ...extra } });
+  t.same(requestAttributes('GET', '/apis/panoptes.io/v1alpha1/synchromembers/synchro-0', ''), sm('get', { name: 'synchro-0' }));
+  t.same(requestAttributes('GET', `${P}/clusters/east/apis/panoptes.io/v1alpha1/synchromembers`, ''), sm('list'), 'synchro members in a one-cluster view: the fleet\'s, no per-cluster check');
+  t.same(requestAttributes('POST', `${P}/clusters/east/apis/panoptes.io/v1alpha1/synchromembers`, ''), sm('create'), '...and a write there is no proxied one');
 });

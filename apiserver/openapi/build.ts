@@ -12,6 +12,7 @@ import { clusterDefinitions } from './cluster-schema.ts';
 import { collectionDefinitions } from './collection-schema.ts';
 import { mcsDefinitions } from './mcs-schema.ts';
 import { clusterSourceDefinitions } from './cluster-source-schema.ts';
+import { synchroMemberDefinitions } from './synchro-member-schema.ts';
 import { listMetaName, metaDefinitions, objectMetaName, watchEventName } from './own-schema.ts';
 import { sourceDoc, type SourceDoc } from './sources.ts';
 
@@ -27,8 +28,8 @@ export interface ServedGroupVersion {
   kinds: ServedKind[];
 }
 
-/** Panoptes's own definitions: the Cluster, MultiClusterService, ClusterSource and CollectionResource kinds and the metadata kinds, as one source document. */
-export const panoptesSource: SourceDoc = sourceDoc('panoptes.io/v1alpha1', 'v2', { definitions: { ...metaDefinitions, ...clusterDefinitions, ...mcsDefinitions, ...clusterSourceDefinitions, ...collectionDefinitions } }, 0);
+/** Panoptes's own definitions: the Cluster, MultiClusterService, ClusterSource, CollectionResource and SynchroMember kinds and the metadata kinds, as one source document. */
+export const panoptesSource: SourceDoc = sourceDoc('panoptes.io/v1alpha1', 'v2', { definitions: { ...metaDefinitions, ...clusterDefinitions, ...mcsDefinitions, ...clusterSourceDefinitions, ...collectionDefinitions, ...synchroMemberDefinitions } }, 0);
 
 /** The query parameters of Panoptes's list and watch (apiserver/params.ts). */
 const panoptesListParams: ParamSpec[] = [
