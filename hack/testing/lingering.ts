@@ -2,7 +2,7 @@
 // after its last test (a timer, a socket, a server or a child process nobody stopped) would
 // sit until tap's timeout and fail without a word; instead, some seconds after the root test
 // ended, this names what keeps the process alive and fails the file at once.
-import t from 'tap';
+import { isMainThread } from 'node:worker_threads';
 
 const graceMs = Number(process.env.PANOPTES_TEST_LINGER_MS ?? 30_000);
 
@@ -27,14 +27,19 @@ function describe(h: Handle): string {
   return kind;
 }
 
-t.teardown(() => {
-  const timer = setTimeout(() => {
-    const resources = new Map<string, number>();
-    for (const r of process.getActiveResourcesInfo()) resources.set(r, (resources.get(r) ?? 0) + 1);
-    const handles = (process as unknown as { _getActiveHandles(): Handle[] })._getActiveHandles().filter((h) => h.remoteAddress || h.constructor?.name !== 'Socket').map(describe);
-    const lines = [...[...resources].map(([r, n]) => `${n} × ${r}`), ...handles];
-    process.stderr.write(`this test file still runs ${graceMs / 1000} s after its last test; what keeps it alive:\n${lines.map((l) => `  ${l}`).join('\n')}\n`);
-    process.exit(1);
-  }, graceMs);
-  timer.unref();
-});
+// Only the test file's own thread: worker threads and forked helpers inherit the node arguments,
+// and a tap of their own would write a stray TAP stream into the file's output.
+if (isMainThread && /\.test\.[cm]?[jt]s$/.test(process.argv[1] ?? '')) {
+  const { default: t } = await import('tap');
+  t.teardown(() => {
+    const timer = setTimeout(() => {
+      const resources = new Map<string, number>();
+      for (const r of process.getActiveResourcesInfo()) resources.set(r, (resources.get(r) ?? 0) + 1);
+      const handles = (process as unknown as { _getActiveHandles(): Handle[] })._getActiveHandles().filter((h) => h.remoteAddress || h.constructor?.name !== 'Socket').map(describe);
+      const lines = [...[...resources].map(([r, n]) => `${n} × ${r}`), ...handles];
+      process.stderr.write(`this test file still runs ${graceMs / 1000} s after its last test; what keeps it alive:\n${lines.map((l) => `  ${l}`).join('\n')}\n`);
+      process.exit(1);
+    }, graceMs);
+    timer.unref();
+  });
+}
