@@ -174,8 +174,12 @@ for (const backend of backends) {
       const e = await waitUntil("tenant-a's error", async () => (await entry(a.store, 'app', 'lab', 'tenant-a'))?.lastError, 10_000);
       t.match(e, /^Forbidden: writing Service tenant-a\/app in cluster lab: HTTP 403 Forbidden: services "app" is forbidden: exceeded quota: tenant-a-quota/, "tenant-a's status: its own object's error");
       t.notMatch(e, /RBAC|role|dispatcher\//, 'not blamed on RBAC');
-      const b2 = await entry(a.store, 'app', 'lab', 'tenant-b');
-      t.ok(b2?.conditions.every((c) => c.status === 'True'), "tenant-b's is in place");
+      // The status is written after the objects: wait for it rather than read it once.
+      const b2 = await waitUntil("tenant-b's status", async () => {
+        const x = await entry(a.store, 'app', 'lab', 'tenant-b');
+        return x?.conditions.every((c) => c.status === 'True') ? x : undefined;
+      }, 10_000).catch(() => undefined);
+      t.ok(b2, "tenant-b's is in place");
       t.notMatch(JSON.stringify(await status(a.store, 'app', 'tenant-b')), /tenant-a/, "tenant-b's status names nothing of tenant-a");
       t.ok((await entry(a.store, 'app', 'lab', 'tenant-a'))?.failingSince, 'since when it fails');
 
