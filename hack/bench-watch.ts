@@ -20,7 +20,7 @@
 //    poll query rate read from each replica's /metrics (panoptes_watch_poll_queries_total).
 // The simulated cluster and the watch clients live in this process; Panoptes in child processes
 // started as the image starts them (hack/panoptes-process.ts).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +31,7 @@ import { freePort } from './postgres.ts';
 import { startSimCluster, type SimCluster } from './sim/cluster.ts';
 import { get } from './sim/testutil.ts';
 import { setLogLevel } from '../lib/log.ts';
+import { readMarks } from '../lib/trace.ts';
 import { Store } from '../storage/store.ts';
 import { emptyStorageUrl, stopTestPostgres } from '../storage/testing.ts';
 import type { WatchFigures, WatchLatencyFigures, WatchScaleFigures } from './report/figures.ts';
@@ -179,42 +180,79 @@ function latencies(client: Client, seqs: number[]): Latency {
 const f = (n: number) => n.toFixed(1);
 const show = (what: string, l: Latency) => `${what}: p50 ${f(l.p50)} ms, p99 ${f(l.p99)} ms, max ${f(l.max)} ms (${l.n} events${l.missing ? `, ${l.missing} MISSING` : ''})`;
 
-/** Where the time goes: write → commit in storage (the change row's time) and commit → the client. */
-async function breakdown(storage: string, client: Client, seqs: number[], fromRv: number): Promise<{ text: string; toCommit: number[]; toClient: number[] }> {
+/** The path's stages in order, as lib/trace.ts marks them (a stage a setup does not pass is skipped). */
+const stages: Array<[string, string]> = [
+  ['received', 'synchro received it from the member'],
+  ['taken', 'its round began (queued)'],
+  ['locked', 'rv lock taken'],
+  ['committed', 'committed'],
+  ['notified', 'the apiserver was told'],
+  ['polling', 'its poll began'],
+  ['read', 'read (poll answered, or the notification itself)'],
+  ['dispatched', 'dispatched to the watchers'],
+];
+
+/**
+ * Where the time goes, per bench write: from the processes' trace marks (PANOPTES_TRACE_FILE,
+ * lib/trace.ts) of the change that carries the write's seq. write → committed is the member
+ * write to the commit of its change; committed → at the client is the rest.
+ */
+async function breakdown(storage: string, traceFile: string, client: Client, seqs: number[], fromRv: number): Promise<{ text: string[]; toCommit: number[]; toClient: number[]; stages: Record<string, number[]> }> {
   const store = await Store.open(storage);
+  const rvOf = new Map<number, number>();
   try {
-    const commitAt = new Map<number, number>();
     for (let after = fromRv, i = 0; i < 1000; i++) {
       const changes = await store.changesAfter(after, 1000);
       if (changes.length === 0) break;
       for (const c of changes) {
         const s = Number((JSON.parse(c.object) as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.['bench/seq']);
-        if (Number.isFinite(s) && !commitAt.has(s)) commitAt.set(s, c.ts);
+        if (Number.isFinite(s) && !rvOf.has(s)) rvOf.set(s, c.rv);
       }
       after = changes[changes.length - 1].rv;
     }
-    const toCommit: number[] = [];
-    const toClient: number[] = [];
-    for (const s of seqs) {
-      const c = commitAt.get(s);
-      const at = client.arrivals.get(s);
-      if (c === undefined || at === undefined) continue;
-      toCommit.push(c - sent.get(s)!);
-      toClient.push(at - c);
-    }
-    toCommit.sort((a, b) => a - b);
-    toClient.sort((a, b) => a - b);
-    return {
-      text: `write -> committed in storage p50 ${f(quantile(toCommit, 0.5))} / p99 ${f(quantile(toCommit, 0.99))} ms; committed -> at the client p50 ${f(quantile(toClient, 0.5))} / p99 ${f(quantile(toClient, 0.99))} ms`,
-      toCommit,
-      toClient,
-    };
   } finally {
     await store.close();
   }
+  await sleep(500); // the processes append their marks every 200 ms
+  const marks = readMarks(existsSync(traceFile) ? readFileSync(traceFile, 'utf8') : '');
+  const present = stages.filter(([s]) => marks.has(s));
+  const steps = new Map<string, number[]>();
+  const toCommit: number[] = [];
+  const toClient: number[] = [];
+  for (const s of seqs) {
+    const rv = rvOf.get(s);
+    const at = client.arrivals.get(s);
+    if (rv === undefined || at === undefined) continue;
+    const times: Array<[string, number]> = [['write', sent.get(s)!]];
+    for (const [stage] of present) {
+      const t = marks.get(stage)!.get(rv);
+      if (t !== undefined) times.push([stage, t]);
+    }
+    times.push(['client', at]);
+    for (let i = 1; i < times.length; i++) {
+      const k = `${times[i - 1][0]} -> ${times[i][0]}`;
+      (steps.get(k) ?? steps.set(k, []).get(k)!).push(times[i][1] - times[i - 1][1]);
+    }
+    const committed = marks.get('committed')?.get(rv);
+    if (committed !== undefined) {
+      toCommit.push(committed - sent.get(s)!);
+      toClient.push(at - committed);
+    }
+  }
+  for (const v of steps.values()) v.sort((a, b) => a - b);
+  toCommit.sort((a, b) => a - b);
+  toClient.sort((a, b) => a - b);
+  const text = [`write -> committed in storage p50 ${f(quantile(toCommit, 0.5))} / p99 ${f(quantile(toCommit, 0.99))} ms; committed -> at the client p50 ${f(quantile(toClient, 0.5))} / p99 ${f(quantile(toClient, 0.99))} ms`];
+  text.push('  where the time goes (p50 / p99 ms, per write; stages marked by the processes, lib/trace.ts):');
+  const label = new Map(stages);
+  for (const [k, v] of steps) {
+    const to = k.split(' -> ')[1];
+    text.push(`    ${k.padEnd(24)} ${f(quantile(v, 0.5)).padStart(6)} / ${f(quantile(v, 0.99)).padStart(6)}   ${to === 'client' ? 'at the watch client (HTTP)' : label.get(to) ?? ''}`);
+  }
+  return { text, toCommit, toClient, stages: Object.fromEntries(steps) };
 }
 
-async function latencyRun(setup: 'sqlite' | 'postgres', title: string, sim: SimCluster, names: string[], panoptesBase: string, storage: string): Promise<WatchLatencyFigures> {
+async function latencyRun(setup: 'sqlite' | 'postgres', title: string, sim: SimCluster, names: string[], panoptesBase: string, storage: string, traceFile: string): Promise<WatchLatencyFigures> {
   const start = await get(`${panoptesBase}${P}/api/v1/namespaces/bench/pods?limit=1`);
   const direct = await watchClient(`${sim.url}/api/v1/namespaces/bench/pods?watch=1&resourceVersion=${sim.store.resourceVersion}`);
   const viaPanoptes = await watchClient(`${panoptesBase}${P}/api/v1/namespaces/bench/pods?watch=1&resourceVersion=${start.json.metadata.resourceVersion}`);
@@ -231,14 +269,14 @@ async function latencyRun(setup: 'sqlite' | 'postgres', title: string, sim: SimC
   console.log(`\n${title}: ${nWrites} pod updates at ${rate}/s in one simulated cluster`);
   console.log(`  ${show('watch on the simulated cluster', d)}`);
   console.log(`  ${show('watch through Panoptes (HTTP)  ', p)}`);
-  const parts = await breakdown(storage, viaPanoptes, seqs, Number(start.json.metadata.resourceVersion));
-  console.log(`  ${parts.text}`);
+  const parts = await breakdown(storage, traceFile, viaPanoptes, seqs, Number(start.json.metadata.resourceVersion));
+  for (const line of parts.text) console.log(`  ${line}`);
   console.log(`  ratio Panoptes/direct: p50 ${f(p.p50 / d.p50)}x, p99 ${f(p.p99 / d.p99)}x; target p99 <= 150 ms: ${p.p99 <= 150 && p.missing === 0 ? 'MET' : 'MISSED'}`);
   const above = { p50: p.p50 - d.p50, p99: p.p99 - d.p99 };
   const aboveMet = above.p50 <= 5 && above.p99 <= 15 && p.missing === 0;
   console.log(`  above the direct watch: p50 +${f(above.p50)} ms, p99 +${f(above.p99)} ms; target at most +5 / +15 ms: ${aboveMet ? 'MET' : 'MISSED'}`);
   const visibleMs = nVisible > 0 ? await visibleRun(setup, sim, names, panoptesBase) : undefined;
-  return { setup, title, writes: nWrites, ratePerSec: rate, directMs: d.ms, panoptesMs: p.ms, missing: { direct: d.missing, panoptes: p.missing }, toCommitMs: parts.toCommit, toClientMs: parts.toClient, ...(visibleMs ? { visibleMs } : {}) };
+  return { setup, title, writes: nWrites, ratePerSec: rate, directMs: d.ms, panoptesMs: p.ms, missing: { direct: d.missing, panoptes: p.missing }, toCommitMs: parts.toCommit, toClientMs: parts.toClient, stagesMs: parts.stages, ...(visibleMs ? { visibleMs } : {}) };
 }
 
 /** The body of a GET over a keep-alive agent (a list client reuses its connection, as kubectl and informers do). */
@@ -352,10 +390,12 @@ try {
     writeFileSync(clusters, stringify({ clusters: [{ name: sim.name, server: sim.url, resources: ['pods', 'namespaces'] }] }));
     const { url: storage, cleanup } = await emptyStorageUrl('sqlite');
     const port = await freePort();
+    const traceFile = join(dir, 'trace-sqlite.jsonl');
+    process.env.PANOPTES_TRACE_FILE = traceFile;
     const aio = panoptes(['all-in-one', '--storage', storage, '--clusters', clusters, '--insecure-listen', `127.0.0.1:${port}`]);
     const base = `http://127.0.0.1:${port}`;
     await synced(base, sim.name);
-    recorded.latency.push(await latencyRun('sqlite', 'SQLite, panoptes all-in-one (one process)', sim, names, base, storage));
+    recorded.latency.push(await latencyRun('sqlite', 'SQLite, panoptes all-in-one (one process)', sim, names, base, storage, traceFile));
     await aio.stop();
     await sim.close();
     await cleanup();
@@ -366,13 +406,15 @@ try {
     const clusters = join(dir, 'clusters-pg.yaml');
     writeFileSync(clusters, stringify({ clusters: [{ name: sim.name, server: sim.url, resources: ['pods', 'namespaces'] }] }));
     const { url: storage } = await emptyStorageUrl('postgres');
+    const traceFile = join(dir, 'trace-postgres.jsonl');
+    process.env.PANOPTES_TRACE_FILE = traceFile;
     const synchro = panoptes(['synchro', '--storage', storage, '--clusters', clusters, '--metrics-listen', 'off']);
     if (!only || only === 'postgres') {
       const port = await freePort();
       const api = panoptes(['apiserver', '--storage', storage, '--insecure-listen', `127.0.0.1:${port}`]);
       const base = `http://127.0.0.1:${port}`;
       await synced(base, sim.name);
-      recorded.latency.push(await latencyRun('postgres', 'PostgreSQL, panoptes synchro + panoptes apiserver (separate processes)', sim, names, base, storage));
+      recorded.latency.push(await latencyRun('postgres', 'PostgreSQL, panoptes synchro + panoptes apiserver (separate processes)', sim, names, base, storage, traceFile));
       await api.stop();
     }
     if (!only || only === 'scale') recorded.scale = await scaleRun(storage, sim, names);

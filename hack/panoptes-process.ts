@@ -52,7 +52,9 @@ process.on('exit', killChildren);
 /** Spawns a node script with the given argv; the sh wrapper (when asked) raises `ulimit -n` first. */
 export function spawnNode(name: string, script: string, argv: string[], o: SpawnOptions & { ipc?: boolean } = {}): PanoptesProcess {
   const env = { ...process.env, NODE_OPTIONS: o.nodeOptions ?? imageNodeOptions(o.root) };
-  const node = [process.execPath, ...(o.execArgv ?? []), script, ...argv];
+  // PANOPTES_BENCH_NODE_ARGS: node flags for every child (a CPU profile, say), beside what the image sets.
+  const extra = (process.env.PANOPTES_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const node = [process.execPath, ...extra, ...(o.execArgv ?? []), script, ...argv];
   const [cmd, args] = o.raiseFileLimit ? ['/bin/sh', ['-c', 'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$@"', 'sh', ...node]] : [node[0], node.slice(1)];
   const proc = spawn(cmd, args, { cwd: o.cwd, env, stdio: ['ignore', 'ignore', 'pipe', ...(o.ipc ? (['ipc'] as const) : [])] });
   children.add(proc);

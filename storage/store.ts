@@ -29,6 +29,7 @@ import { applyBatch, applyBatches, type BatchPart, type WriteOptions } from './w
 import * as leases from './leases.ts';
 import { fenceOf } from './fenced.ts';
 import { clusterLease, importerLease, type Fence, type Lease } from './leases.ts';
+import { traceMark, tracing, wallNow } from '../lib/trace.ts';
 import * as synchroMembers from './members.ts';
 import type { HeartbeatResult, Member, MemberRecord } from './members.ts';
 import type {
@@ -46,6 +47,17 @@ import type {
 } from './types.ts';
 
 export type CommitListener = (watermark: number) => void;
+
+/** Trace marks of a group commit (lib/trace.ts): its rv lock taken, and committed. */
+function traceCommit(results: BatchResult[], started: number): void {
+  const committed = wallNow();
+  for (const { changes, lockWaitMs } of results) {
+    if (changes.length === 0) continue;
+    const [from, to] = [changes[0].rv, changes[changes.length - 1].rv];
+    traceMark('locked', from, to, started + lockWaitMs);
+    traceMark('committed', from, to, committed);
+  }
+}
 
 /** One cluster's share of a group commit, under the cluster's lease. */
 export interface FencedBatchPart extends BatchPart {
@@ -147,7 +159,9 @@ export class Store {
    * part. `opts.beforeCommit` is a test hook.
    */
   async applyBatches(parts: FencedBatchPart[], opts?: WriteOptions): Promise<BatchResult[]> {
+    const started = tracing ? wallNow() : 0;
     const results = await applyBatches(this.conn.knex, this.conn.dialect, parts, opts);
+    if (tracing) traceCommit(results, started);
     this.growth?.wrote(results.reduce((n, r) => n + r.changes.length, 0));
     const wrote = results.some((r) => r.changes.length > 0);
     if (wrote) for (const l of this.listeners) l(results[0].watermark);

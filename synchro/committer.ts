@@ -18,6 +18,8 @@ import { FencedError } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import { describeWriteError, writeErrorKind } from '../storage/write-errors.ts';
 import { Backoff } from '../lib/backoff.ts';
+import { traceMark, tracing, wallOf } from '../lib/trace.ts';
+import type { BatchResult } from '../storage/types.ts';
 import type { Batcher, Item } from './batcher.ts';
 import type { SynchroMetrics } from './metrics.ts';
 
@@ -30,6 +32,17 @@ export interface CommitterOptions {
 
 /** One cluster's share of a round: events taken from its queue, in order. */
 type Part = { b: Batcher; items: Item[] };
+
+/** Trace marks of a committed round (lib/trace.ts): when its oldest event arrived, when the round began (the store marks its lock and commit). */
+function traceRound(round: Part[], results: BatchResult[], started: number): void {
+  round.forEach(({ items }, i) => {
+    const { changes } = results[i];
+    if (changes.length === 0) return;
+    const [from, to] = [changes[0].rv, changes[changes.length - 1].rv];
+    traceMark('received', from, to, wallOf(items.reduce((m, it) => Math.min(m, it.receivedAt), Infinity)));
+    traceMark('taken', from, to, wallOf(started));
+  });
+}
 
 /** Failed attempts after which the events of closing batchers are given up. */
 const attemptsWhenClosing = 3;
@@ -146,6 +159,7 @@ export class Committer {
         const results = await this.store.applyBatches(parts);
         const now = performance.now();
         round.forEach(({ b, items }, i) => b.committed(items, results[i], started, now));
+        if (tracing) traceRound(round, results, started);
         return;
       } catch (err) {
         const kind = writeErrorKind(err);

@@ -6,6 +6,7 @@
 import type { Registry } from 'prom-client';
 import { StatusError } from '../../kube/status.ts';
 import { logger, type Logger } from '../../lib/log.ts';
+import { traceMark, tracing } from '../../lib/trace.ts';
 import { kindsOf } from '../../storage/collection.ts';
 import { CompactedError, RvTooLargeError } from '../../storage/errors.ts';
 import { listenForCommits, type CommitSubscription } from '../../storage/listen.ts';
@@ -139,13 +140,19 @@ export class WatchHub implements WatcherHost {
       { ...this.opts.poll, sourceMayLag: this.reads.hasStandbys },
       this.log.child({ part: 'poller' }),
     );
-    this.unsubscribeCommit = this.store.onCommit((rv) => this.poller?.wake(rv));
+    this.unsubscribeCommit = this.store.onCommit((rv) => {
+      if (tracing) traceMark('notified', rv, rv);
+      this.poller?.wake(rv);
+    });
     // A change a notification carried is the primary's: on other reads (a standby that may not
     // have replayed it yet) it is a wake-up only, so that nothing reaches a watcher before a
     // list or get on the same database can see it.
     const offer = !this.reads.hasStandbys;
     if (this.opts.listen !== false)
-      this.listen = listenForCommits(this.store.conn, (rv, change) => (change && offer ? this.poller?.offer(change) : this.poller?.wake(change?.rv ?? rv)));
+      this.listen = listenForCommits(this.store.conn, (rv, change) => {
+        if (tracing && Number.isFinite(change?.rv ?? rv)) traceMark('notified', change?.rv ?? rv, change?.rv ?? rv);
+        return change && offer ? this.poller?.offer(change) : this.poller?.wake(change?.rv ?? rv);
+      });
     this.started = true;
     this.poller.start();
     this.updateWindowMetrics();
@@ -425,6 +432,7 @@ export class WatchHub implements WatcherHost {
       ev.release();
       this.metrics.dispatchDelay.observe(Math.max(0, now - c.ts) / 1000);
     }
+    if (tracing) traceMark('dispatched', changes[0].rv, changes[changes.length - 1].rv);
     this.updateWindowMetrics();
     this.releaseWaiters();
     for (const listener of this.opts.onDispatched ? [this.opts.onDispatched, ...this.dispatchListeners] : this.dispatchListeners) {

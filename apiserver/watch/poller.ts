@@ -13,6 +13,7 @@
 import { CompactedError } from '../../storage/errors.ts';
 import type { Change } from '../../storage/types.ts';
 import { logger, type Logger } from '../../lib/log.ts';
+import { traceMark, tracing, wallNow } from '../../lib/trace.ts';
 import type { WatchMetrics } from './metrics.ts';
 
 /** What the poller reads: the Store satisfies it. */
@@ -137,6 +138,7 @@ export class Poller {
     this.notified++;
     this.metrics.notifiedChanges.inc();
     this.metrics.pollerLag.set(this.lag);
+    if (tracing) traceMark('read', change.rv, change.rv);
     this.hooks.onBatch([change]);
   }
 
@@ -170,6 +172,7 @@ export class Poller {
       try {
         this.queries++;
         this.metrics.pollQueries.inc();
+        const polledAt = tracing ? wallNow() : 0;
         const read = await this.source.changesAfter(this.last, this.batchSize);
         if (this.stopped) break;
         // Changes delivered from notifications while the query ran are not delivered again.
@@ -177,6 +180,10 @@ export class Poller {
         if (changes.length > 0) {
           if (changes[0].rv !== this.last + 1) throw new Error(`change log gap: expected rv ${this.last + 1}, read ${changes[0].rv}`);
           this.last = changes[changes.length - 1].rv;
+          if (tracing) {
+            traceMark('polling', changes[0].rv, this.last, polledAt);
+            traceMark('read', changes[0].rv, this.last);
+          }
           this.hooks.onBatch(changes);
         }
         full = read.length >= this.batchSize;

@@ -181,6 +181,8 @@ export interface WatchLatencyFigures {
   /** Through Panoptes: write to commit in storage, and commit to the client (ms). */
   toCommitMs: number[];
   toClientMs: number[];
+  /** Per stage of the path (`from -> to`, lib/trace.ts marks), the latencies of every write (ms, sorted); absent in runs before it was measured. */
+  stagesMs?: Record<string, number[]>;
   /** Write in the member cluster to the first list through Panoptes that shows it, per write (ms); absent in runs before it was measured. */
   visibleMs?: number[];
 }
