@@ -1,8 +1,9 @@
-// The process's memory in Prometheus: resident set and the V8 heap, under the names
-// prom-client's default metrics use (process_resident_memory_bytes, nodejs_heap_size_*),
-// read when scraped. Registered once per registry (all-in-one's two halves share one).
+// The process's memory and CPU in Prometheus: resident set, the V8 heap and CPU time (every
+// thread of the process), under the names prom-client's default metrics use
+// (process_resident_memory_bytes, nodejs_heap_size_*, process_cpu_*_seconds_total), read when
+// scraped. Registered once per registry (all-in-one's two halves share one).
 import { readFileSync } from 'node:fs';
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 
 /** VmRSS of /proc/self/status where there is one (Linux), else process.memoryUsage().rss. */
 function residentBytes(): number {
@@ -38,4 +39,21 @@ export function registerProcessMetrics(registry: Registry): void {
   heap('nodejs_heap_size_total_bytes', 'Process heap size from Node.js in bytes.', (m) => m.heapTotal);
   heap('nodejs_heap_size_used_bytes', 'Process heap size used from Node.js in bytes.', (m) => m.heapUsed);
   heap('nodejs_external_memory_bytes', 'Node.js external memory size in bytes.', (m) => m.external);
+  // CPU time as counters that follow process.cpuUsage() (microseconds since start).
+  const cpu = (name: string, help: string, read: (u: NodeJS.CpuUsage) => number) => {
+    let counted = 0;
+    return new Counter({
+      name,
+      help,
+      registers,
+      collect() {
+        const seconds = read(process.cpuUsage()) / 1e6;
+        if (seconds > counted) this.inc(seconds - counted);
+        counted = Math.max(counted, seconds);
+      },
+    });
+  };
+  cpu('process_cpu_user_seconds_total', 'Total user CPU time spent in seconds.', (u) => u.user);
+  cpu('process_cpu_system_seconds_total', 'Total system CPU time spent in seconds.', (u) => u.system);
+  cpu('process_cpu_seconds_total', 'Total user and system CPU time spent in seconds.', (u) => u.user + u.system);
 }
