@@ -458,6 +458,6 @@ export class Store {
   async close(): Promise<void> {
     this.listeners.clear();
     await this.growth?.idle();
-    await this.conn.knex.destroy();
+    await this.conn.close();
   }
 }
