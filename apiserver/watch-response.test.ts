@@ -80,3 +80,40 @@ t.test('a failed stream is reported and the response reset', async (t) => {
   t.ok(res.destroyed);
   t.notOk(res.ended);
 });
+
+t.test('a chunk leaves over HTTP/1.1 at once, not once every queued microtask has run (Node uncorks on the next tick)', async (t) => {
+  const { createServer, request } = await import('node:http');
+  const stream = new Readable({ read() {} });
+  let socket: import('node:net').Socket | undefined;
+  const server = createServer((req, res) => {
+    socket = req.socket;
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.flushHeaders();
+    pipeWatchResponse(stream, res, () => t.fail('no error'));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const port = (server.address() as { port: number }).port;
+  const got: string[] = [];
+  const req = request({ host: '127.0.0.1', port, path: '/' }, (res) => {
+    res.setEncoding('utf8');
+    res.on('data', (c: string) => got.push(c));
+  });
+  req.end();
+  t.teardown(() => req.destroy());
+  for (let i = 0; i < 200 && !socket; i++) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 20));
+  // A chain of microtasks, as a synchronous storage driver's promises make one: the chunk pushed
+  // at its start is handed to the kernel before the chain ends.
+  let flushedAt = -1;
+  let steps = 0;
+  stream.push(Buffer.from('{"type":"ADDED"}\n'));
+  for (; steps < 10_000; steps++) {
+    await Promise.resolve();
+    if (flushedAt < 0 && socket!.writableCorked === 0 && socket!.writableLength === 0) flushedAt = steps;
+  }
+  t.ok(flushedAt >= 0 && flushedAt < 10, `on the socket after ${flushedAt} of ${steps} microtasks`);
+  for (let i = 0; i < 200 && got.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+  t.same(got.join(''), '{"type":"ADDED"}\n');
+  stream.push(null);
+});

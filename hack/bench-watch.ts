@@ -190,6 +190,7 @@ const stages: Array<[string, string]> = [
   ['polling', 'its poll began'],
   ['read', 'read (poll answered, or the notification itself)'],
   ['dispatched', 'dispatched to the watchers'],
+  ['written', 'written to the socket'],
 ];
 
 /**

@@ -2,6 +2,7 @@
 // encoder id, so N watchers of one output format share one Buffer. A change from the log
 // becomes at most three OutEvents (as ADDED, MODIFIED or DELETED, by selector transition),
 // each shared by every watcher that sees that transition.
+import { tracing } from '../../lib/trace.ts';
 import { stringifyJson } from '../../kube/json-text.ts';
 import type { Change, KubeObject } from '../../storage/types.ts';
 
@@ -39,6 +40,9 @@ export const jsonEncoder: Encoder = {
 };
 
 /** One event as sent: an object, a bookmark or an error, with its encodings cached. */
+/** While tracing (lib/trace.ts): the rv of each encoded event's bytes, for the mark of its socket write. */
+export const rvOfBytes = new WeakMap<Buffer, number>();
+
 export class OutEvent implements EncodableEvent {
   private parsed: KubeObject | undefined;
   private readonly encoded = new Map<string, Buffer>();
@@ -67,6 +71,7 @@ export class OutEvent implements EncodableEvent {
     let b = this.encoded.get(encoder.id);
     if (!b) {
       b = encoder.encode(this);
+      if (tracing) rvOfBytes.set(b, this.rv);
       this.encoded.set(encoder.id, b);
       this.encodedBytes += b.length;
       this.onEncoded?.(b.length);
