@@ -2,6 +2,7 @@
 import type { Knex } from 'knex';
 import { CompactedError } from './errors.ts';
 import { readMeta } from './meta.ts';
+import { hotRead } from './prepared.ts';
 import { toChange, type ChangeRow } from './rows.ts';
 import type { Change } from './types.ts';
 
@@ -25,8 +26,12 @@ export function changesAfterInRecovery(knex: Knex, inRecovery: string, rv: numbe
 }
 
 async function readChangesAfter(knex: Knex, rv: number, limit: number, inRecovery?: string): Promise<{ changes: Change[]; recovery: boolean | undefined }> {
-  const q = knex('changes').where('rv', '>', rv).orderBy('rv').limit(limit);
-  const rows: Array<ChangeRow & { in_recovery?: boolean | number }> = await (inRecovery === undefined ? q.select('*') : q.select('*', knex.raw(`${inRecovery} AS in_recovery`)));
+  // Every poll of every apiserver runs this: prepared once per connection (storage/prepared.ts).
+  const rows = await hotRead<ChangeRow & { in_recovery?: boolean | number }>(
+    knex,
+    `SELECT *${inRecovery === undefined ? '' : `, ${inRecovery} AS in_recovery`} FROM changes WHERE rv > ? ORDER BY rv LIMIT ?`,
+    [rv, limit],
+  );
   const changes = rows.map(toChange);
   const recovery = inRecovery === undefined || rows.length === 0 ? undefined : rows.every((r) => r.in_recovery === true || r.in_recovery === 1);
   if (changes.length > 0 && changes[0].rv === rv + 1) return { changes, recovery };

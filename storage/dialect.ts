@@ -8,6 +8,7 @@ import { changePayload, maxNotifiedChanges, maxNotifyBytes } from './notify-payl
 import { chunk, objectColumns, rowsOf, type ChangeRowValues } from './rows.ts';
 import { columnType } from './schema-types.ts';
 import { maxSqlDepth } from './sql-values.ts';
+import { hotQuery, sqliteDatabase, sqliteStatement } from './prepared.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -231,33 +232,6 @@ export interface InsertStatement {
   returning: boolean;
 }
 
-/** better-sqlite3's statement and database, as far as the insert path uses them. */
-interface SqliteStatement {
-  run(...params: unknown[]): unknown;
-  get(...params: unknown[]): unknown;
-}
-interface SqliteDatabase {
-  prepare(sql: string): SqliteStatement;
-  pragma(source: string): unknown;
-}
-const sqliteStatements = new WeakMap<SqliteDatabase, Map<string, SqliteStatement>>();
-
-/** The transaction's better-sqlite3 connection, or undefined on the sqlite3 driver. */
-async function sqliteDatabase(trx: Knex.Transaction): Promise<SqliteDatabase | undefined> {
-  const conn = await (trx.client as unknown as { acquireConnection(): Promise<unknown> }).acquireConnection();
-  // better-sqlite3 (synchronous) has pragma(); the sqlite3 driver's Database has an asynchronous prepare() only.
-  return conn && typeof (conn as SqliteDatabase).pragma === 'function' ? (conn as SqliteDatabase) : undefined;
-}
-
-/** The connection's prepared statement for `sql`, prepared once. */
-function sqliteStatement(db: SqliteDatabase, sql: string): SqliteStatement {
-  let cache = sqliteStatements.get(db);
-  if (!cache) sqliteStatements.set(db, (cache = new Map()));
-  let stmt = cache.get(sql);
-  if (!stmt) cache.set(sql, (stmt = db.prepare(sql)));
-  return stmt;
-}
-
 /** A statement stopped by its walk's deadline (SQLite: panoptes_walk); json-fields.ts answers it as a 504. */
 export class WalkDeadlineError extends Error {
   override name = 'WalkDeadlineError';
@@ -316,12 +290,9 @@ export const sqlite: Dialect = {
     // A write first, so the transaction holds SQLite's single write lock from here on
     // (a read first could not be upgraded if another process wrote in between); it also
     // excludes every acquisition until commit.
-    await trx('meta').where({ key: 'rv' }).update({ value: trx.raw('value') });
-    const [row] = rowsOf<{ value: number | string; now: number | string }>(await trx.raw(`SELECT value, ${sqliteNowMs} AS now FROM meta WHERE key = 'rv'`));
+    const [row] = await hotQuery<{ value: number | string; now: number | string }>(trx, `UPDATE meta SET value = value WHERE key = 'rv' RETURNING value, ${sqliteNowMs} AS now`, []);
     const now = Number(row.now);
-    const found = leases.length
-      ? rowsOf<LeaseRow>(await trx.raw(`SELECT name, holder, epoch, expires_at, ? AS now FROM leases WHERE name IN (${leases.map(() => '?').join(', ')})`, [now, ...leases]))
-      : [];
+    const found = leases.length ? await hotQuery<LeaseRow>(trx, 'SELECT name, holder, epoch, expires_at, ? AS now FROM leases WHERE name IN (SELECT value FROM json_each(?))', [now, JSON.stringify(leases)]) : [];
     return { rv: Number(row.value), now, leases: leaseStates(found) };
   },
   async lockLeases(trx, leases) {
@@ -330,7 +301,7 @@ export const sqlite: Dialect = {
   },
   async publishChanges(trx, rows, rv) {
     await insertRows(trx, sqlite, 'changes', rows as unknown as Array<Record<string, unknown>>);
-    await trx('meta').where({ key: 'rv' }).update({ value: rv });
+    await hotQuery(trx, "UPDATE meta SET value = ? WHERE key = 'rv'", [rv]);
   },
   writeBatch: (trx, rows) => writeBatchRows(trx, sqlite, rows),
   async prepareMigrations(knex) {
@@ -555,16 +526,16 @@ export const postgres: Dialect = {
     // The row lock orders writers: the next one allocates only after this one is visible.
     // The fences' lease rows are share-locked in the same statement: an acquisition waits
     // for this transaction, so no write lands after its lease moved on.
+    // Prepared once per connection (storage/prepared.ts): the lease names are one array value.
     if (leases.length === 0) {
-      const [row] = rowsOf<{ rv: number | string; now: number | string }>(await trx.raw(`SELECT value AS rv, ${postgresNowMs} AS now FROM meta WHERE key = 'rv' FOR UPDATE`));
+      const [row] = await hotQuery<{ rv: number | string; now: number | string }>(trx, `SELECT value AS rv, ${postgresNowMs} AS now FROM meta WHERE key = 'rv' FOR UPDATE`, []);
       return { rv: Number(row.rv), now: Number(row.now), leases: [] };
     }
-    const rows = rowsOf<LeaseRow & { rv: number | string }>(
-      await trx.raw(
-        `SELECT m.value AS rv, c.now, l.name, l.holder, l.epoch, l.expires_at FROM meta m CROSS JOIN (SELECT ${postgresNowMs} AS now) c ` +
-          `LEFT JOIN LATERAL (SELECT * FROM leases WHERE name IN (${leases.map(() => '?').join(', ')}) FOR SHARE) l ON true WHERE m.key = 'rv' FOR UPDATE OF m`,
-        leases,
-      ),
+    const rows = await hotQuery<LeaseRow & { rv: number | string }>(
+      trx,
+      `SELECT m.value AS rv, c.now, l.name, l.holder, l.epoch, l.expires_at FROM meta m CROSS JOIN (SELECT ${postgresNowMs} AS now) c ` +
+        `LEFT JOIN LATERAL (SELECT * FROM leases WHERE name = ANY(?::text[]) FOR SHARE) l ON true WHERE m.key = 'rv' FOR UPDATE OF m`,
+      [leases],
     );
     return { rv: Number(rows[0].rv), now: Number(rows[0].now), leases: leaseStates(rows) };
   },
@@ -580,7 +551,7 @@ export const postgres: Dialect = {
   },
   async publishChanges(trx, rows, rv) {
     const [sql, bindings] = postgresPublish(rows, rv);
-    await trx.raw(`WITH ${sql} SELECT count(*) FROM notified`, bindings);
+    await hotQuery(trx, `WITH ${sql} SELECT count(*) FROM notified`, bindings);
   },
   async writeBatch(trx, b) {
     // One statement: the rows of every table, the change log, the watermark and the NOTIFY.
@@ -628,8 +599,10 @@ export const postgres: Dialect = {
     // The notifications are evaluated by the outer query (a CTE that is not data-modifying runs only when read);
     // counts that came out negative (a decrement of a count never kept) are set to zero after.
     const negative = b.counts.length ? 'LEFT JOIN counted c ON c.n < 0' : 'LEFT JOIN (SELECT NULL AS grp, NULL AS resource, NULL AS cluster, NULL AS namespace, NULL::bigint AS n) c ON false';
-    const rows = rowsOf<{ grp: string | null; resource: string; cluster: string; namespace: string; n: string | null }>(
-      await trx.raw(`WITH ${parts.join(', ')} SELECT c.grp, c.resource, c.cluster, c.namespace, c.n FROM (SELECT count(*) FROM notified) s ${negative}`, bindings),
+    const rows = await hotQuery<{ grp: string | null; resource: string; cluster: string; namespace: string; n: string | null }>(
+      trx,
+      `WITH ${parts.join(', ')} SELECT c.grp, c.resource, c.cluster, c.namespace, c.n FROM (SELECT count(*) FROM notified) s ${negative}`,
+      bindings,
     );
     await zeroNegativeCounts(trx, rows.filter((r) => r.grp !== null) as Array<{ grp: string; resource: string; cluster: string; namespace: string; n: string }>);
   },
@@ -700,7 +673,7 @@ export const postgres: Dialect = {
     const sql =
       `SELECT ${columns} FROM json_to_recordset(?::json) AS k(x text, y text) CROSS JOIN LATERAL ` +
       `(SELECT * FROM objects o WHERE o.cluster = ? AND o.grp = ? AND o.resource = ? AND o.namespace = k.x COLLATE "C" AND o.name = k.y COLLATE "C" OFFSET 0) AS o`;
-    return rowsOf<Row>(await trx.raw(sql, [json, key.cluster, key.group, key.resource]));
+    return hotQuery<Row>(trx, sql, [json, key.cluster, key.group, key.resource]);
   },
   // The text column is parsed to jsonb once per row (OFFSET 0 keeps the planner from inlining
   // the cast into every expression that uses it).

@@ -38,6 +38,9 @@ export function writeErrorKind(err: unknown): WriteErrorKind {
   if (err instanceof UnstorableError) return 'data';
   const e = err as { code?: unknown; name?: unknown; message?: unknown } | null;
   const code = typeof e?.code === 'string' ? e.code : '';
+  // A statement prepared on the connection (storage/prepared.ts) before another process's
+  // migration changed its result: prepared again under a new name on the next try.
+  if (code === '0A000' && typeof e?.message === 'string' && /cached plan must not change result type/.test(e.message)) return 'outage';
   if (/^[0-9A-Z]{5}$/.test(code)) return postgresOutageClasses.has(code.slice(0, 2)) ? 'outage' : 'data';
   if (code.startsWith('SQLITE_')) return sqliteOutagePrefixes.some((p) => code === p || code.startsWith(`${p}_`)) ? 'outage' : 'data';
   if (connectionCodes.has(code)) return 'outage';
