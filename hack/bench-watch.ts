@@ -185,6 +185,8 @@ const stages: Array<[string, string]> = [
   ['received', 'synchro received it from the member'],
   ['taken', 'its round began (queued)'],
   ['locked', 'rv lock taken'],
+  ['decided', 'stored rows read, changes decided'],
+  ['rows-written', 'rows written (COMMIT next)'],
   ['committed', 'committed'],
   ['notified', 'the apiserver was told'],
   ['polling', 'its poll began'],

@@ -8,6 +8,7 @@
 // argument of each such method (`fencedWrites`), and the few writes made without a lease
 // (the apiserver's Cluster writes, tests) go through writeTransaction with no fence.
 import type { Knex } from 'knex';
+import { wallOf } from '../lib/trace.ts';
 import type { Dialect, LeaseState } from './dialect.ts';
 import { FencedError, type Fence } from './leases.ts';
 
@@ -17,6 +18,8 @@ export interface HeldLocks {
   now: number;
   /** How long taking the locks waited (ms). */
   lockWaitMs: number;
+  /** When they were taken, on this process's clock (lib/trace.ts wallNow). */
+  lockedAt: number;
 }
 
 /** …and with the rv lock, the last allocated rv. */
@@ -57,8 +60,8 @@ export async function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: 
   return knex.transaction(async (trx) => {
     const started = performance.now();
     const locked = lock === 'rv' ? await dialect.lockRv(trx, names) : { rv: Number.NaN, ...(await dialect.lockLeases(trx, names)) };
-    const lockWaitMs = performance.now() - started;
+    const lockedAt = performance.now();
     verifyFences(fences, locked.leases);
-    return write(trx, { rv: locked.rv, now: locked.now, lockWaitMs });
+    return write(trx, { rv: locked.rv, now: locked.now, lockWaitMs: lockedAt - started, lockedAt: wallOf(lockedAt) });
   });
 }

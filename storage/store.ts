@@ -25,10 +25,11 @@ import * as openapi from './openapi.ts';
 import { objectColumns, rowsOf, toStored, type ObjectRow } from './rows.ts';
 import { migrate } from './schema.ts';
 import { GrowthAnalyzer } from './statistics.ts';
-import { applyBatch, applyBatches, type BatchPart, type WriteOptions } from './write.ts';
+import { applyBatchesCommitted, type BatchPart, type WriteOptions } from './write.ts';
 import * as leases from './leases.ts';
 import { fenceOf } from './fenced.ts';
 import { clusterLease, importerLease, type Fence, type Lease } from './leases.ts';
+import { logger } from '../lib/log.ts';
 import { traceMark, tracing, wallNow } from '../lib/trace.ts';
 import * as synchroMembers from './members.ts';
 import type { HeartbeatResult, Member, MemberRecord } from './members.ts';
@@ -46,17 +47,14 @@ import type {
   UpstreamEvent,
 } from './types.ts';
 
-export type CommitListener = (watermark: number) => void;
+const log = logger('storage');
 
-/** Trace marks of a group commit (lib/trace.ts): its rv lock taken, and committed. */
-function traceCommit(results: BatchResult[], started: number): void {
+export type CommitListener = (watermark: number, changes: readonly Change[]) => void;
+
+/** Trace mark of a group commit (lib/trace.ts; write.ts marks its rv lock). */
+function traceCommit(results: BatchResult[]): void {
   const committed = wallNow();
-  for (const { changes, lockWaitMs } of results) {
-    if (changes.length === 0) continue;
-    const [from, to] = [changes[0].rv, changes[changes.length - 1].rv];
-    traceMark('locked', from, to, started + lockWaitMs);
-    traceMark('committed', from, to, committed);
-  }
+  for (const { changes } of results) if (changes.length > 0) traceMark('committed', changes[0].rv, changes[changes.length - 1].rv, committed);
 }
 
 /** One cluster's share of a group commit, under the cluster's lease. */
@@ -147,9 +145,12 @@ export class Store {
    * benchmarks); replays write nothing. synchro writes through applyBatches, fenced.
    */
   async applyBatch(cluster: string, events: UpstreamEvent[], opts?: WriteOptions): Promise<BatchResult> {
-    const result = await applyBatch(this.conn.knex, this.conn.dialect, cluster, events, opts);
+    const {
+      results: [result],
+      committed,
+    } = await applyBatchesCommitted(this.conn.knex, this.conn.dialect, [{ cluster, events }], opts);
     this.growth?.wrote(result.changes.length);
-    if (result.changes.length > 0) for (const l of this.listeners) l(result.watermark);
+    if (result.changes.length > 0) this.committed(result.watermark, committed);
     return result;
   }
 
@@ -159,16 +160,31 @@ export class Store {
    * part. `opts.beforeCommit` is a test hook.
    */
   async applyBatches(parts: FencedBatchPart[], opts?: WriteOptions): Promise<BatchResult[]> {
-    const started = tracing ? wallNow() : 0;
-    const results = await applyBatches(this.conn.knex, this.conn.dialect, parts, opts);
-    if (tracing) traceCommit(results, started);
+    const { results, committed } = await applyBatchesCommitted(this.conn.knex, this.conn.dialect, parts, opts);
+    if (tracing) traceCommit(results);
     this.growth?.wrote(results.reduce((n, r) => n + r.changes.length, 0));
-    const wrote = results.some((r) => r.changes.length > 0);
-    if (wrote) for (const l of this.listeners) l(results[0].watermark);
+    if (committed.length > 0) this.committed(results[0].watermark, committed);
     return results;
   }
 
-  /** Called after each commit of this process that wrote changes (wakes the in-process poller). */
+  /** Tells the listeners of a commit; one that throws is logged, never the write's failure (it committed). */
+  private committed(watermark: number, changes: readonly Change[]): void {
+    for (const l of this.listeners) {
+      try {
+        l(watermark, changes);
+      } catch (err) {
+        log.warn('a commit listener failed', { err: err as Error, watermark });
+      }
+    }
+  }
+
+  /**
+   * Called after each commit of this process that wrote changes, with the watermark and the
+   * changes committed, in rv order, as the change log holds them (synchro's batches; none for
+   * the writes of Cluster and own objects): the in-process watch engine hands them on without
+   * reading the log (apiserver/watch/hub.ts), as it does with what a PostgreSQL notification
+   * carries.
+   */
   onCommit(listener: CommitListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -307,7 +323,7 @@ export class Store {
 
   private async clusterObjectWrite(name: string, decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite, fence: Fence | undefined, lease?: string): Promise<ClusterObjectResult> {
     const result = await clusterObjects.writeClusterObject(this.conn.knex, this.conn.dialect, name, decide, fence, lease);
-    if (result.change) for (const l of this.listeners) l(result.watermark);
+    if (result.change) this.committed(result.watermark, []);
     return result;
   }
 
@@ -343,7 +359,7 @@ export class Store {
 
   private async ownObjectWrite(ref: OwnObjectRef, decide: (current: OwnObjectState | undefined) => OwnObjectWrite, fences: Fence[]): Promise<OwnObjectResult> {
     const result = await ownObjects.writeOwnObject(this.conn.knex, this.conn.dialect, ref, decide, fences);
-    if (result.change) for (const l of this.listeners) l(result.watermark);
+    if (result.change) this.committed(result.watermark, []);
     return result;
   }
 

@@ -3,6 +3,7 @@
 // lock and fences, the stored rows of the keys touched, then every row written
 // (dialect.writeBatch: one statement on PostgreSQL), then commit.
 import type { Knex } from 'knex';
+import { traceMark, tracing } from '../lib/trace.ts';
 import { kindFieldNames, kindFieldValues } from '../kube/fields.ts';
 import { stringifyJson } from '../kube/json-text.ts';
 import { alreadyApplied, decide, stateAfter, type IncomingEvent, type StoredState } from './decide.ts';
@@ -11,9 +12,9 @@ import type { BatchRows } from './batch-rows.ts';
 import { labelNumber } from './label-number.ts';
 import { fenceOf, writeTransaction } from './fenced.ts';
 import { clusterLease, type Fence } from './leases.ts';
-import { keyOf, ownerUid, type ObjectRow } from './rows.ts';
+import { keyOf, ownerUid, toChange, type ChangeRowValues, type ObjectRow } from './rows.ts';
 import { checkIdentity, labelIndexKey, labelIndexValue, sqlDocument, sqlText, type Identity } from './sql-values.ts';
-import type { BatchResult, EventType, KubeObject, UpstreamEvent } from './types.ts';
+import type { BatchResult, Change, EventType, KubeObject, UpstreamEvent } from './types.ts';
 
 export const clusterAnnotation = 'panoptes.io/cluster';
 export const upstreamRvAnnotation = 'panoptes.io/upstream-resource-version';
@@ -113,7 +114,7 @@ export interface BatchPart {
 
 /** One cluster's batch in one transaction, without a lease (applyBatches with one unfenced part). */
 export async function applyBatch(knex: Knex, dialect: Dialect, cluster: string, events: UpstreamEvent[], opts: WriteOptions = {}): Promise<BatchResult> {
-  const [result] = await applyBatches(knex, dialect, [{ cluster, events }], opts);
+  const [result] = (await applyBatchesCommitted(knex, dialect, [{ cluster, events }], opts)).results;
   return result;
 }
 
@@ -124,10 +125,20 @@ export async function applyBatch(knex: Knex, dialect: Dialect, cluster: string, 
  * result per part; each part's changes are in rv order and the watermark is the batch's.
  */
 export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPart[], opts: WriteOptions = {}): Promise<BatchResult[]> {
+  return (await applyBatchesCommitted(knex, dialect, parts, opts)).results;
+}
+
+/**
+ * applyBatches, with the changes it committed, in rv order, as the change log holds them: the
+ * Store hands them to this process's watch engine, which then has them without reading the
+ * log (storage/store.ts onCommit).
+ */
+export async function applyBatchesCommitted(knex: Knex, dialect: Dialect, parts: BatchPart[], opts: WriteOptions = {}): Promise<{ results: BatchResult[]; committed: Change[] }> {
   if (new Set(parts.map((p) => p.cluster)).size !== parts.length) throw new Error('applyBatches: one part per cluster');
   const described = parts.map((p) => p.events.map((e) => describe(p.cluster, e)));
   const fences = parts.flatMap((p) => (p.fence ? [fenceOf(p.fence, clusterLease(p.cluster))] : []));
-  return writeTransaction(knex, dialect, fences, 'rv', async (trx, locked) => {
+  let rows: ChangeRowValues[] = [];
+  const results = await writeTransaction(knex, dialect, fences, 'rv', async (trx, locked) => {
     const { lockWaitMs } = locked;
     let rv = locked.rv;
 
@@ -227,13 +238,17 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
       }));
     if (pending.length === 0) return results();
 
+    if (tracing) {
+      traceMark('locked', pending[0].rv, rv, locked.lockedAt);
+      traceMark('decided', pending[0].rv, rv);
+    }
     const ts = locked.now;
     await dialect.writeBatch(trx, {
       upserts,
       deleteIds,
       relabel,
       counts: [...counts.values()].filter((c) => c.n !== 0),
-      changes: pending.map((p) => ({
+      changes: (rows = pending.map((p) => ({
         rv: p.rv,
         type: p.type,
         cluster: p.cluster,
@@ -247,10 +262,12 @@ export async function applyBatches(knex: Knex, dialect: Dialect, parts: BatchPar
         prev_object: p.prev,
         ts,
         epoch: p.epoch,
-      })),
+      }))),
       rv,
     });
     if (opts.beforeCommit) await opts.beforeCommit();
+    if (tracing) traceMark('rows-written', pending[0].rv, rv);
     return results();
   });
+  return { results, committed: rows.map(toChange) };
 }

@@ -202,6 +202,35 @@ t.test('a change a notification carried is delivered without a query when it is 
   t.equal(p.lag, 0);
 });
 
+t.test("a commit's changes are delivered together without a query from the first not delivered yet; after a gap the log is read", async (t) => {
+  const log = new FakeLog();
+  log.latencyMs = 0;
+  const batches: number[][] = [];
+  const metrics = watchMetrics(new Registry());
+  const p = new Poller(log, 0, { onBatch: (cs) => batches.push(cs.map((c) => c.rv)), onGap: (e) => e.compacted }, metrics, { intervalMs: 10_000, minIntervalMs: 0 }, quiet);
+  p.start();
+  t.teardown(() => p.stop());
+  await delay(30);
+  const calls = log.calls;
+  log.head = 3;
+  p.offerBatch([change(1), change(2), change(3)]);
+  t.same(batches, [[1, 2, 3]], 'one batch, at once');
+  log.head = 5;
+  p.offerBatch([change(2), change(3), change(4), change(5)]);
+  t.same(batches, [[1, 2, 3], [4, 5]], 'what was delivered already is left out');
+  await delay(30);
+  t.equal(log.calls, calls, 'no query');
+  t.equal(p.notified, 5);
+  // rv 6 was committed by another writer: this process's commit of 7 and 8 waits for the log.
+  log.head = 8;
+  p.offerBatch([change(7), change(8)]);
+  t.same(batches.length, 2, 'not delivered out of order');
+  await delay(30);
+  t.same(batches.slice(2).flat(), [6, 7, 8], 'the query delivers the gap and the commit, once');
+  t.equal(log.calls, calls + 1, 'one query');
+  t.equal(p.rv, 8);
+});
+
 t.test('changes delivered from notifications while a query runs are not delivered again', async (t) => {
   const log = new FakeLog();
   log.latencyMs = 40;

@@ -131,15 +131,29 @@ export class Poller {
    * by rv alone, a notification lost) the log is read instead, which delivers it too.
    */
   offer(change: Change): void {
-    if (this.stopped || change.rv <= this.last) return;
-    if (change.rv !== this.last + 1) return this.wake(change.rv);
-    this.last = change.rv;
+    this.offerBatch([change]);
+  }
+
+  /**
+   * Changes committed together, in rv order (a commit of this process: Store.onCommit): handed
+   * on at once from the first one not delivered yet, when that is the next rv; else the log is
+   * read (a change of another writer came between).
+   */
+  offerBatch(changes: readonly Change[]): void {
+    if (this.stopped) return;
+    let i = 0;
+    while (i < changes.length && changes[i].rv <= this.last) i++;
+    if (i === changes.length) return;
+    if (changes[i].rv !== this.last + 1) return this.wake(changes[changes.length - 1].rv);
+    const batch = i === 0 ? [...changes] : changes.slice(i);
+    for (let j = 1; j < batch.length; j++) if (batch[j].rv !== batch[j - 1].rv + 1) return this.wake(batch[batch.length - 1].rv);
+    this.last = batch[batch.length - 1].rv;
     if (this.committed < this.last) this.committed = this.last;
-    this.notified++;
-    this.metrics.notifiedChanges.inc();
+    this.notified += batch.length;
+    this.metrics.notifiedChanges.inc(batch.length);
     this.metrics.pollerLag.set(this.lag);
-    if (tracing) traceMark('read', change.rv, change.rv);
-    this.hooks.onBatch([change]);
+    if (tracing) traceMark('read', batch[0].rv, this.last);
+    this.hooks.onBatch(batch);
   }
 
   async stop(): Promise<void> {
