@@ -113,7 +113,12 @@ t.test('a chunk leaves over HTTP/1.1 at once, not once every queued microtask ha
     if (flushedAt < 0 && socket!.writableCorked === 0 && socket!.writableLength === 0) flushedAt = steps;
   }
   t.ok(flushedAt >= 0 && flushedAt < 10, `on the socket after ${flushedAt} of ${steps} microtasks`);
+  // The watch engine's 'flush' (its dispatch is over) writes at once, before any microtask.
+  stream.push(Buffer.from('{"type":"MODIFIED"}\n'));
+  t.equal(socket!.writableCorked, 1, 'corked by Node after the write');
+  stream.emit('flush');
+  t.ok(socket!.writableCorked === 0 && socket!.writableLength === 0, "on the socket at the engine's flush");
   for (let i = 0; i < 200 && got.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
-  t.same(got.join(''), '{"type":"ADDED"}\n');
+  t.same(got.join(''), '{"type":"ADDED"}\n{"type":"MODIFIED"}\n');
   stream.push(null);
 });

@@ -28,14 +28,15 @@ export interface WatchResponse {
  * Node's HTTP/1.1 response corks its socket on a write and uncorks it on the next tick, which
  * comes only once every queued microtask has run: in a process whose storage driver answers
  * synchronously (better-sqlite3), a whole write transaction of synchro's ran first, 1.2 ms at
- * the median (bench:watch's `dispatched -> written`). So the socket is uncorked in a microtask
- * of its own, queued at the first chunk: the events of one dispatch still go out in one write.
+ * the median (bench:watch's `dispatched -> written`). So the socket is uncorked when the watch
+ * engine's dispatch is over (the watcher's 'flush': the events of one dispatch go out in one
+ * write), and for what else is sent (a replay, a bookmark) in a microtask queued at its first
+ * chunk.
  */
 export function pipeWatchResponse(stream: Readable, res: WatchResponse, onError: (err: Error) => void): void {
   let flushQueued = false;
   let written: number[] = [];
   const flush = () => {
-    flushQueued = false;
     const socket = res.socket;
     if (socket && socket.writableCorked > 0) socket.uncork();
     if (tracing) {
@@ -43,6 +44,8 @@ export function pipeWatchResponse(stream: Readable, res: WatchResponse, onError:
       written = [];
     }
   };
+  // The watch engine's dispatch is over (apiserver/watch/watcher.ts flush): written now.
+  stream.on('flush', flush);
   stream.on('data', (chunk: Buffer) => {
     if (!res.write(chunk)) stream.pause();
     if (tracing) {
@@ -51,7 +54,10 @@ export function pipeWatchResponse(stream: Readable, res: WatchResponse, onError:
     }
     if (!flushQueued) {
       flushQueued = true;
-      queueMicrotask(flush);
+      queueMicrotask(() => {
+        flushQueued = false;
+        flush();
+      });
     }
   });
   res.on('drain', () => stream.resume());

@@ -182,7 +182,10 @@ t.test('a snapshot ahead of a stuck poller ends with ERROR 504, not silence unti
   t.teardown(() => {
     store.changesAfter = changesAfter;
   });
-  const other = await store.applyBatch('c1', [podEvent('ADDED', 'n', 'b', '2')]);
+  // Written by another process (no commit of this one hands the change over).
+  const synchro = await Store.open(store.conn.display);
+  t.teardown(() => synchro.close());
+  const other = await synchro.applyBatch('c1', [podEvent('ADDED', 'n', 'b', '2')]);
   t.equal(other.watermark, B + 2);
   const start = Date.now();
   const r = new Reader(hub.watch(podWatch({ timeoutSeconds: 30 })));
@@ -468,4 +471,28 @@ t.test('stop ends every watch cleanly', async (t) => {
   await r.end();
   t.equal(r.w.closeReason, 'shutdown');
   t.throws(() => hub.watch(podWatch({})), { code: 503 });
+});
+
+t.test("a commit of this process reaches its watchers with the changes it committed, without a poll query", async (t) => {
+  const { store, hub } = await setup(t, { poll: { intervalMs: 60_000 } });
+  await add(store, 'n', 'a', '1');
+  await delay(100);
+  const r = new Reader(hub.watch(podWatch({ resourceVersion: hub.rv })));
+  const other = new Reader(hub.watch({ ...podWatch({ resourceVersion: hub.rv }), query: { group: '', resource: 'pods', namespaces: ['elsewhere'] } }));
+  let flushes = 0;
+  let otherFlushes = 0;
+  r.w.on('flush', () => flushes++);
+  other.w.on('flush', () => otherFlushes++);
+  await delay(50);
+  const polls = hub.stats().pollQueries;
+  const notified = hub.stats().notifiedChanges;
+  await store.applyBatch('c1', [podEvent('ADDED', 'n', 'b', '2'), podEvent('ADDED', 'n', 'c', '3')]);
+  await r.count(2, 2000);
+  t.same(r.types, ['ADDED', 'ADDED']);
+  t.equal(hub.stats().pollQueries, polls, 'no query');
+  t.equal(hub.stats().notifiedChanges - notified, 2, 'both handed over by the commit');
+  t.equal(flushes, 1, 'one flush for the two events of one dispatch');
+  t.equal(otherFlushes, 0, 'none for a watcher sent nothing');
+  r.w.close();
+  other.w.close();
 });

@@ -102,6 +102,8 @@ export class WatchHub implements WatcherHost {
   private started = false;
   private stopped = false;
   private visits = 0;
+  /** Dispatches so far: a watcher sent events in one is flushed once at its end. */
+  private dispatchSeq = 0;
   private readonly metrics: WatchMetrics;
   private readonly log: Logger;
   private readonly limits: WatcherLimits;
@@ -140,14 +142,15 @@ export class WatchHub implements WatcherHost {
       { ...this.opts.poll, sourceMayLag: this.reads.hasStandbys },
       this.log.child({ part: 'poller' }),
     );
-    this.unsubscribeCommit = this.store.onCommit((rv) => {
-      if (tracing) traceMark('notified', rv, rv);
-      this.poller?.wake(rv);
-    });
-    // A change a notification carried is the primary's: on other reads (a standby that may not
-    // have replayed it yet) it is a wake-up only, so that nothing reaches a watcher before a
-    // list or get on the same database can see it.
+    // A change a commit of this process or a notification carried is the primary's: on other
+    // reads (a standby that may not have replayed it yet) it is a wake-up only, so that nothing
+    // reaches a watcher before a list or get on the same database can see it.
     const offer = !this.reads.hasStandbys;
+    this.unsubscribeCommit = this.store.onCommit((rv, changes) => {
+      if (tracing) traceMark('notified', changes[0]?.rv ?? rv, rv);
+      if (offer && changes.length > 0) this.poller?.offerBatch(changes);
+      else this.poller?.wake(rv);
+    });
     if (this.opts.listen !== false)
       this.listen = listenForCommits(this.store.conn, (rv, change) => {
         if (tracing && Number.isFinite(change?.rv ?? rv)) traceMark('notified', change?.rv ?? rv, change?.rv ?? rv);
@@ -406,6 +409,8 @@ export class WatchHub implements WatcherHost {
 
   private dispatch(changes: Change[]): void {
     const now = Date.now();
+    const touched: Watcher[] = [];
+    const seq = ++this.dispatchSeq;
     for (const c of changes) {
       const ev = new ChangeEvent(c);
       this.window.push(ev);
@@ -420,7 +425,10 @@ export class WatchHub implements WatcherHost {
             for (const w of set) {
               this.visits++;
               try {
-                w.offer(ev);
+                if (w.offer(ev) && w.dispatchSeq !== seq) {
+                  w.dispatchSeq = seq;
+                  touched.push(w);
+                }
               } catch (err) {
                 this.log.warn('dispatch to a watcher failed', { err: err as Error, rv: c.rv });
                 w.fail(err);
@@ -433,6 +441,8 @@ export class WatchHub implements WatcherHost {
       this.metrics.dispatchDelay.observe(Math.max(0, now - c.ts) / 1000);
     }
     if (tracing) traceMark('dispatched', changes[0].rv, changes[changes.length - 1].rv);
+    // Every watcher sent something writes it now, in one write.
+    for (const w of touched) w.flush();
     this.updateWindowMetrics();
     this.releaseWaiters();
     for (const listener of this.opts.onDispatched ? [this.opts.onDispatched, ...this.dispatchListeners] : this.dispatchListeners) {

@@ -78,6 +78,10 @@ export class Watcher extends Readable {
   private readonly timers: NodeJS.Timeout[] = [];
   private drainWaiters: Array<() => void> = [];
   private preDeadlineSent = false;
+  /** Sent events since the last flush(). */
+  private unflushed = false;
+  /** The hub's last dispatch that sent this watcher an event. */
+  dispatchSeq = 0;
 
   constructor(
     private readonly host: WatcherHost,
@@ -93,6 +97,18 @@ export class Watcher extends Readable {
     this.deadline = Date.now() + timeoutMs;
     this.timers.push(setTimeout(() => this.close('timeout'), timeoutMs));
     if (request.options.allowWatchBookmarks) this.scheduleBookmark();
+  }
+
+  /**
+   * The hub's dispatch is over: a watcher that was sent events since the last one emits
+   * 'flush', and the HTTP layer writes them to its socket now (apiserver/watch-response.ts),
+   * one write for all of them. Returns whether it had any.
+   */
+  flush(): boolean {
+    if (!this.unflushed) return false;
+    this.unflushed = false;
+    this.emit('flush');
+    return true;
   }
 
   get isClosed(): boolean {
@@ -127,12 +143,12 @@ export class Watcher extends Readable {
     return null;
   }
 
-  /** A change from live dispatch or replay, in rv order; duplicates (rv ≤ cursor) are dropped. */
-  offer(ev: ChangeEvent): void {
-    if (this.state === 'closed' || ev.rv <= this.cursor) return;
+  /** A change from live dispatch or replay, in rv order; duplicates (rv ≤ cursor) are dropped. Returns whether an event was sent. */
+  offer(ev: ChangeEvent): boolean {
+    if (this.state === 'closed' || ev.rv <= this.cursor) return false;
     this.cursor = ev.rv;
     const t = this.transition(ev);
-    if (t) this.send(ev.as(t));
+    return t !== null && this.send(ev.as(t));
   }
 
   /** Queues one event. A live watcher over its bounds is closed as slow. */
@@ -142,6 +158,7 @@ export class Watcher extends Readable {
     this.firstSent = true;
     const buf = ev.bytes(encoder);
     this.host.sent(1);
+    this.unflushed = true;
     if (this.wantsData && this.queuedEvents === 0) {
       this.wantsData = this.push(buf);
       return true;
