@@ -78,3 +78,26 @@ t.test('past startBytes a worker checkpoints; commits do not', async (t) => {
   const page = await again.list({ group: '', resource: 'pods', limit: 5000 });
   t.equal(page.items.length, n, 'every write is there after a reopen');
 });
+
+t.test('writes that never pause: the log is started again, not grown without end', async (t) => {
+  const wal = async (restartBytes: number) => {
+    const dir = mkdtempSync(join(tmpdir(), 'panoptes-ckpt-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const store = await Store.open(`sqlite:${join(dir, 'db')}`, { sqliteCheckpoint: { startBytes: 64 * 1024, checkEveryMs: 20, intervalMs: 50, restartBytes } });
+    const until = Date.now() + 2500;
+    for (let n = 0; Date.now() < until; n += 20) {
+      await store.applyBatch('east', pods(n, 20));
+      await store.applyBatch('east', pods(n, 20).map((e) => ({ ...e, type: 'DELETED' as const })));
+      await new Promise((r) => setImmediate(r)); // timers run, as between a process's I/O
+    }
+    const restarts = store.conn.checkpointer!.restarts;
+    const size = statSync(join(dir, 'db-wal')).size;
+    await store.close();
+    return { restarts, size };
+  };
+  const bounded = await wal(256 * 1024);
+  const unbounded = await wal(Infinity);
+  t.ok(bounded.restarts > 0, `started again ${bounded.restarts} times`);
+  t.equal(unbounded.restarts, 0, 'never, without the RESTART step');
+  t.ok(bounded.size * 4 < unbounded.size, `the log stays short: ${bounded.size} bytes against ${unbounded.size} without`);
+});
