@@ -26,7 +26,10 @@ import { startSynchro } from '../synchro/synchro.ts';
 import { benchSearchOwners } from './bench-list/search-owners.ts';
 import { startSimClusters } from './sim/cluster.ts';
 import type { KObject } from './sim/types.ts';
-import type { ListBackendFigures, ListFilteredFigures, ListKubectlFigures } from './report/figures.ts';
+import type { ListBackendFigures, ListCpuFigures, ListFilteredFigures, ListKubectlFigures } from './report/figures.ts';
+import { spawnPanoptes } from './panoptes-process.ts';
+import { freePort } from './postgres.ts';
+import { cpuDuring } from './process-cpu.ts';
 import { recordRun } from './report/record.ts';
 import { benchSearchTerms } from './bench-list/search-terms.ts';
 
@@ -192,6 +195,38 @@ async function measureFiltered(backend: Backend, base: string): Promise<ListFilt
   return out;
 }
 
+const cpuTargets = { json: 3, table: 8 };
+
+/**
+ * The apiserver's CPU per page of 500 pods: a `panoptes apiserver` process of its own on the same
+ * storage, `samples` first pages as JSON and as Table one after the other, then every page as
+ * JSON, its process_cpu_seconds_total read before and after each (hack/process-cpu.ts).
+ */
+async function apiserverCpuPerPage(backend: Backend, storage: string): Promise<ListCpuFigures> {
+  const port = await freePort();
+  const proc = spawnPanoptes('apiserver', ['apiserver', '--storage', storage, '--insecure-listen', `127.0.0.1:${port}`]);
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    const first = `${base}${P}/api/v1/pods?limit=500`;
+    const deadline = Date.now() + 60_000;
+    while ((await httpGet(first).catch(() => ({ status: 0 }))).status !== 200) {
+      if (Date.now() > deadline) throw new Error(`apiserver on ${backend} did not serve: ${proc.stderr()}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    for (let i = 0; i < 20; i++) await httpGet(first, i % 2 ? TABLE : undefined); // warm-up
+    const perPage = async (accept?: string) => (await cpuDuring(base, async () => { for (let i = 0; i < samples; i++) await httpGet(first, accept); })).ms / samples;
+    const json = await perPage();
+    const table = await perPage(TABLE);
+    const all = await cpuDuring(base, () => pageThrough(first));
+    const out: ListCpuFigures = { json, table, allPagesJson: all.ms / all.value.ms.length, pages: all.value.ms.length };
+    const met = (v: number, target: number) => `${v.toFixed(2)} ms (target <= ${target} ms: ${v <= target ? 'MET' : 'MISSED'})`;
+    console.log(`${backend}: apiserver CPU per page of 500 pods (a panoptes apiserver process, process_cpu_seconds_total): first page JSON ${met(json, cpuTargets.json)}, Table ${met(table, cpuTargets.table)}; every page as JSON ${out.allPagesJson.toFixed(2)} ms (${out.pages} pages)`);
+    return out;
+  } finally {
+    await proc.stop();
+  }
+}
+
 /** Syncs the simulated clusters into a fresh store on `backend` and measures the read path over HTTP. */
 type Sims = Awaited<ReturnType<typeof startSimClusters>>;
 
@@ -240,6 +275,7 @@ async function measure(backend: Backend, sims: Sims, filterSims: Sims, dir: stri
     recorded.allPages[what === 'JSON' ? 'json' : 'table'] = { pages: run.ms.length, seconds: run.seconds };
     console.log(`${backend}: all pages, limit=500, ${what}: ${run.ms.length} pages in ${run.seconds.toFixed(2)} s over HTTP (slowest: page ${run.ms.indexOf(slowest)}, ${slowest.toFixed(0)} ms)`);
   }
+  recorded.cpuMsPerPage = await apiserverCpuPerPage(backend, url);
   if (filterObjects > 0) recorded.filtered = await measureFiltered(backend, base);
   await benchSearchOwners(backend, store, base, nClusters, samples);
 
@@ -303,7 +339,7 @@ async function main(): Promise<void> {
       clusters: nClusters,
       backends: recorded,
       kubectl,
-      targets: { firstPageJsonP50Ms: 25, postgresOverSqlite: 1.5, continueOverFirstPage: 1.5 },
+      targets: { firstPageJsonP50Ms: 25, postgresOverSqlite: 1.5, continueOverFirstPage: 1.5, cpuMsPerPage: cpuTargets },
     });
   if (values['skip-kubectl']) {
     await finish();

@@ -10,6 +10,7 @@
 //    resource set. Upstream-event-to-commit lag (target p99 <= 100 ms) and synchro's RSS
 //    over time (target: its anonymous part flat; the file-backed part is mostly SQLite's
 //    memory map of the database file). Afterwards storage is compared with each cluster's list.
+import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { setLogLevel } from '../lib/log.ts';
 import { SimProcess } from './bench-sim-process.ts';
@@ -37,6 +38,17 @@ const backend = args.storage as Backend;
 const now = () => performance.timeOrigin + performance.now();
 const mb = (n: number) => `${(n / 1048576).toFixed(0)} MiB`;
 
+/** CPU of this process (synchro; the simulated clusters are a child) since `from`, in ms. */
+function cpuSince(from: NodeJS.CpuUsage): number {
+  const u = process.cpuUsage(from);
+  return (u.user + u.system) / 1000;
+}
+
+/** Events synchro has written (panoptes_synchro_batch_size_sum). */
+async function synchroEvents(synchro: { metrics: { batchSize: { get(): Promise<{ values: Array<{ metricName?: string; value: number }> }> } } }): Promise<number> {
+  return (await synchro.metrics.batchSize.get()).values.filter((v) => v.metricName === 'panoptes_synchro_batch_size_sum').reduce((a, v) => a + v.value, 0);
+}
+
 async function initialSync(): Promise<SynchroInitialFigures> {
   const objects = Number(args.objects);
   const sim = await SimProcess.start();
@@ -48,21 +60,24 @@ async function initialSync(): Promise<SynchroInitialFigures> {
   writeClusters(`${dir}/clusters.yaml`, [{ name: 'big', server: urls[0], resources: ['configmaps'] }]);
   const rss0 = process.memoryUsage().rss;
   const started = performance.now();
+  const cpu0 = process.cpuUsage();
   const synchro = await startSynchro({ store, clustersFile: `${dir}/clusters.yaml` });
   const ok = await synchro.waitForInitialSync(120_000);
   const seconds = (performance.now() - started) / 1000;
+  const cpuMs = cpuSince(cpu0);
   const stored = (await store.storedKeys('big', '', 'configmaps')).length;
   const batches = await synchro.metrics.batchSize.get();
   const count = batches.values.find((v) => v.metricName === 'panoptes_synchro_batch_size_count')?.value ?? 0;
   const commitSeconds = (await synchro.metrics.batchDuration.get()).values.find((v) => v.metricName === 'panoptes_synchro_batch_duration_seconds_sum')?.value ?? 0;
   const rss1 = process.memoryUsage().rss;
   console.log(`initial sync (${backend}): ${stored} of ${objects} objects in ${seconds.toFixed(2)} s = ${Math.round(stored / seconds)} objects/s${ok ? '' : ' (NOT COMPLETE)'}; ${count} batches taking ${commitSeconds.toFixed(2)} s in storage.applyBatch; RSS ${mb(rss0)} -> ${mb(rss1)}; target <= 10 s: ${ok && seconds <= 10 && stored === objects ? 'met' : 'MISSED'}`);
+  console.log(`  synchro CPU: ${(cpuMs / 1000).toFixed(2)} s, ${((cpuMs / Math.max(1, stored)) * 1000).toFixed(1)} µs per object synced (this process: synchro alone, the clusters run in a child)`);
   await synchro.stop();
   await store.close();
   await cleanup();
   rmDir();
   await sim.exit();
-  return { objects, stored, seconds, complete: ok, batches: count, storageSeconds: commitSeconds, rssBeforeMiB: rss0 / 1048576, rssAfterMiB: rss1 / 1048576 };
+  return { objects, stored, seconds, complete: ok, batches: count, storageSeconds: commitSeconds, rssBeforeMiB: rss0 / 1048576, rssAfterMiB: rss1 / 1048576, cpuUsPerObject: (cpuMs / Math.max(1, stored)) * 1000 };
 }
 
 async function churn(): Promise<SynchroChurnFigures> {
@@ -115,6 +130,8 @@ async function churn(): Promise<SynchroChurnFigures> {
   await synchro.waitForInitialSync(60_000);
   await sim.call({ cmd: 'churn', ratePerCluster: rate / n });
   const started = now();
+  const cpu0 = process.cpuUsage();
+  const events0 = await synchroEvents(synchro);
   const rss: number[] = [];
   const anon: number[] = [];
   const file: number[] = [];
@@ -128,8 +145,10 @@ async function churn(): Promise<SynchroChurnFigures> {
     const old = now() - 10_000;
     for (const [k, t] of produced) if (t < old) produced.delete(k);
     for (const [k, t] of committed) if (t < old) committed.delete(k);
-    if (process.env.BENCH_VERBOSE) console.log(`t=${((now() - started) / 1000).toFixed(0)}s rss=${mb(rss[rss.length - 1])} matched=${matched}`);
+    if (process.env.BENCH_VERBOSE) console.log(`t=${((now() - started) / 1000).toFixed(0)}s rss=${mb(rss[rss.length - 1])} matched=${matched} wal=${(() => { try { return mb(statSync(url.slice(7) + '-wal').size); } catch { return '-'; } })()}`);
   }
+  const cpuMs = cpuSince(cpu0);
+  const synced = (await synchroEvents(synchro)) - events0;
   const { stats } = await sim.call({ cmd: 'stop-churn' });
   const elapsed = (now() - started) / 1000;
   await new Promise((r) => setTimeout(r, 1000));
@@ -156,6 +175,7 @@ async function churn(): Promise<SynchroChurnFigures> {
   const lagSum = await metric(synchro.metrics.lag, 'panoptes_synchro_event_lag_seconds_sum');
   console.log(`  ${nBatches} batches, ${(nEvents / Math.max(1, nBatches)).toFixed(1)} events each on average, ${((tBatches / Math.max(1, nBatches)) * 1000).toFixed(1)} ms each in storage (storage busy ${((tBatches / elapsed) * 100).toFixed(0)}% of the time); mean receive-to-commit ${((lagSum / Math.max(1, nEvents)) * 1000).toFixed(1)} ms`);
   const list = (xs: number[]) => xs.map((r) => (r / 1048576).toFixed(0)).join(' ');
+  console.log(`  synchro CPU: ${((cpuMs / 1000 / elapsed) * 100).toFixed(0)}% of a core, ${((cpuMs / Math.max(1, synced)) * 1000).toFixed(1)} µs per event synced (${synced} events)`);
   console.log(`  RSS every 5 s: ${list(rss)} MiB (max ${mb(Math.max(...rss))}); file-backed: ${list(file)} MiB`);
   console.log(`  anonymous every 5 s: ${list(anon)} MiB; after 30 s ${mb(warm)}, at the end ${mb(last)}, max ${mb(Math.max(...anon))}; flat (end within 15% of the 30 s value): ${last <= warm * 1.15 ? 'yes' : 'NO'}`);
   await synchro.stop();
@@ -165,7 +185,7 @@ async function churn(): Promise<SynchroChurnFigures> {
   await sim.exit();
   const lag: Array<[number, number]> = [];
   for (let i = 0; i < bins.length; i++) if (bins[i]) lag.push([i, bins[i]]);
-  return { clusters: n, upstreamWrites: ops, seconds: elapsed, matched, lag, batches: nBatches, eventsPerBatch: nEvents / Math.max(1, nBatches), storageMsPerBatch: (tBatches / Math.max(1, nBatches)) * 1000, rssMiB: rss.map((r) => r / 1048576), anonMiB: anon.map((r) => r / 1048576), fileMiB: file.map((r) => r / 1048576), rssEverySeconds: 5 };
+  return { clusters: n, upstreamWrites: ops, seconds: elapsed, matched, lag, batches: nBatches, eventsPerBatch: nEvents / Math.max(1, nBatches), storageMsPerBatch: (tBatches / Math.max(1, nBatches)) * 1000, rssMiB: rss.map((r) => r / 1048576), anonMiB: anon.map((r) => r / 1048576), fileMiB: file.map((r) => r / 1048576), rssEverySeconds: 5, cpuUsPerEvent: (cpuMs / Math.max(1, synced)) * 1000 };
 }
 
 try {

@@ -271,7 +271,7 @@ interface PhaseResult {
 
 const MiB = 1048576;
 /** RSS max in phase 2 (10^6 bytes), latency p99, poll queries/s of phase 2 against phase 1's. */
-const targets = { rssMB: 600, p99Ms: 500, pollWithin: 0.25 };
+const targets = { rssMB: 600, p99Ms: 500, pollWithin: 0.25, cpuMsPer1000Deliveries: 2 };
 
 function phaseFigures(r: PhaseResult): WatchConnectionsPhaseFigures {
   return {
@@ -345,7 +345,8 @@ async function phase(label: string, s: Server, clients: Clients, watchers: numbe
   console.log(
     `  ${label}: ${watchers} watchers, ${r.writtenPerSec.toFixed(0)} events/s written, ${r.deliveredPerSec.toFixed(0)} deliveries/s; ` +
       `latency p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, max ${r.max.toFixed(1)} ms; poll queries ${r.pollPerSec.toFixed(1)}/s; ` +
-      `apiserver RSS ${mb(r.rssEnd)} (max ${mb(r.rssMax)}; V8 heap ${mb(heapUsed)} used of ${mb(heapTotal)}, external ${mb(external)}), CPU ${(r.cpuPerSec * 100).toFixed(0)}% of a core (the ${clients.procs.length} client processes: ${(clientsCpu * 100).toFixed(0)}%)` +
+      `apiserver RSS ${mb(r.rssEnd)} (max ${mb(r.rssMax)}; V8 heap ${mb(heapUsed)} used of ${mb(heapTotal)}, external ${mb(external)}), CPU ${(r.cpuPerSec * 100).toFixed(0)}% of a core (the ${clients.procs.length} client processes: ${(clientsCpu * 100).toFixed(0)}%); ` +
+      `apiserver CPU per event written ${((r.cpuPerSec / r.writtenPerSec) * 1000).toFixed(2)} ms, per delivery ${((r.cpuPerSec / r.deliveredPerSec) * 1e6).toFixed(1)} µs (target: an event to 1,000 watchers <= ${targets.cpuMsPer1000Deliveries} ms: ${(r.cpuPerSec / r.deliveredPerSec) * 1e6 <= targets.cpuMsPer1000Deliveries ? 'MET' : 'MISSED'})` +
       (Object.keys(ended).length ? `; watches ended: ${JSON.stringify(ended)}` : ''),
   );
   return r;

@@ -62,6 +62,16 @@ export interface ListBackendFigures {
   allPages: { json: { pages: number; seconds: number }; table: { pages: number; seconds: number } };
   /** Lists with multi-value search filters (--filter-objects), each paged through several times. */
   filtered?: ListFilteredFigures[];
+  /** The apiserver's CPU per page (ms); absent in runs before it was measured. */
+  cpuMsPerPage?: ListCpuFigures;
+}
+
+/** CPU of a `panoptes apiserver` process per page of 500 objects (ms): first pages as JSON and as Table, and every page as JSON. */
+export interface ListCpuFigures {
+  json: number;
+  table: number;
+  allPagesJson: number;
+  pages: number;
 }
 
 export interface ListFilteredFigures {
@@ -91,7 +101,7 @@ export interface ListFigures {
   clusters: number;
   backends: ListBackendFigures[];
   kubectl?: ListKubectlFigures;
-  targets: { firstPageJsonP50Ms: number; postgresOverSqlite: number; continueOverFirstPage?: number };
+  targets: { firstPageJsonP50Ms: number; postgresOverSqlite: number; continueOverFirstPage?: number; cpuMsPerPage?: { json: number; table: number } };
 }
 
 // ---- hack/bench-synchro.ts
@@ -105,6 +115,8 @@ export interface SynchroInitialFigures {
   storageSeconds: number;
   rssBeforeMiB: number;
   rssAfterMiB: number;
+  /** synchro's CPU per object synced (µs); absent in runs before it was measured. */
+  cpuUsPerObject?: number;
 }
 
 export interface SynchroChurnFigures {
@@ -126,6 +138,8 @@ export interface SynchroChurnFigures {
   anonMiB?: number[];
   fileMiB?: number[];
   rssEverySeconds: number;
+  /** synchro's CPU per event synced (µs); absent in runs before it was measured. */
+  cpuUsPerEvent?: number;
 }
 
 export interface SynchroFigures {
