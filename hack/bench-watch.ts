@@ -32,6 +32,7 @@ import { startSimCluster, type SimCluster } from './sim/cluster.ts';
 import { get } from './sim/testutil.ts';
 import { setLogLevel } from '../lib/log.ts';
 import { readMarks } from '../lib/trace.ts';
+import { cpuMs } from './process-cpu.ts';
 import { Store } from '../storage/store.ts';
 import { emptyStorageUrl, stopTestPostgres } from '../storage/testing.ts';
 import type { WatchFigures, WatchLatencyFigures, WatchScaleFigures } from './report/figures.ts';
@@ -255,16 +256,18 @@ async function breakdown(storage: string, traceFile: string, client: Client, seq
   return { text, toCommit, toClient, stages: Object.fromEntries(steps) };
 }
 
-async function latencyRun(setup: 'sqlite' | 'postgres', title: string, sim: SimCluster, names: string[], panoptesBase: string, storage: string, traceFile: string): Promise<WatchLatencyFigures> {
+async function latencyRun(setup: 'sqlite' | 'postgres', title: string, sim: SimCluster, names: string[], panoptesBase: string, storage: string, traceFile: string, cpuOf: Record<string, string>): Promise<WatchLatencyFigures> {
   const start = await get(`${panoptesBase}${P}/api/v1/namespaces/bench/pods?limit=1`);
   const direct = await watchClient(`${sim.url}/api/v1/namespaces/bench/pods?watch=1&resourceVersion=${sim.store.resourceVersion}`);
   const viaPanoptes = await watchClient(`${panoptesBase}${P}/api/v1/namespaces/bench/pods?watch=1&resourceVersion=${start.json.metadata.resourceVersion}`);
   await sleep(300);
+  const cpu0 = await cpuAll(cpuOf);
   const seqs = await writeAtRate(sim, names, nWrites);
   const last = seqs[seqs.length - 1];
   const deadline = Date.now() + 10_000;
   while ((!viaPanoptes.arrivals.has(last) || !direct.arrivals.has(last)) && Date.now() < deadline) await sleep(50);
   await sleep(200);
+  const cpu1 = await cpuAll(cpuOf);
   const d = latencies(direct, seqs);
   const p = latencies(viaPanoptes, seqs);
   direct.close();
@@ -275,11 +278,13 @@ async function latencyRun(setup: 'sqlite' | 'postgres', title: string, sim: SimC
   const parts = await breakdown(storage, traceFile, viaPanoptes, seqs, Number(start.json.metadata.resourceVersion));
   for (const line of parts.text) console.log(`  ${line}`);
   console.log(`  ratio Panoptes/direct: p50 ${f(p.p50 / d.p50)}x, p99 ${f(p.p99 / d.p99)}x; target p99 <= 150 ms: ${p.p99 <= 150 && p.missing === 0 ? 'MET' : 'MISSED'}`);
+  const cpuPerEvent = Object.fromEntries(Object.keys(cpuOf).map((k) => [k, (cpu1[k] - cpu0[k]) / nWrites]));
+  console.log(`  CPU per event (each process's process_cpu_seconds_total, everything it did while the writes went on, over ${nWrites} events): ${Object.entries(cpuPerEvent).map(([k, v]) => `${k} ${v.toFixed(2)} ms`).join(', ')}`);
   const above = { p50: p.p50 - d.p50, p99: p.p99 - d.p99 };
   const aboveMet = above.p50 <= 5 && above.p99 <= 15 && p.missing === 0;
   console.log(`  above the direct watch: p50 +${f(above.p50)} ms, p99 +${f(above.p99)} ms; target at most +5 / +15 ms: ${aboveMet ? 'MET' : 'MISSED'}`);
   const visibleMs = nVisible > 0 ? await visibleRun(setup, sim, names, panoptesBase) : undefined;
-  return { setup, title, writes: nWrites, ratePerSec: rate, directMs: d.ms, panoptesMs: p.ms, missing: { direct: d.missing, panoptes: p.missing }, toCommitMs: parts.toCommit, toClientMs: parts.toClient, stagesMs: parts.stages, ...(visibleMs ? { visibleMs } : {}) };
+  return { setup, title, writes: nWrites, ratePerSec: rate, directMs: d.ms, panoptesMs: p.ms, missing: { direct: d.missing, panoptes: p.missing }, toCommitMs: parts.toCommit, toClientMs: parts.toClient, stagesMs: parts.stages, cpuMsPerEvent: cpuPerEvent, ...(visibleMs ? { visibleMs } : {}) };
 }
 
 /** The body of a GET over a keep-alive agent (a list client reuses its connection, as kubectl and informers do). */
@@ -335,6 +340,13 @@ async function visibleRun(setup: 'sqlite' | 'postgres', sim: SimCluster, names: 
 }
 
 // ---- metrics
+
+/** process_cpu_seconds_total (ms) of each named process, by its base URL. */
+async function cpuAll(bases: Record<string, string>): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const [k, base] of Object.entries(bases)) out[k] = await cpuMs(base);
+  return out;
+}
 
 async function pollQueries(base: string): Promise<number> {
   const text = (await get(`${base}/metrics`)).text;
@@ -398,7 +410,7 @@ try {
     const aio = panoptes(['all-in-one', '--storage', storage, '--clusters', clusters, '--insecure-listen', `127.0.0.1:${port}`]);
     const base = `http://127.0.0.1:${port}`;
     await synced(base, sim.name);
-    recorded.latency.push(await latencyRun('sqlite', 'SQLite, panoptes all-in-one (one process)', sim, names, base, storage, traceFile));
+    recorded.latency.push(await latencyRun('sqlite', 'SQLite, panoptes all-in-one (one process)', sim, names, base, storage, traceFile, { 'all-in-one': base }));
     await aio.stop();
     await sim.close();
     await cleanup();
@@ -411,13 +423,14 @@ try {
     const { url: storage } = await emptyStorageUrl('postgres');
     const traceFile = join(dir, 'trace-postgres.jsonl');
     process.env.PANOPTES_TRACE_FILE = traceFile;
-    const synchro = panoptes(['synchro', '--storage', storage, '--clusters', clusters, '--metrics-listen', 'off']);
+    const synchroMetrics = `127.0.0.1:${await freePort()}`;
+    const synchro = panoptes(['synchro', '--storage', storage, '--clusters', clusters, '--metrics-listen', synchroMetrics]);
     if (!only || only === 'postgres') {
       const port = await freePort();
       const api = panoptes(['apiserver', '--storage', storage, '--insecure-listen', `127.0.0.1:${port}`]);
       const base = `http://127.0.0.1:${port}`;
       await synced(base, sim.name);
-      recorded.latency.push(await latencyRun('postgres', 'PostgreSQL, panoptes synchro + panoptes apiserver (separate processes)', sim, names, base, storage, traceFile));
+      recorded.latency.push(await latencyRun('postgres', 'PostgreSQL, panoptes synchro + panoptes apiserver (separate processes)', sim, names, base, storage, traceFile, { synchro: `http://${synchroMetrics}`, apiserver: base }));
       await api.stop();
     }
     if (!only || only === 'scale') recorded.scale = await scaleRun(storage, sim, names);

@@ -197,6 +197,8 @@ export interface WatchLatencyFigures {
   toClientMs: number[];
   /** Per stage of the path (`from -> to`, lib/trace.ts marks), the latencies of every write (ms, sorted); absent in runs before it was measured. */
   stagesMs?: Record<string, number[]>;
+  /** CPU per event of each Panoptes process while the writes went on (ms), by process; absent in runs before it was measured. */
+  cpuMsPerEvent?: Record<string, number>;
   /** Write in the member cluster to the first list through Panoptes that shows it, per write (ms); absent in runs before it was measured. */
   visibleMs?: number[];
 }
