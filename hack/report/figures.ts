@@ -515,6 +515,30 @@ export interface StandbyFigures {
   rvLock: Array<{ eventsPerBatch: number; writers: number; hold: Percentiles; capEventsPerSec: number }>;
 }
 
+// ---- hack/bench-fleet.ts
+
+/** A fleet on one machine: many simulated clusters, PostgreSQL, synchro members and apiserver replicas as processes. */
+export interface FleetFigures {
+  clusters: number;
+  objects: number;
+  synchros: number;
+  apiservers: number;
+  /** Until every cluster's initial sync was complete (s), and how many were by then. */
+  readySeconds: number;
+  ready: number;
+  /** RSS of a synchro member with no cluster, of each member when idle, of each apiserver after the pages (MiB). */
+  synchroBaselineMiB: number;
+  synchroRssMiB: number[];
+  apiserverRssMiB: number[];
+  /** The database's size over its objects (every table, index and the change log). */
+  bytesPerObject: number;
+  /** Per view: the first page's latencies and the continue pages' (ms, sorted), and the first page's items. */
+  pages: Array<{ what: string; firstMs: number[]; continueMs: number[]; items: number }>;
+  /** Member write to the line at each watcher (ms, sorted), and deliveries that never came. */
+  watch: { watchers: number; changes: number; ms: number[]; missing: number };
+  targets: { readySeconds: number; synchroMiBPerCluster: number; synchroKiBPerObject: number; firstPageP50Ms: number };
+}
+
 // ---- every benchmark
 
 export type BenchRun =
@@ -530,10 +554,11 @@ export type BenchRun =
   | Run<'mcs', McsFigures>
   | Run<'size', SizeFigures>
   | Run<'compression', CompressionFigures>
-  | Run<'standby', StandbyFigures>;
+  | Run<'standby', StandbyFigures>
+  | Run<'fleet', FleetFigures>;
 
 export type BenchName = BenchRun['bench'];
-export const benchNames: readonly BenchName[] = ['storage', 'list', 'synchro', 'synchro-ha', 'watch', 'watch-fanout', 'watch-connections', 'metrics', 'memory', 'mcs', 'size', 'compression', 'standby'];
+export const benchNames: readonly BenchName[] = ['storage', 'list', 'synchro', 'synchro-ha', 'watch', 'watch-fanout', 'watch-connections', 'metrics', 'memory', 'mcs', 'size', 'compression', 'standby', 'fleet'];
 
 /** The figures of benchmark `B`. */
 export type FiguresOf<B extends BenchName> = Extract<BenchRun, { bench: B }>['figures'];

@@ -19,6 +19,7 @@ import { mcsCharts } from './charts/mcs.ts';
 import { sizeCharts } from './charts/size.ts';
 import { compressionCharts } from './charts/compression.ts';
 import { standbyCharts } from './charts/standby.ts';
+import { fleetCharts } from './charts/fleet.ts';
 
 /** "2 cores (CPU model), 8 GiB, Node v20.20.2, linux/x64 · 2026-01-31" */
 export function footerOf(run: BenchRun): string {
@@ -54,6 +55,8 @@ function specsOf(run: BenchRun, ctx: Context): ChartSpec[] {
       return compressionCharts(run.figures, ctx);
     case 'standby':
       return standbyCharts(run.figures, ctx);
+    case 'fleet':
+      return fleetCharts(run.figures, ctx);
   }
 }
 

@@ -382,4 +382,32 @@ export const sampleRuns: Array<{ file: string; run: BenchRun }> = [
       },
     },
   },
+  {
+    file: 'fleet',
+    run: {
+      bench: 'fleet',
+      schema: 1,
+      at,
+      machine,
+      args: { clusters: 10, 'objects-per-cluster': 100 },
+      figures: {
+        clusters: 10,
+        objects: 1000,
+        synchros: 3,
+        apiservers: 2,
+        readySeconds: 12,
+        ready: 10,
+        synchroBaselineMiB: 90,
+        synchroRssMiB: [120, 118, 121],
+        apiserverRssMiB: [140, 138],
+        bytesPerObject: 4200,
+        pages: [
+          { what: 'all clusters, pods', firstMs: spread(20, 9), continueMs: spread(20, 10), items: 500 },
+          { what: 'one cluster (fleet-5), pods', firstMs: spread(20, 4), continueMs: [], items: 30 },
+        ],
+        watch: { watchers: 100, changes: 20, ms: spread(2000, 8), missing: 0 },
+        targets: { readySeconds: 300, synchroMiBPerCluster: 0.5, synchroKiBPerObject: 1, firstPageP50Ms: 30 },
+      },
+    },
+  },
 ];
