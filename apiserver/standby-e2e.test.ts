@@ -190,7 +190,7 @@ t.test('an apiserver replica on a PostgreSQL standby', async (t) => {
     const settle = (p: Promise<void>) => p.catch(() => undefined);
     await settle(plain.until((x) => x.events.length > 0, 10_000));
     t.same(plain.events.map(key), [`ADDED ${rv} ns/${name}`], 'a watch without resourceVersion starts from the most recent state');
-    await settle(initial.until((x) => x.events.some((e) => e.type === 'ADDED'), 10_000));
+    await settle(initial.until((x) => x.events.some((e) => e.type === 'ADDED') && endOfInitial(x) !== undefined, 10_000));
     t.same(initial.events.filter((e) => e.type !== 'BOOKMARK').map(key), [`ADDED ${rv} ns/${name}`], 'a watch-list (sendInitialEvents=true) too');
     t.ok(rvOf(endOfInitial(initial) ?? { type: 'BOOKMARK', object: {} }) >= rv, 'its initial-events-end bookmark is not older than the commit');
     await any.until((x) => endOfInitial(x) !== undefined, 10_000, 'the rv=0 watch-list initial events');
