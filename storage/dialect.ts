@@ -6,6 +6,7 @@ import { checkBindings } from './bound-values.ts';
 import { insertRows, insertStatement, quote } from './insert.ts';
 import { changePayload, maxNotifiedChanges, maxNotifyBytes } from './notify-payload.ts';
 import { chunk, objectColumns, rowsOf, type ChangeRowValues } from './rows.ts';
+import type { ObjectKey } from './types.ts';
 import { columnType } from './schema-types.ts';
 import { maxSqlDepth } from './sql-values.ts';
 import { hotQuery, sqliteDatabase, sqliteStatement } from './prepared.ts';
@@ -80,11 +81,12 @@ export interface Dialect {
    */
   runInsert<Out>(trx: Knex.Transaction, insert: InsertStatement): Promise<Out[]>;
   /**
-   * The `columns` of the objects of one cluster and resource named by `pairs` (namespace,
-   * name), probing the index once per pair: SQLite runs one cached prepared statement per
-   * pair on the driver, PostgreSQL one lateral join over the pairs as a JSON parameter.
+   * The `columns` of the objects named by `keys` (of any clusters and resources), probing the
+   * index once per key: SQLite runs one cached prepared statement per key on the driver,
+   * PostgreSQL one lateral join over the keys as a JSON parameter (one statement for a whole
+   * group commit: a round trip under the rv lock costs every writer).
    */
-  selectObjectsByNames<Row>(trx: Knex.Transaction, columns: string, key: { cluster: string; group: string; resource: string }, pairs: Array<[string, string]>): Promise<Row[]>;
+  selectObjectsByKeys<Row>(trx: Knex.Transaction, columns: string, keys: ObjectKey[]): Promise<Row[]>;
   /**
    * Each `objects o` row's object as a JSON document: a join to add to the FROM clause (none
    * needed on SQLite) and the SQL that names the document in the JSON functions below.
@@ -358,13 +360,13 @@ export const sqlite: Dialect = {
     }
     return out;
   },
-  async selectObjectsByNames<Row>(trx: Knex.Transaction, columns: string, key: { cluster: string; group: string; resource: string }, pairs: Array<[string, string]>): Promise<Row[]> {
+  async selectObjectsByKeys<Row>(trx: Knex.Transaction, columns: string, keys: ObjectKey[]): Promise<Row[]> {
     const db = await sqliteDatabase(trx);
     if (db) {
       const stmt = sqliteStatement(db, `SELECT ${columns} FROM objects o WHERE o.grp = ? AND o.resource = ? AND o.namespace = ? AND o.name = ? AND o.cluster = ?`);
       const out: Row[] = [];
-      for (const [ns, name] of pairs) {
-        const values = [key.group, key.resource, ns, name, key.cluster];
+      for (const k of keys) {
+        const values = [k.group, k.resource, k.namespace, k.name, k.cluster];
         checkBindings(values);
         const row = stmt.get(...values);
         if (row) out.push(row as Row);
@@ -372,10 +374,10 @@ export const sqlite: Dialect = {
       return out;
     }
     const out: Row[] = [];
-    for (const part of chunk(pairs, 2, 20_000)) {
-      const values = part.map(() => '(?, ?)').join(', ');
-      const sql = `SELECT ${columns} FROM objects o WHERE o.cluster = ? AND o.grp = ? AND o.resource = ? AND (o.namespace, o.name) IN (VALUES ${values})`;
-      out.push(...rowsOf<Row>(await trx.raw(sql, [key.cluster, key.group, key.resource, ...part.flat()])));
+    for (const part of chunk(keys, 5, 20_000)) {
+      const values = part.map(() => '(?, ?, ?, ?, ?)').join(', ');
+      const sql = `SELECT ${columns} FROM objects o WHERE (o.cluster, o.grp, o.resource, o.namespace, o.name) IN (VALUES ${values})`;
+      out.push(...rowsOf<Row>(await trx.raw(sql, part.flatMap((k) => [k.cluster, k.group, k.resource, k.namespace, k.name]))));
     }
     return out;
   },
@@ -664,16 +666,16 @@ export const postgres: Dialect = {
     const result: unknown = await trx.raw(`${ins.head} ${source}${ins.suffix}`, bindings as Knex.ValueDict[keyof Knex.ValueDict][]);
     return ins.returning ? rowsOf<Out>(result) : [];
   },
-  async selectObjectsByNames<Row>(trx: Knex.Transaction, columns: string, key: { cluster: string; group: string; resource: string }, pairs: Array<[string, string]>): Promise<Row[]> {
+  async selectObjectsByKeys<Row>(trx: Knex.Transaction, columns: string, keys: ObjectKey[]): Promise<Row[]> {
     // A lateral join, kept one (OFFSET 0 stops the planner from flattening it into a hash join
-    // over the whole resource, which it picks while a fresh table has no statistics): one index
-    // lookup per pair.
+    // over the whole table, which it picks while a fresh table has no statistics): one index
+    // lookup per key.
     // The key columns are COLLATE "C": so must the compared values be, or the index is unusable.
-    const json = JSON.stringify(pairs.map(([x, y]) => ({ x, y })));
+    const json = JSON.stringify(keys.map((k) => ({ c: k.cluster, g: k.group, r: k.resource, x: k.namespace, y: k.name })));
     const sql =
-      `SELECT ${columns} FROM json_to_recordset(?::json) AS k(x text, y text) CROSS JOIN LATERAL ` +
-      `(SELECT * FROM objects o WHERE o.cluster = ? AND o.grp = ? AND o.resource = ? AND o.namespace = k.x COLLATE "C" AND o.name = k.y COLLATE "C" OFFSET 0) AS o`;
-    return hotQuery<Row>(trx, sql, [json, key.cluster, key.group, key.resource]);
+      `SELECT ${columns} FROM json_to_recordset(?::json) AS k(c text, g text, r text, x text, y text) CROSS JOIN LATERAL ` +
+      `(SELECT * FROM objects o WHERE o.grp = k.g COLLATE "C" AND o.resource = k.r COLLATE "C" AND o.namespace = k.x COLLATE "C" AND o.name = k.y COLLATE "C" AND o.cluster = k.c COLLATE "C" OFFSET 0) AS o`;
+    return hotQuery<Row>(trx, sql, [json]);
   },
   // The text column is parsed to jsonb once per row (OFFSET 0 keeps the planner from inlining
   // the cast into every expression that uses it).

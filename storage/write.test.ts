@@ -225,4 +225,13 @@ t.test('postgres: a batch is three statements between BEGIN and COMMIT, however 
   t.equal(await statements([podEvent('ADDED', 'web', 'a', '1', { labels: { app: 'a' } }), podEvent('ADDED', 'web', 'b', '2', { labels: { app: 'b' } })]), 3, 'creates');
   t.equal(await statements([podEvent('MODIFIED', 'web', 'a', '3', { labels: { app: 'x', tier: 'web' } }), podEvent('DELETED', 'web', 'b', '4')]), 3, 'a relabel and a delete');
   t.equal(await statements([podEvent('MODIFIED', 'web', 'a', '3')]), 2, 'a replay: lock and read, nothing written');
+  // A group commit of several clusters and resources reads what they hold in one statement.
+  const west = await takeLease(store, clusterLease('west'));
+  sql.length = 0;
+  const cm = { ...podEvent('ADDED', 'web', 'cfg', '5'), resource: 'configmaps' };
+  await store.applyBatches([
+    { cluster: 'east', events: [podEvent('MODIFIED', 'web', 'a', '6', { labels: { app: 'y' } }), cm], fence },
+    { cluster: 'west', events: [podEvent('ADDED', 'web', 'a', '7'), cm], fence: west },
+  ]);
+  t.equal(sql.length - 2, 3, 'two clusters, two resources: lock, read, write');
 });

@@ -14,7 +14,7 @@ import { fenceOf, writeTransaction } from './fenced.ts';
 import { clusterLease, type Fence } from './leases.ts';
 import { keyOf, ownerUid, toChange, type ChangeRowValues, type ObjectRow } from './rows.ts';
 import { checkIdentity, labelIndexKey, labelIndexValue, sqlDocument, sqlText, type Identity } from './sql-values.ts';
-import type { BatchResult, Change, EventType, KubeObject, UpstreamEvent } from './types.ts';
+import type { BatchResult, Change, EventType, KubeObject, ObjectKey, UpstreamEvent } from './types.ts';
 
 export const clusterAnnotation = 'panoptes.io/cluster';
 export const upstreamRvAnnotation = 'panoptes.io/upstream-resource-version';
@@ -79,29 +79,19 @@ function describe(cluster: string, e: UpstreamEvent): { e: UpstreamEvent; namesp
   return { e, namespace, name: md.name, incoming };
 }
 
-/**
- * The stored rows of the keys a batch touches, per resource, each key one index probe
- * (`namespace IN … AND name IN …` would probe their cross product).
- */
-async function loadStored(
-  trx: Knex.Transaction,
-  dialect: Dialect,
-  cluster: string,
-  keys: Array<{ e: { group: string; resource: string }; namespace: string; name: string }>,
-): Promise<ObjectRow[]> {
-  const byResource = new Map<string, { group: string; resource: string; pairs: Map<string, [string, string]> }>();
-  for (const k of keys) {
-    const id = `${k.e.group}/${k.e.resource}`;
-    let r = byResource.get(id);
-    if (!r) byResource.set(id, (r = { group: k.e.group, resource: k.e.resource, pairs: new Map() }));
-    r.pairs.set(`${k.namespace}\u0000${k.name}`, [k.namespace, k.name]);
+/** What storage holds for every key the parts touch, by cluster: one statement for the whole group commit (storage/dialect.ts selectObjectsByKeys). */
+async function loadStored(trx: Knex.Transaction, dialect: Dialect, parts: Array<{ cluster: string; keys: Array<{ e: { group: string; resource: string }; namespace: string; name: string }> }>): Promise<Map<string, ObjectRow[]>> {
+  const keys = new Map<string, ObjectKey>();
+  for (const { cluster, keys: ks } of parts)
+    for (const k of ks) keys.set(`${cluster}\u0000${keyOf(k.e.group, k.e.resource, k.namespace, k.name)}`, { cluster, group: k.e.group, resource: k.e.resource, namespace: k.namespace, name: k.name });
+  const byCluster = new Map<string, ObjectRow[]>();
+  if (keys.size === 0) return byCluster;
+  for (const r of await dialect.selectObjectsByKeys<ObjectRow>(trx, 'o.id, o.cluster, o.grp, o.version, o.resource, o.namespace, o.name, o.uid, o.rv, o.upstream_rv, o.object', [...keys.values()])) {
+    const rows = byCluster.get(r.cluster);
+    if (rows) rows.push(r);
+    else byCluster.set(r.cluster, [r]);
   }
-  const out: ObjectRow[] = [];
-  for (const r of byResource.values()) {
-    const key = { cluster, group: r.group, resource: r.resource };
-    out.push(...(await dialect.selectObjectsByNames<ObjectRow>(trx, 'o.id, o.grp, o.version, o.resource, o.namespace, o.name, o.uid, o.rv, o.upstream_rv, o.object', key, [...r.pairs.values()])));
-  }
-  return out;
+  return byCluster;
 }
 
 /** One cluster's share of a group commit. */
@@ -154,11 +144,12 @@ export async function applyBatchesCommitted(knex: Knex, dialect: Dialect, parts:
       c.n += delta;
       counts.set(k, c);
     };
+    const stored = await loadStored(trx, dialect, parts.map((p, i) => ({ cluster: p.cluster, keys: described[i] })));
     for (const [i, part] of parts.entries()) {
       const { cluster } = part;
-      // What storage holds for every key the part touches.
+      // What storage holds for every key the part touches (read for the whole round above).
       const original = new Map<string, { id: number; held: Held }>();
-      for (const r of await loadStored(trx, dialect, cluster, described[i])) {
+      for (const r of stored.get(cluster) ?? []) {
         const object = JSON.parse(r.object) as KubeObject;
         const held: Held = { uid: r.uid, upstreamRv: r.upstream_rv, version: r.version, object, json: r.object, rv: Number(r.rv) };
         original.set(keyOf(r.grp, r.resource, r.namespace, r.name), { id: Number(r.id), held });
