@@ -15,7 +15,7 @@ const send = (m: unknown) => process.send!(m);
 
 /** One cluster's objects, in groups of 86: a namespace, 5 Deployments, each with a ReplicaSet, 6 Pods, a Service and 8 ConfigMaps. */
 export function fleetMix(cluster: number, objects: number): Record<string, KObject[]> {
-  const out: Record<string, KObject[]> = { namespaces: [], deployments: [], replicasets: [], pods: [], services: [], configmaps: [] };
+  const out: Record<string, KObject[]> = { namespaces: [], 'deployments.apps': [], 'replicasets.apps': [], pods: [], services: [], configmaps: [] };
   const groups = Math.max(1, Math.round(objects / 86)); // 86 objects a group
   for (let g = 0; g < groups; g++) {
     const ns = `team-${g}`;
@@ -27,8 +27,8 @@ export function fleetMix(cluster: number, objects: number): Record<string, KObje
       const rsUid = `rs-${cluster}-${g}-${d}`;
       const hash = (cluster * 7919 + g * 31 + d).toString(36).padStart(5, 'x').slice(-5);
       const template = { metadata: { labels }, spec: { containers: [{ name: 'main', image: `registry.example.com/${app}:1.${g % 9}`, ports: [{ containerPort: 8080, protocol: 'TCP' }], resources: { requests: { cpu: '100m', memory: '128Mi' } } }] } };
-      out.deployments.push({ metadata: { name: app, namespace: ns, uid: depUid, labels }, spec: { replicas: 6, selector: { matchLabels: { app } }, template }, status: { replicas: 6, readyReplicas: 6, availableReplicas: 6 } });
-      out.replicasets.push({
+      out['deployments.apps'].push({ metadata: { name: app, namespace: ns, uid: depUid, labels }, spec: { replicas: 6, selector: { matchLabels: { app } }, template }, status: { replicas: 6, readyReplicas: 6, availableReplicas: 6 } });
+      out['replicasets.apps'].push({
         metadata: { name: `${app}-${hash}`, namespace: ns, uid: rsUid, labels: { ...labels, 'pod-template-hash': hash }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: app, uid: depUid, controller: true, blockOwnerDeletion: true }] },
         spec: { replicas: 6, selector: { matchLabels: { app, 'pod-template-hash': hash } }, template },
         status: { replicas: 6, readyReplicas: 6 },

@@ -187,9 +187,9 @@ async function main(): Promise<void> {
     sim = await SimProcess.start(undefined, { script: new URL('./bench-fleet-sim.ts', import.meta.url) });
     const { urls } = (await sim.call({ cmd: 'start', clusters: nClusters, objectsPerCluster: perCluster })) as { urls: string[] };
     console.log(`  ${nClusters} simulated clusters started in ${f1((performance.now() - t) / 1000)} s`);
-    const resources = ['namespaces', 'pods', 'configmaps', 'services', 'deployments', 'replicasets'];
+    const resources = ['namespaces', 'pods', 'configmaps', 'services', 'apps/deployments', 'apps/replicasets'];
     const clustersFile = join(dir, 'clusters.yaml');
-    writeFileSync(clustersFile, stringify({ clusters: urls.map((server, i) => ({ name: `fleet-${i}`, server, resources })) }));
+    writeFileSync(clustersFile, stringify({ clusters: urls.map((server, i) => ({ name: `fleet-${i}`, server, resources: [...resources] })) }));
 
     const apis: Serving[] = [];
     for (let i = 0; i < nApiservers; i++) apis.push(await apiserver(storage));
