@@ -26,10 +26,17 @@ export interface Dialect {
   lockRv(trx: Knex.Transaction, leases?: string[]): Promise<{ rv: number; now: number; leases: LeaseState[] }>;
   /**
    * lockRv for writes that append no change: only the named leases are locked against
-   * acquisition until commit (PostgreSQL: FOR SHARE; SQLite: the database's write lock, as
+   * acquisition until commit (PostgreSQL: FOR KEY SHARE; SQLite: the database's write lock, as
    * every write there), and read with the database's clock.
    */
   lockLeases(trx: Knex.Transaction, leases: string[]): Promise<{ now: number; leases: LeaseState[] }>;
+  /**
+   * Locks the lease row `name` for an acquisition if `takeable` (SQL over `leases`, with its
+   * bindings) holds for it, waiting for every write transaction whose fence holds it
+   * (PostgreSQL: FOR UPDATE, the one mode that conflicts with the fences' FOR KEY SHARE; SQLite:
+   * the database's write lock). Returns whether it did.
+   */
+  lockLeaseForAcquisition(trx: Knex.Transaction, name: string, takeable: string, bindings: unknown[]): Promise<boolean>;
   /**
    * The end of a write: appends the change rows, moves the watermark to `rv` and tells other
    * processes (NOTIFY at commit, storage/notify-payload.ts): one statement on PostgreSQL.
@@ -301,6 +308,10 @@ export const sqlite: Dialect = {
     const { now, leases: found } = await sqlite.lockRv(trx, leases);
     return { now, leases: found };
   },
+  async lockLeaseForAcquisition(trx, name, takeable, bindings) {
+    // A write: the transaction takes SQLite's write lock here (a read first could not be upgraded).
+    return rowsOf(await trx.raw(`UPDATE leases SET holder = holder WHERE name = ? AND (${takeable}) RETURNING name`, [name, ...bindings] as Knex.ValueDict[keyof Knex.ValueDict][])).length > 0;
+  },
   async publishChanges(trx, rows, rv) {
     await insertRows(trx, sqlite, 'changes', rows as unknown as Array<Record<string, unknown>>);
     await hotQuery(trx, "UPDATE meta SET value = ? WHERE key = 'rv'", [rv]);
@@ -526,8 +537,12 @@ export const postgres: Dialect = {
   keyType: 'text COLLATE "C"',
   async lockRv(trx, leases = []) {
     // The row lock orders writers: the next one allocates only after this one is visible.
-    // The fences' lease rows are share-locked in the same statement: an acquisition waits
-    // for this transaction, so no write lands after its lease moved on.
+    // The fences' lease rows are locked in the same statement, FOR KEY SHARE: an acquisition
+    // (FOR UPDATE: lockLeaseForAcquisition) waits for this transaction, so no write lands after
+    // its lease moved on, while a renewal (an UPDATE of no key column) does not: the holder's
+    // renewals never queue behind its own writes, which queue for the rv lock (at a thousand
+    // clusters, renewals took 1-5 s behind them and the leases were given up).
+    // (FOR SHARE would block renewals too.)
     // Prepared once per connection (storage/prepared.ts): the lease names are one array value.
     if (leases.length === 0) {
       const [row] = await hotQuery<{ rv: number | string; now: number | string }>(trx, `SELECT value AS rv, ${postgresNowMs} AS now FROM meta WHERE key = 'rv' FOR UPDATE`, []);
@@ -536,7 +551,7 @@ export const postgres: Dialect = {
     const rows = await hotQuery<LeaseRow & { rv: number | string }>(
       trx,
       `SELECT m.value AS rv, c.now, l.name, l.holder, l.epoch, l.expires_at FROM meta m CROSS JOIN (SELECT ${postgresNowMs} AS now) c ` +
-        `LEFT JOIN LATERAL (SELECT * FROM leases WHERE name = ANY(?::text[]) FOR SHARE) l ON true WHERE m.key = 'rv' FOR UPDATE OF m`,
+        `LEFT JOIN LATERAL (SELECT * FROM leases WHERE name = ANY(?::text[]) FOR KEY SHARE) l ON true WHERE m.key = 'rv' FOR UPDATE OF m`,
       [leases],
     );
     return { rv: Number(rows[0].rv), now: Number(rows[0].now), leases: leaseStates(rows) };
@@ -545,11 +560,14 @@ export const postgres: Dialect = {
     const rows = rowsOf<LeaseRow>(
       await trx.raw(
         `SELECT c.now, l.name, l.holder, l.epoch, l.expires_at FROM (SELECT ${postgresNowMs} AS now) c ` +
-          `LEFT JOIN LATERAL (SELECT * FROM leases WHERE name IN (${leases.map(() => '?').join(', ')}) FOR SHARE) l ON true`,
+          `LEFT JOIN LATERAL (SELECT * FROM leases WHERE name IN (${leases.map(() => '?').join(', ')}) FOR KEY SHARE) l ON true`,
         leases,
       ),
     );
     return { now: Number(rows[0].now), leases: leaseStates(rows) };
+  },
+  async lockLeaseForAcquisition(trx, name, takeable, bindings) {
+    return rowsOf(await trx.raw(`SELECT name FROM leases WHERE name = ? AND (${takeable}) FOR UPDATE`, [name, ...bindings] as Binding[])).length > 0;
   },
   async publishChanges(trx, rows, rv) {
     const [sql, bindings] = postgresPublish(rows, rv);

@@ -126,6 +126,37 @@ for (const backend of backends) {
   });
 }
 
+t.test("postgres: a write in flight holds off acquisitions, not its holder's renewals", async (t) => {
+  const { store, close } = await openTestStore('postgres');
+  t.teardown(close);
+  const L = clusterLease('east');
+  const a: Fence = { lease: L, holder: 'a', epoch: (await store.acquireLease(L, 'a', 60_000))! };
+  let inside!: () => void;
+  const entered = new Promise<void>((r) => (inside = r));
+  let committed = false;
+  const write = store
+    .applyBatches([{ cluster: 'east', events: [podEvent('ADDED', 'n', 'p1', '1')], fence: a }], {
+      beforeCommit: async () => {
+        inside();
+        await sleep(1500); // a write queued behind others for the rv lock holds its fence this long
+      },
+    })
+    .then((r) => ((committed = true), r));
+  await entered;
+  const started = performance.now();
+  const renewed = await store.renewLeases('a', [{ name: L, epoch: a.epoch }], 60_000);
+  const renewMs = performance.now() - started;
+  t.ok(renewed.has(L), 'renewed');
+  t.notOk(committed, 'while the write was still in flight');
+  t.ok(renewMs < 1000, `without waiting for it (${renewMs.toFixed(0)} ms)`);
+  // Another holder's acquisition (the lease released meanwhile) still waits for the write.
+  await store.releaseLease(L, 'a', a.epoch);
+  const epoch = await store.acquireLease(L, 'b', 10_000);
+  t.ok(committed, "b's acquisition returned only once the write had committed");
+  t.ok(epoch !== undefined && epoch > a.epoch);
+  await write;
+});
+
 t.test('postgres: acquisitions at once from several processes: one holder per lease, every epoch once', async (t) => {
   const { url, close } = await openTestStore('postgres');
   t.teardown(close);

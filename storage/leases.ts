@@ -99,10 +99,11 @@ export const epochSequence = 'lease_epoch';
 export async function acquireLease(knex: Knex, dialect: Dialect, name: string, holder: string, ttlMs: number, deadHolders: string[] = []): Promise<number | undefined> {
   const takeable = ['leases.holder IS NULL', `leases.expires_at <= ${dialect.nowMs}`, 'leases.holder = ?', ...(deadHolders.length ? [`leases.holder IN (${deadHolders.map(() => '?').join(', ')})`] : [])];
   return knex.transaction(async (trx) => {
-    // Locks the row (against writers' fence checks and other acquisitions) if this holder may
-    // take it, or creates it; a row another holder has is neither locked nor changed.
+    // Locks the row (waiting for the writes whose fence holds it, and for other acquisitions)
+    // if this holder may take it, or creates it; a row another holder has is neither locked
+    // nor changed.
     const mayTake =
-      rowsOf<{ name: string }>(await trx.raw(`UPDATE leases SET holder = holder WHERE name = ? AND (${takeable.join(' OR ')}) RETURNING name`, [name, holder, ...deadHolders])).length > 0 ||
+      (await dialect.lockLeaseForAcquisition(trx, name, takeable.join(' OR '), [holder, ...deadHolders])) ||
       rowsOf<{ name: string }>(await trx.raw('INSERT INTO leases (name, holder, epoch, acquired_at, renewed_at, expires_at) VALUES (?, NULL, 0, 0, 0, 0) ON CONFLICT (name) DO NOTHING RETURNING name', [name])).length > 0;
     if (!mayTake) return undefined;
     const [next] = rowsOf<{ value: number | string }>(await trx.raw('UPDATE meta SET value = value + 1 WHERE key = ? RETURNING value', [epochSequence]));
