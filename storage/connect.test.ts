@@ -1,9 +1,12 @@
 // SQLite connections get their pragmas: WAL, and reads of a bounded part of the file through a
 // memory map (so that the resident set follows what the process uses, not the file's size).
 import t from 'tap';
-import { defaultSqliteCacheBytes, defaultSqliteMmapBytes } from './connect.ts';
+import { defaultSqliteCacheBytes, defaultSqliteMmapBytes, StorageClosedError } from './connect.ts';
 import { Store } from './store.ts';
-import { emptyStorageUrl, openTestStore } from './testing.ts';
+import { emptyStorageUrl, openTestStore, stopTestPostgres } from './testing.ts';
+import { writeErrorKind } from './write-errors.ts';
+
+t.teardown(stopTestPostgres);
 
 const mmapSize = async (store: Store) => ((await store.conn.knex.raw('PRAGMA mmap_size')) as Array<{ mmap_size: number }>)[0].mmap_size;
 
@@ -37,3 +40,39 @@ t.test('the size of the map is an option; 0 reads without one', async (t) => {
     }
   }
 });
+
+for (const backend of ['sqlite', 'postgres'] as const) {
+  t.test(`${backend}: once close() began, a new statement fails at once; an open transaction runs to its end`, async (t) => {
+    const { store } = await openTestStore(backend);
+    const { knex } = store.conn;
+    let finish!: () => void;
+    const held = new Promise<void>((r) => (finish = r));
+    let opened!: () => void;
+    const open = new Promise<void>((r) => (opened = r));
+    const trx = knex.transaction(async (trx) => {
+      await trx.raw('select 1');
+      opened();
+      await held;
+      return (await trx.raw('select 2 as n')) as unknown;
+    });
+    await open;
+    const closing = store.close();
+    await new Promise((r) => setImmediate(r)); // Store.close() closes the connection after its own work
+    const started = Date.now();
+    const late = await knex.raw('select 3').then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    t.ok(late instanceof StorageClosedError, `a statement after close() began is refused (${String(late)})`);
+    t.ok(Date.now() - started < 1000, 'at once, not after the pool gives up');
+    t.equal(writeErrorKind(late), 'outage', 'a writer takes it as an outage, not as bad rows');
+    const lateTrx = await knex.transaction(async () => undefined).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    t.ok(lateTrx instanceof StorageClosedError, 'so is a new transaction');
+    finish();
+    t.ok(await trx, 'the transaction that was open ends as it would have');
+    await closing;
+  });
+}

@@ -143,12 +143,14 @@ export function connect(url: string, opts: ConnectOptions = {}): Connection {
     guardStatements(knex);
     if (driver === 'better-sqlite3' && target !== ':memory:' && opts.sqliteCheckpoint !== false)
       checkpointer = new Checkpointer(target, async () => void (await knex.raw(noAutoCheckpoint)), opts.sqliteCheckpoint);
+    const refuseOnClose = refuseAfterClose(knex);
     return {
       knex,
       dialect,
       display: `sqlite:${target}`,
       checkpointer,
       async close() {
+        refuseOnClose();
         await checkpointer?.close();
         await knex.destroy();
       },
@@ -167,7 +169,41 @@ export function connect(url: string, opts: ConnectOptions = {}): Connection {
     log: driverLog,
   });
   guardStatements(knex);
-  return { knex, dialect, display: displayStorageUrl(url), close: () => knex.destroy() };
+  const refuseOnClose = refuseAfterClose(knex);
+  return {
+    knex,
+    dialect,
+    display: displayStorageUrl(url),
+    close: () => {
+      refuseOnClose();
+      return knex.destroy();
+    },
+  };
+}
+
+/** What a statement gets from a connection that is closing or closed. */
+export class StorageClosedError extends Error {
+  override name = 'StorageClosedError';
+  constructor() {
+    super('storage connection closed');
+  }
+}
+
+/**
+ * Once close() began, a statement that wants a connection of the pool fails at once. The pool
+ * (tarn) takes acquisitions while it is being destroyed and, past the point where it gives up
+ * the waiting ones, leaves them waiting for its acquire timeout (60 s): a late writer would hang
+ * and keep the process alive. Statements of transactions already open run to their end (close
+ * waits for them).
+ */
+function refuseAfterClose(knex: Knex): () => void {
+  const client = knex.client as unknown as { acquireConnection(): Promise<unknown> };
+  const acquire = client.acquireConnection.bind(client);
+  let closed = false;
+  client.acquireConnection = () => (closed ? Promise.reject(new StorageClosedError()) : acquire());
+  return () => {
+    closed = true;
+  };
 }
 
 /** `url` as logs show it: without its password (and every log line goes through lib/redact.ts). */

@@ -1,6 +1,7 @@
 // Why a write failed, as a writer must act on it: fenced (the lease moved on: stop writing
 // for that cluster), outage (storage is unwell: retry the same write later) or data (this
 // write's content is refused, and retrying it will not help: find the event and set it aside).
+import { StorageClosedError } from './connect.ts';
 import { FencedError } from './leases.ts';
 import { UnstorableError } from './sql-values.ts';
 
@@ -36,6 +37,8 @@ const connectionMessages = /Connection terminated|connection error|Client was cl
 export function writeErrorKind(err: unknown): WriteErrorKind {
   if (err instanceof FencedError) return 'fenced';
   if (err instanceof UnstorableError) return 'data';
+  // This process closes its storage (it stops): the write was not made, and is not the rows' fault.
+  if (err instanceof StorageClosedError) return 'outage';
   const e = err as { code?: unknown; name?: unknown; message?: unknown } | null;
   const code = typeof e?.code === 'string' ? e.code : '';
   // A statement prepared on the connection (storage/prepared.ts) before another process's
