@@ -147,7 +147,9 @@ export class ClusterSync {
   private discoveryErrors?: Record<string, string>;
   private loops: Promise<void>[] = [];
   private statusTimer?: NodeJS.Timeout;
-  private statusWriting?: Promise<void>;
+  /** Status writes, one after another; once the sync stopped, no other is queued. */
+  private statusWrites: Promise<void> = Promise.resolve();
+  private statusClosed = false;
   private lastStatusWrite = 0;
   private initial = initialSync();
   private tasks: Promise<void> = Promise.resolve();
@@ -254,8 +256,11 @@ export class ClusterSync {
     await this.batcher?.close().catch((err: Error) => this.log.error('final storage write failed', { err }));
     clearTimeout(this.statusTimer);
     clearTimeout(this.crdTimer);
-    await this.statusWriting;
-    await this.writeStatus().catch(() => undefined);
+    // The last status write: queued after every earlier one, and nothing after it (a timer or a
+    // callback that fires later writes nothing once this resolved and storage may be closed).
+    const last = this.writeStatus();
+    this.statusClosed = true;
+    await last.catch(() => undefined);
     this.client?.close();
   }
 
@@ -355,25 +360,22 @@ export class ClusterSync {
     this.statusTimer.unref?.();
   }
 
-  private async writeStatus(): Promise<void> {
-    await this.statusWriting;
+  private writeStatus(): Promise<void> {
+    if (this.statusClosed) return Promise.resolve();
+    const write = this.statusWrites.then(() => this.writeStatusNow());
+    this.statusWrites = write.catch(() => undefined);
+    return write;
+  }
+
+  private async writeStatusNow(): Promise<void> {
     this.lastStatusWrite = Date.now();
     const status = this.status() as unknown as Record<string, unknown>;
-    this.statusWriting = this.deps.store
-      .setClusterStatus(this.name, status, this.lease.fence)
-      .then((registered) => (registered ? this.objectWriter.write(status, this.objectSource(), this.lease.fence) : false))
-      .then(
-        () => undefined,
-        (err: unknown) => {
-          // The lease moved on: nothing was written, and this sync stops.
-          if (!(err instanceof FencedError)) throw err;
-          this.lease.onFenced();
-        },
-      );
     try {
-      await this.statusWriting;
-    } finally {
-      this.statusWriting = undefined;
+      if (await this.deps.store.setClusterStatus(this.name, status, this.lease.fence)) await this.objectWriter.write(status, this.objectSource(), this.lease.fence);
+    } catch (err) {
+      // The lease moved on: nothing was written, and this sync stops.
+      if (!(err instanceof FencedError)) throw err;
+      this.lease.onFenced();
     }
   }
 
