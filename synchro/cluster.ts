@@ -124,6 +124,10 @@ export interface ClusterStatus {
 }
 
 const crdId = 'apiextensions.k8s.io/customresourcedefinitions';
+/** RBAC's own objects: a change to one, while a resource is forbidden, is a reason to try it again. */
+const rbacIds = new Set(['roles', 'rolebindings', 'clusterroles', 'clusterrolebindings'].map((r) => `rbac.authorization.k8s.io/${r}`));
+/** How long after an RBAC change the forbidden resources are listed again (a grant is often a role and its binding). */
+const rbacRecheckDelayMs = 1000;
 
 /** The progress of an initial sync (from the start, or from syncing again after being a duplicate). */
 const initialSync = () => ({ total: 0, ids: new Set<string>(), startedAt: new Date().toISOString(), startedMs: Date.now(), completedAt: undefined as string | undefined, discovered: false, recorded: false });
@@ -256,6 +260,7 @@ export class ClusterSync {
     await this.batcher?.close().catch((err: Error) => this.log.error('final storage write failed', { err }));
     clearTimeout(this.statusTimer);
     clearTimeout(this.crdTimer);
+    clearTimeout(this.rbacTimer);
     // The last status write: queued after every earlier one, and nothing after it (a timer or a
     // callback that fires later writes nothing once this resolved and storage may be closed).
     const last = this.writeStatus();
@@ -603,7 +608,7 @@ export class ClusterSync {
         this.scheduleStatus(true);
       },
       onStatus: () => this.scheduleStatus(),
-      onEvent: resourceId(r) === crdId ? (type: string, _o: KubeObject) => this.crdChanged(type) : undefined,
+      onEvent: resourceId(r) === crdId ? (type: string, _o: KubeObject) => this.crdChanged(type) : rbacIds.has(resourceId(r)) ? () => this.rbacChanged() : undefined,
     });
     this.reflectors.set(resourceId(r), refl);
     refl.start();
@@ -616,6 +621,22 @@ export class ClusterSync {
     clearTimeout(this.crdTimer);
     this.crdTimer = setTimeout(() => this.discoveryWaker.wake(), 300);
     this.crdTimer.unref?.();
+  }
+
+  private rbacTimer?: NodeJS.Timeout;
+  /**
+   * A Role, ClusterRole or binding changed in the member (a watch event of a synced RBAC
+   * resource): the forbidden resources are listed again shortly, not at their slow interval.
+   * Without RBAC among the synced resources, the interval alone rechecks them.
+   */
+  private rbacChanged(): void {
+    if (this.rbacTimer || this.stopped || ![...this.reflectors.values()].some((r) => r.forbidden)) return;
+    this.rbacTimer = setTimeout(() => {
+      this.rbacTimer = undefined;
+      if (this.stopped) return;
+      for (const r of this.reflectors.values()) if (r.forbidden) r.kick();
+    }, rbacRecheckDelayMs);
+    this.rbacTimer.unref?.();
   }
 
   /** DELETED for every stored object of one resource of this cluster. */

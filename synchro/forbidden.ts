@@ -3,7 +3,9 @@
 // reason `Forbidden`, naming them. Each resource's own entry in `status.resources` carries the
 // member's message (`forbidden: User "..." cannot list resource "..."`). They count as not
 // wanted in `initialSync` (SYNCED n/n with the rest) and are listed again every
-// forbiddenRecheckMs, and at once when another of them became readable (the RBAC changed).
+// forbiddenRecheckMs, at once when another of them became readable (the RBAC changed), and a
+// second after a watch event of the member's Roles, ClusterRoles or bindings when the cluster
+// syncs them (synchro/cluster.ts).
 import { humanDuration } from '../kube/printers.ts';
 import type { ResourceStatus } from './reflector.ts';
 import { resourceLabel } from './resources.ts';

@@ -166,3 +166,30 @@ t.test('forbidden resources are rechecked: slowly, and all at once when one beca
   t.notOk(s?.conditions.some((c) => c.type === 'ResourcesForbidden'), 'the condition is gone');
   t.ok(s?.initialSync.complete && s.initialSync.resourcesSynced === s.initialSync.resourcesTotal, 'SYNCED n/n');
 });
+
+t.test("a forbidden resource is listed again soon after the member's RBAC changed, not at its slow interval", async (t) => {
+  const recheck = 120_000;
+  const sim = await startSimCluster({ name: 'c' });
+  const narrow: SimRule[] = [{ verbs: readVerbs, apiGroups: ['', 'rbac.authorization.k8s.io'] }];
+  sim.auth.grant('t', { name: 'panoptes', rules: narrow });
+  const { store } = await run(t, [sim], [{ name: 'c', server: sim.url, token: 't', resources: ['pods', 'rbac.authorization.k8s.io/clusterrolebindings', 'apps/deployments'] }], { forbiddenRecheckMs: recheck });
+  const entry = async (resource: string) => (await statusOf(store, 'c'))?.resources.find((r) => r.resource === resource);
+  await waitUntil('deployments forbidden, the bindings synced', async () => (await entry('deployments'))?.state === 'forbidden' && (await entry('clusterrolebindings'))?.state === 'synced', 20_000);
+  const denials = sim.auth.denied.filter((d) => d.resource === 'deployments').length;
+  // The member's RBAC changes as it does on a real cluster: a binding is created (and the
+  // authorizer follows it; the simulator's rules are set beside it).
+  const changed = Date.now();
+  sim.auth.grant('t', { name: 'panoptes', rules: [...narrow, { verbs: readVerbs, apiGroups: ['apps'] }] });
+  sim.crud.create(sim.registry.byId('rbac.authorization.k8s.io/clusterrolebindings')!, 'v1', undefined, {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'panoptes-apps' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'apps-reader' },
+    subjects: [{ kind: 'User', name: 't' }],
+  });
+  await waitUntil('deployments synced', async () => (await entry('deployments'))?.state === 'synced', 20_000);
+  t.ok(Date.now() - changed < recheck / 4, `listed again ${Date.now() - changed} ms after the change, not after ${recheck} ms`);
+  t.equal(sim.auth.denied.filter((d) => d.resource === 'deployments').length, denials, 'and not asked in between');
+  const s = await statusOf(store, 'c');
+  t.notOk(s?.conditions.some((c) => c.type === 'ResourcesForbidden'), 'the condition is gone');
+});
