@@ -66,7 +66,8 @@ process.on('message', async (m: Msg) => {
       // takes the time before it asks; this answers once written).
       const c = clusters[m.cluster];
       const info = c.registry.lookup('', 'v1', 'pods')!;
-      const pod = c.store.list('/pods').items[m.seq % 50];
+      const pods = c.store.list('/pods').items;
+      const pod = pods[m.seq % Math.min(50, pods.length)];
       c.crud.patch(info, 'v1', pod.metadata.namespace!, pod.metadata.name!, 'merge', { metadata: { annotations: { 'bench/seq': String(m.seq) } } });
       send({ ok: 'touch' });
       break;
