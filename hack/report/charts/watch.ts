@@ -55,7 +55,7 @@ export function watchCharts(f: WatchFigures, ctx: Context): ChartSpec[] {
         footer: ctx.footer,
         measure: 'write to the first list that shows it',
         series: visible.map((l) => ({ name: short(l.setup), samples: l.visibleMs! })),
-        targets: [{ value: 10, label: 'target p50 ≤ 10 ms on PostgreSQL (12 ms on SQLite)' }],
+        targets: [{ value: 8, label: 'target p50 ≤ 8 ms on PostgreSQL (12 ms on SQLite)' }],
       }),
     });
   }
