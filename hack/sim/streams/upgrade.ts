@@ -75,12 +75,20 @@ export async function handleUpgrade(ctx: SimContext, streams: SimStreams, req: I
     if (!conn) return;
     streams.track({ kind: sub, transport: 'websocket', namespace, pod: name }, conn);
     const s = channelStreams(conn, o);
+    // A container's first byte comes after the runtime's exec round trips, never with the
+    // upgrade: client-go's WebSocket executor drops messages that arrive before it made its
+    // streams ("Unknown stream id 1, discarding message"), which a command answering at once
+    // could race.
+    await new Promise((r) => setTimeout(r, execStartMs));
     if (sub === 'exec') await runCommand(streams.containers.get(ref), s, { command, tty: o.tty });
     else await runAttach(s, { tty: o.tty, podName: name, container: ref.container });
   } catch (err) {
     refuseUpgrade(socket, err);
   }
 }
+
+/** How long after the upgrade a command starts (a runtime's exec takes some milliseconds). */
+const execStartMs = 20;
 
 export interface CommandRequest {
   kind: 'exec' | 'attach';
