@@ -135,3 +135,54 @@ for (const backend of backends) {
     t.equal(await store.watermark(), before, 'a writer that lost its lease writes nothing');
   });
 }
+
+for (const backend of backends) {
+  t.test(`${backend}: a group of Cluster object writes: each decided on its latest row, labels kept or rewritten, one change each`, async (t) => {
+    const { store, close } = await openTestStore(backend);
+    t.teardown(close);
+    const fences = await Promise.all(['east', 'west'].map(async (n) => ({ lease: clusterLease(n), holder: 's1', epoch: (await store.acquireLease(clusterLease(n), 's1', 60_000))! })));
+    await store.writeClusterObjectWithoutLease('east', () => put(cluster('east', 'u1', {}, { team: 'a' })));
+    await store.writeClusterObjectWithoutLease('west', () => put(cluster('west', 'u2', {}, { team: 'b' })));
+    const before = await store.watermark();
+    const r = await store.writeClusterObjects([
+      // A status write: the labels stay.
+      { name: 'east', decide: (cur) => put({ ...cur!.object, status: { phase: 'Ready' } }), fence: fences[0] },
+      // A relabel.
+      { name: 'west', decide: (cur) => put({ ...cur!.object, metadata: { ...cur!.object.metadata, labels: { team: 'c' } } }), fence: fences[1] },
+    ]);
+    t.same(r.map((x) => x.change), [{ rv: before + 1, type: 'MODIFIED' }, { rv: before + 2, type: 'MODIFIED' }]);
+    t.same((await store.changesAfter(before, 10)).map((c) => [c.rv, c.name]), [[before + 1, 'east'], [before + 2, 'west']], 'one change each, in order, in the log');
+    const byTeam = async (team: string) => (await list(store, { labelSelector: [{ key: 'team', operator: 'in', values: [team] }] })).items.map((i) => i.name);
+    t.same(await byTeam('a'), ['east'], 'the kept labels still select');
+    t.same(await byTeam('b'), [], 'the old label no longer selects');
+    t.same(await byTeam('c'), ['west'], 'the new one does');
+  });
+}
+
+t.test('postgres: a Cluster the apiserver changed between the read and the rv lock is read again', async (t) => {
+  const { store, close } = await openTestStore('postgres');
+  t.teardown(close);
+  const fence = { lease: clusterLease('east'), holder: 's1', epoch: (await store.acquireLease(clusterLease('east'), 's1', 60_000))! };
+  await store.writeClusterObjectWithoutLease('east', () => put(cluster('east', 'u1', { server: 'https://one' })));
+  // Another writer holds the rv lock: the group's rows are read, then it waits.
+  const holder = await store.conn.knex.transaction();
+  await holder.raw("SELECT value FROM meta WHERE key = 'rv' FOR UPDATE");
+  let seen: ClusterObjectState | undefined;
+  const pending = store.writeClusterObjects([{ name: 'east', decide: (cur) => ((seen = cur), put({ ...cur!.object, status: { phase: 'Ready' } })), fence }]);
+  for (let i = 0; i < 100; i++) {
+    const waiting = await store.conn.knex.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()");
+    if ((waiting as { rows: Array<{ n: number }> }).rows[0].n > 0) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  // ...and meanwhile the object changes (as the apiserver's write would: a new rv, a new spec).
+  const row: { rv: number | string; object: string } = await holder('objects').where({ cluster: clusterObjectsCluster, resource: clusterResource, name: 'east' }).first('rv', 'object');
+  const changed = JSON.parse(row.object) as KubeObject;
+  changed.spec = { server: 'https://two' };
+  changed.metadata = { ...changed.metadata, resourceVersion: '999' };
+  await holder('objects').where({ cluster: clusterObjectsCluster, resource: clusterResource, name: 'east' }).update({ rv: 999, object: JSON.stringify(changed) });
+  await holder.commit();
+  await pending;
+  t.equal(seen?.rv, 999, 'decided on the row as it is under the lock');
+  t.same(seen?.object.spec, { server: 'https://two' });
+  t.match((await store.getClusterObject('east'))?.object, { spec: { server: 'https://two' }, status: { phase: 'Ready' } }, 'nothing of the other write lost');
+});

@@ -11,7 +11,8 @@ import type { Knex } from 'knex';
 import type { Dialect } from './dialect.ts';
 import { fenceOf, writeTransaction } from './fenced.ts';
 import { clusterLease, type Fence } from './leases.ts';
-import { applyOwnWrite, ownGroup, ownObjectsCluster, ownVersion, readOwnRow, type OwnObjectRef, type OwnRow } from './own-objects.ts';
+import { applyOwnWrite, ownGroup, ownObjectsCluster, ownVersion, type OwnObjectRef, type OwnRow } from './own-objects.ts';
+import type { ChangeRowValues } from './rows.ts';
 import type { EventType, KubeObject } from './types.ts';
 
 /** The `cluster` column of Cluster objects (and every own kind's): not a DNS label, so never a member cluster's name. */
@@ -104,30 +105,146 @@ export async function writeClusterObject(
   lease = clusterLease(name),
 ): Promise<ClusterObjectResult> {
   const fences = fence ? [fenceOf(fence, lease)] : [];
-  const ref = clusterRef(name);
   return writeTransaction(knex, dialect, fences, 'rv', async (trx, locked) => {
-    const row = await readOwnRow(trx, ref);
-    const cred: { digest: string } | undefined = row ? await trx('cluster_credentials').where({ name, uid: row.uid }).first('digest') : undefined;
-    const current: ClusterObjectState | undefined = row
-      ? { name, uid: row.uid, rv: Number(row.rv), object: JSON.parse(row.object) as KubeObject, ...(cred ? { credentialsDigest: cred.digest } : {}) }
-      : undefined;
-    const decision = decide(current);
-    if (decision.action === 'none' || (decision.action === 'delete' && !row)) return { watermark: locked.rv, object: row?.object };
-
-    const changeRv = locked.rv + 1;
-    const { type, json, uid } = await applyOwnWrite(trx, dialect, ref, row, decision.action === 'delete' ? decision : { action: 'put', object: decision.object }, changeRv, locked.now, fence);
-    if (decision.action === 'delete') await trx('cluster_credentials').where({ name }).delete();
-    else {
-      // Credentials belong to one object (uid): a new object never inherits its predecessor's.
-      const replace = decision.credentials !== undefined || (row !== undefined && row.uid !== uid);
-      if (replace) await trx('cluster_credentials').where({ name }).delete();
-      if (decision.credentials && hasCredentials(decision.credentials)) {
-        const c = decision.credentials;
-        await trx('cluster_credentials').insert({ name, uid, data: JSON.stringify(c), digest: credentialsDigest(c), updated_at: new Date(locked.now).toISOString() });
-      }
-    }
-    return { change: { rv: changeRv, type }, object: json, watermark: changeRv };
+    const r = await writeInTransaction(trx, dialect, name, decide, fence, locked.rv, locked.now);
+    return { ...r, watermark: r.change?.rv ?? locked.rv };
   });
+}
+
+/** One Cluster object write of a group (writeClusterObjects), under the cluster's lease. */
+export interface ClusterObjectWriteRequest {
+  name: string;
+  decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite;
+  fence: Fence;
+}
+
+/**
+ * writeClusterObject for many clusters in one transaction, under each one's lease: the rv lock
+ * is taken once for all of them (synchro's status writes of every cluster it holds: one lock
+ * per round instead of one per cluster). Each write is decided against its own object and gets
+ * the next rv in the order given; one write per cluster. A fence that no longer holds throws
+ * FencedError (naming it) and nothing is written: the caller drops that write and retries the
+ * rest. Every result's watermark is the transaction's last rv.
+ */
+export async function writeClusterObjects(knex: Knex, dialect: Dialect, writes: readonly ClusterObjectWriteRequest[]): Promise<ClusterObjectResult[]> {
+  if (new Set(writes.map((w) => w.name)).size !== writes.length) throw new Error('writeClusterObjects: one write per cluster');
+  if (writes.length === 0) return [];
+  const fences = writes.map((w) => fenceOf(w.fence, clusterLease(w.name)));
+  const names = writes.map((w) => w.name);
+  // PostgreSQL: the rows are read before the rv lock, and under it only their rvs are checked
+  // (a row the apiserver changed meanwhile is read again): the serialized section is one
+  // statement per changed object and one for the change log, whatever the round's size.
+  let preread: Map<string, Loaded> | undefined;
+  const prelude = dialect.name === 'postgres' ? async (trx: Knex.Transaction) => void (preread = await loadRows(trx, names)) : undefined;
+  return writeTransaction(
+    knex,
+    dialect,
+    fences,
+    'rv',
+    async (trx, locked) => {
+      const loaded = preread ? await recheck(trx, preread, names) : await loadRows(trx, names);
+      let rv = locked.rv;
+      const results: Array<Omit<ClusterObjectResult, 'watermark'>> = [];
+      const changes: ChangeRowValues[] = [];
+      for (const w of writes) {
+        const r = await applyDecision(trx, dialect, w.name, loaded.get(w.name) ?? {}, w.decide, w.fence, rv, locked.now, false);
+        if (r.row) {
+          rv = r.row.rv;
+          changes.push(r.row);
+        }
+        results.push(r.result);
+      }
+      if (changes.length > 0) await dialect.publishChanges(trx, changes, rv);
+      return results.map((r) => ({ ...r, watermark: rv }));
+    },
+    prelude,
+  );
+}
+
+/** A Cluster object's row and the digest of its inline credentials, as read. */
+interface Loaded {
+  row?: OwnRow;
+  digest?: string;
+}
+
+/** The rows of Clusters `names` and their credentials' digests: two statements. */
+async function loadRows(db: Knex | Knex.Transaction, names: string[]): Promise<Map<string, Loaded>> {
+  const rows: Array<OwnRow & { name: string }> = await objectsOf(db).whereIn('name', names).select('name', 'id', 'uid', 'rv', 'object');
+  const creds: Array<{ name: string; uid: string; digest: string }> = rows.length ? await db('cluster_credentials').whereIn('name', rows.map((r) => r.name)).select('name', 'uid', 'digest') : [];
+  const out = new Map<string, Loaded>();
+  for (const { name, ...row } of rows) {
+    const digest = creds.find((c) => c.name === name && c.uid === row.uid)?.digest;
+    out.set(name, digest ? { row, digest } : { row });
+  }
+  return out;
+}
+
+/** Under the rv lock: the rows read before it, with those whose rv (or existence) changed since read again. */
+async function recheck(trx: Knex.Transaction, preread: Map<string, Loaded>, names: string[]): Promise<Map<string, Loaded>> {
+  const now: Array<{ name: string; rv: number | string }> = await objectsOf(trx).whereIn('name', names).select('name', 'rv');
+  const rvNow = new Map(now.map((r) => [r.name, Number(r.rv)]));
+  const stale = names.filter((n) => rvNow.get(n) !== (preread.get(n)?.row ? Number(preread.get(n)!.row!.rv) : undefined));
+  if (stale.length === 0) return preread;
+  const again = await loadRows(trx, stale);
+  const out = new Map(preread);
+  for (const n of stale) {
+    const l = again.get(n);
+    if (l) out.set(n, l);
+    else out.delete(n);
+  }
+  return out;
+}
+
+/** Reads, decides and writes Cluster `name` in a transaction holding the rv lock, whose last allocated rv is `rv`. */
+async function writeInTransaction(
+  trx: Knex.Transaction,
+  dialect: Dialect,
+  name: string,
+  decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite,
+  fence: Fence | undefined,
+  rv: number,
+  now: number,
+): Promise<Omit<ClusterObjectResult, 'watermark'>> {
+  return (await applyDecision(trx, dialect, name, (await loadRows(trx, [name])).get(name) ?? {}, decide, fence, rv, now, true)).result;
+}
+
+/**
+ * Decides on Cluster `name` as `loaded` holds it and writes the decision (the caller holds the
+ * rv lock; `rv` is the last allocated). `publish`: the change row goes to the log here;
+ * otherwise it is returned, for the caller to publish with others.
+ */
+async function applyDecision(
+  trx: Knex.Transaction,
+  dialect: Dialect,
+  name: string,
+  loaded: Loaded,
+  decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite,
+  fence: Fence | undefined,
+  rv: number,
+  now: number,
+  publish: boolean,
+): Promise<{ result: Omit<ClusterObjectResult, 'watermark'>; row?: ChangeRowValues }> {
+  const ref = clusterRef(name);
+  const { row, digest } = loaded;
+  const current: ClusterObjectState | undefined = row
+    ? { name, uid: row.uid, rv: Number(row.rv), object: JSON.parse(row.object) as KubeObject, ...(digest ? { credentialsDigest: digest } : {}) }
+    : undefined;
+  const decision = decide(current);
+  if (decision.action === 'none' || (decision.action === 'delete' && !row)) return { result: { object: row?.object } };
+
+  const changeRv = rv + 1;
+  const { type, json, uid, change } = await applyOwnWrite(trx, dialect, ref, row, decision.action === 'delete' ? decision : { action: 'put', object: decision.object }, changeRv, now, fence, publish);
+  if (decision.action === 'delete') await trx('cluster_credentials').where({ name }).delete();
+  else {
+    // Credentials belong to one object (uid): a new object never inherits its predecessor's.
+    const replace = decision.credentials !== undefined || (row !== undefined && row.uid !== uid);
+    if (replace) await trx('cluster_credentials').where({ name }).delete();
+    if (decision.credentials && hasCredentials(decision.credentials)) {
+      const c = decision.credentials;
+      await trx('cluster_credentials').insert({ name, uid, data: JSON.stringify(c), digest: credentialsDigest(c), updated_at: new Date(now).toISOString() });
+    }
+  }
+  return { result: { change: { rv: changeRv, type }, object: json }, row: change };
 }
 
 /** One Cluster object as served, or undefined. */

@@ -17,6 +17,12 @@ export interface Connection {
   display: string;
   /** SQLite (better-sqlite3, a file): the WAL checkpoints off the event loop (storage/sqlite-checkpoint.ts). */
   checkpointer?: Checkpointer;
+  /**
+   * PostgreSQL: a second, separate pool of `poolMax` connections to the same database, for
+   * statements that must never queue behind this pool's work (synchro's heartbeat and lease
+   * renewals). Undefined on SQLite, whose one connection serializes everything anyway.
+   */
+  separatePool?(poolMax: number): Connection;
   /** Closes the connections (and the checkpointer). */
   close(): Promise<void>;
 }
@@ -174,6 +180,7 @@ export function connect(url: string, opts: ConnectOptions = {}): Connection {
     knex,
     dialect,
     display: displayStorageUrl(url),
+    separatePool: (poolMax: number) => connect(url, { ...opts, poolMax }),
     close: () => {
       refuseOnClose();
       return knex.destroy();

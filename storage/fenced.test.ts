@@ -42,6 +42,10 @@ const east = clusterLease('east');
 const drivers: Record<FencedWrite, Driver> = {
   applyBatches: { lease: east, write: (s, fence) => s.applyBatches([{ cluster: 'east', events: [podEvent('ADDED', 'n', `p${++n}`, String(n))], fence }]) },
   writeClusterObject: { lease: east, write: (s, fence) => s.writeClusterObject('east', () => ({ action: 'put', object: clusterObject('east') }), fence) },
+  writeClusterObjects: {
+    lease: east,
+    write: (s, fence) => s.writeClusterObjects([{ name: 'east', decide: () => ({ action: 'put', object: { ...clusterObject('east'), status: { n: ++n } } }), fence }]),
+  },
   writeOwnObject: {
     lease: east,
     write: (s, fence) =>
@@ -241,6 +245,8 @@ const reads = [
   'changesAfterInRecovery',
   // The installation's id: made once at the first ask (as a migration makes a table), then only read.
   'installationId',
+  // Another pool to the same database (synchro's heartbeats): it writes nothing itself.
+  'separatePool',
   'close',
 ];
 const leaseOperations = ['heartbeat', 'members', 'removeMember', 'listLeases', 'listLeasesNamed', 'acquireLease', 'renewLeases', 'releaseLease', 'deleteLease'];

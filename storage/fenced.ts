@@ -52,12 +52,19 @@ export function fenceOf(fence: Fence, lease: string): Fence {
  * holder's write outside the change log). With no fence it is an unleased write, which only
  * the Store's named unleased methods make, always under the rv lock.
  */
-export function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readonly Fence[], lock: 'rv', write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>): Promise<T>;
+export function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readonly Fence[], lock: 'rv', write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>, prelude?: (trx: Knex.Transaction) => Promise<void>): Promise<T>;
 export function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readonly Fence[], lock: 'leases', write: (trx: Knex.Transaction, locks: HeldLocks) => Promise<T>): Promise<T>;
-export async function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readonly Fence[], lock: 'rv' | 'leases', write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>): Promise<T> {
+/**
+ * `prelude` runs in the transaction before its locks are taken (PostgreSQL only: a read first
+ * could not be upgraded to SQLite's write lock): reads whose result the fences make safe to
+ * use under the locks, taken out of the serialized section (storage/write.ts).
+ */
+export async function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readonly Fence[], lock: 'rv' | 'leases', write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>, prelude?: (trx: Knex.Transaction) => Promise<void>): Promise<T> {
   if (lock === 'leases' && fences.length === 0) throw new Error('writeTransaction: a write under leases needs their fences');
+  if (prelude && dialect.name !== 'postgres') throw new Error('writeTransaction: a read before the locks is for PostgreSQL only');
   const names = fences.map((f) => f.lease);
   return knex.transaction(async (trx) => {
+    if (prelude) await prelude(trx);
     const started = performance.now();
     const locked = lock === 'rv' ? await dialect.lockRv(trx, names) : { rv: Number.NaN, ...(await dialect.lockLeases(trx, names)) };
     const lockedAt = performance.now();

@@ -14,6 +14,7 @@ import { insertRows } from './insert.ts';
 import { labelNumber } from './label-number.ts';
 import type { Fence } from './leases.ts';
 import { addCounts } from './batch-rows.ts';
+import type { ChangeRowValues } from './rows.ts';
 import type { EventType, KubeObject } from './types.ts';
 
 /** The `cluster` column of Panoptes' own objects: not a DNS label, so never a member cluster's name. */
@@ -87,7 +88,9 @@ export async function applyOwnWrite(
   changeRv: number,
   ts: number,
   fence: Fence | undefined,
-): Promise<{ type: EventType; json: string; uid: string }> {
+  /** false: the change row is returned, for the caller to publish with others (one statement). */
+  publish = true,
+): Promise<{ type: EventType; json: string; uid: string; change: ChangeRowValues }> {
   const counts = (n: number) => addCounts(trx, dialect, [{ cluster: ownObjectsCluster, grp: ownGroup, resource: ref.resource, namespace: ref.namespace, n }]);
   let type: EventType;
   let json: string;
@@ -110,10 +113,14 @@ export async function applyOwnWrite(
     type = row ? 'MODIFIED' : 'ADDED';
     const values = { version: ownVersion, uid, rv: changeRv, upstream_rv: '', created_at: md.creationTimestamp ?? '', owner_uid: null, fields: null, object: json };
     let id: number;
+    // The label rows change only with the labels (a status write leaves them: two statements
+    // fewer under the rv lock).
+    let relabel = true;
     if (row) {
       id = Number(row.id);
       await trx('objects').where({ id }).update(values);
-      await trx('object_labels').where({ obj_id: id }).delete();
+      relabel = !sameLabels((JSON.parse(row.object) as KubeObject).metadata?.labels, md.labels);
+      if (relabel) await trx('object_labels').where({ obj_id: id }).delete();
     } else {
       const [inserted] = await insertRows<Record<string, unknown>, { id: number | string }>(
         trx,
@@ -126,7 +133,7 @@ export async function applyOwnWrite(
       await counts(1);
     }
     const labels = Object.entries(md.labels ?? {}).map(([key, value]) => ({ obj_id: id, key, value: String(value), num: labelNumber(String(value)) }));
-    await insertRows(trx, dialect, 'object_labels', labels);
+    if (relabel) await insertRows(trx, dialect, 'object_labels', labels);
   }
   const change = {
     rv: changeRv,
@@ -143,8 +150,15 @@ export async function applyOwnWrite(
     ts,
     epoch: fence?.epoch ?? null,
   };
-  await dialect.publishChanges(trx, [change], changeRv);
-  return { type, json, uid };
+  if (publish) await dialect.publishChanges(trx, [change], changeRv);
+  return { type, json, uid, change };
+}
+
+/** Whether two label maps are the same (order aside). */
+function sameLabels(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
+  const x = Object.entries(a ?? {});
+  const y = b ?? {};
+  return x.length === Object.keys(y).length && x.every(([k, v]) => Object.hasOwn(y, k) && String(y[k]) === String(v));
 }
 
 /**

@@ -15,7 +15,7 @@ import * as clusters from './clusters.ts';
 import * as clusterObjects from './cluster-objects.ts';
 import * as ownObjects from './own-objects.ts';
 import type { OwnObjectRef, OwnObjectResult, OwnObjectState, OwnObjectWrite } from './own-objects.ts';
-import type { ClusterObjectResult, ClusterObjectState, ClusterObjectWrite, ClusterRegistration } from './cluster-objects.ts';
+import type { ClusterObjectResult, ClusterObjectState, ClusterObjectWrite, ClusterObjectWriteRequest, ClusterRegistration } from './cluster-objects.ts';
 import { compact } from './compact.ts';
 import { repairCounts, type CountRepair } from './counts.ts';
 import { list } from './list.ts';
@@ -71,6 +71,7 @@ export interface FencedBatchPart extends BatchPart {
 export const fencedWrites = [
   'applyBatches',
   'writeClusterObject',
+  'writeClusterObjects',
   'writeOwnObject',
   'writeOwnObjectUnder',
   'writeImportedClusterObject',
@@ -106,6 +107,19 @@ export class Store {
    */
   static openReader(url: string, opts: ConnectOptions = {}): Store {
     return new Store(connect(url, opts));
+  }
+
+  /**
+   * A Store over a separate pool of `poolMax` connections to the same PostgreSQL database,
+   * whose statements never wait for this Store's pool (the caller closes it); this Store itself
+   * on SQLite. synchro's membership heartbeats and renews its leases through it: a member busy
+   * writing hundreds of clusters must not miss its renewals waiting for a connection.
+   */
+  separatePool(poolMax: number): { store: Store; close: () => Promise<void> } {
+    const conn = this.conn.separatePool?.(poolMax);
+    if (!conn) return { store: this, close: async () => {} };
+    const store = new Store(conn);
+    return { store, close: () => store.close() };
   }
 
   /** Connects and applies pending migrations. */
@@ -303,6 +317,17 @@ export class Store {
    */
   writeClusterObject(name: string, decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite, fence: Fence): Promise<ClusterObjectResult> {
     return this.clusterObjectWrite(name, decide, fence);
+  }
+
+  /**
+   * writeClusterObject for many clusters in one transaction (one rv lock for all), each under
+   * its cluster's lease: synchro's status writes, grouped per round (synchro/status-committer.ts).
+   * A stale fence throws FencedError naming it, and nothing is written.
+   */
+  async writeClusterObjects(writes: readonly ClusterObjectWriteRequest[]): Promise<ClusterObjectResult[]> {
+    const results = await clusterObjects.writeClusterObjects(this.conn.knex, this.conn.dialect, writes);
+    if (results.some((r) => r.change)) this.committed(results[0].watermark, []);
+    return results;
   }
 
   /**

@@ -1,6 +1,7 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { parseLabelSelector } from '../kube/labels.ts';
-import { clusterLease } from './leases.ts';
+import { clusterLease, type Fence } from './leases.ts';
+import type { Store } from './store.ts';
 import { backends, openTestStore, podEvent, stopTestPostgres, takeLease } from './testing.ts';
 import type { KubeObject, UpstreamEvent } from './types.ts';
 
@@ -206,7 +207,8 @@ for (const backend of backends) {
   });
 }
 
-t.test('postgres: a batch is three statements between BEGIN and COMMIT, however many tables it writes', async (t) => {
+/** A PostgreSQL store, the lease of cluster east, and the SQL of every statement it sends from now on. */
+async function recordingStore(t: Test): Promise<{ store: Store; fence: Fence; sql: string[] }> {
   const { store, close } = await openTestStore('postgres');
   t.teardown(close);
   const fence = await takeLease(store, clusterLease('east'));
@@ -214,6 +216,11 @@ t.test('postgres: a batch is three statements between BEGIN and COMMIT, however 
   const record = (q: { sql: string }) => sql.push(q.sql);
   store.conn.knex.on('query', record);
   t.teardown(() => void store.conn.knex.off('query', record));
+  return { store, fence, sql };
+}
+
+t.test('postgres: a batch is three statements between BEGIN and COMMIT, however many tables it writes', async (t) => {
+  const { store, fence, sql } = await recordingStore(t);
   const statements = async (events: UpstreamEvent[]) => {
     sql.length = 0;
     await store.applyBatches([{ cluster: 'east', events, fence }]);
@@ -234,4 +241,24 @@ t.test('postgres: a batch is three statements between BEGIN and COMMIT, however 
     { cluster: 'west', events: [podEvent('ADDED', 'web', 'a', '7'), cm], fence: west },
   ]);
   t.equal(sql.length - 2, 3, 'two clusters, two resources: lock, read, write');
+});
+
+t.test('postgres: under leases the stored rows are read before the rv lock; unleased writes and retries read under it', async (t) => {
+  const { store, fence, sql } = await recordingStore(t);
+  const order = async (write: () => Promise<unknown>) => {
+    sql.length = 0;
+    await write();
+    return sql.slice(1, 3).map((q) => (/FOR UPDATE/.test(q) ? 'lock' : /FROM objects|from "objects"|objects o/i.test(q) ? 'read' : q.slice(0, 40)));
+  };
+  t.same(await order(() => store.applyBatches([{ cluster: 'east', events: [podEvent('ADDED', 'web', 'a', '1')], fence }])), ['read', 'lock'], 'leased: the read leaves the serialized section');
+  t.same(await order(() => store.applyBatches([{ cluster: 'east', events: [podEvent('MODIFIED', 'web', 'a', '2')], fence }], { readUnderLock: true })), ['lock', 'read'], 'a retry: read under the lock');
+  t.same(await order(() => store.applyBatch('west', [podEvent('ADDED', 'web', 'a', '1')])), ['lock', 'read'], 'unleased: read under the lock');
+  const a = await store.get({ cluster: 'east', group: '', resource: 'pods', namespace: 'web', name: 'a' });
+  t.equal(a?.upstreamRv, '2', 'each write decided against what the one before it wrote');
+  // A lease taken over between the read and the lock: the fence refuses the whole round.
+  const stale = { ...fence };
+  await store.releaseLease(fence.lease, fence.holder, fence.epoch);
+  await takeLease(store, clusterLease('east'), 'other');
+  await t.rejects(store.applyBatches([{ cluster: 'east', events: [podEvent('MODIFIED', 'web', 'a', '3')], fence: stale }]), { name: 'FencedError' });
+  t.equal((await store.get({ cluster: 'east', group: '', resource: 'pods', namespace: 'web', name: 'a' }))?.upstreamRv, '2', 'nothing written');
 });

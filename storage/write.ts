@@ -24,6 +24,12 @@ export const stampedAnnotations: readonly string[] = [clusterAnnotation, upstrea
 export interface WriteOptions {
   /** Runs inside the transaction after all rows are written, just before commit (tests). */
   beforeCommit?: () => Promise<void>;
+  /**
+   * Read the stored rows under the rv lock even when the fences would allow reading them
+   * before: a retry after a failure whose commit may still land (an answer lost with its
+   * connection), which only a read after that transaction's lock is released sees.
+   */
+  readUnderLock?: boolean;
 }
 
 /** A key's state while a batch is applied: what storage holds, with its served JSON and rv. */
@@ -128,6 +134,17 @@ export async function applyBatchesCommitted(knex: Knex, dialect: Dialect, parts:
   const described = parts.map((p) => p.events.map((e) => describe(p.cluster, e)));
   const fences = parts.flatMap((p) => (p.fence ? [fenceOf(p.fence, clusterLease(p.cluster))] : []));
   let rows: ChangeRowValues[] = [];
+  const keysOfParts = () => parts.map((p, i) => ({ cluster: p.cluster, keys: described[i] }));
+  // What storage holds for the parts' keys is read before the rv lock on PostgreSQL when every
+  // part is written under its cluster's lease: only that lease's holder writes a cluster's
+  // objects, a holder's earlier rounds committed before this one began (one committer per
+  // process), and a lease taken over in between moves its epoch on, so the fences checked under
+  // the lock refuse the whole round (nothing written) whenever the rows read could be stale. The
+  // serialized section loses a round trip. Unleased writes (tests, tools) and retries of a round
+  // whose commit may have landed after all (WriteOptions.readUnderLock) read under the lock.
+  let preread: Map<string, ObjectRow[]> | undefined;
+  const early = dialect.name === 'postgres' && !opts.readUnderLock && parts.length > 0 && parts.every((p) => p.fence !== undefined);
+  const prelude = early ? async (trx: Knex.Transaction) => void (preread = await loadStored(trx, dialect, keysOfParts())) : undefined;
   const results = await writeTransaction(knex, dialect, fences, 'rv', async (trx, locked) => {
     const { lockWaitMs } = locked;
     let rv = locked.rv;
@@ -144,7 +161,7 @@ export async function applyBatchesCommitted(knex: Knex, dialect: Dialect, parts:
       c.n += delta;
       counts.set(k, c);
     };
-    const stored = await loadStored(trx, dialect, parts.map((p, i) => ({ cluster: p.cluster, keys: described[i] })));
+    const stored = preread ?? (await loadStored(trx, dialect, keysOfParts()));
     for (const [i, part] of parts.entries()) {
       const { cluster } = part;
       // What storage holds for every key the part touches (read for the whole round above).
@@ -259,6 +276,6 @@ export async function applyBatchesCommitted(knex: Knex, dialect: Dialect, parts:
     if (opts.beforeCommit) await opts.beforeCommit();
     if (tracing) traceMark('rows-written', pending[0].rv, rv);
     return results();
-  });
+  }, prelude);
   return { results, committed: rows.map(toChange) };
 }
