@@ -92,11 +92,32 @@ export interface RecordedIdentity {
 }
 
 /**
+ * The registrations of each recorded id, names sorted: built once per identities map (every
+ * cluster of a member compares itself with the same map each pass; scanning it per cluster
+ * was quadratic in the fleet).
+ */
+const byId = new WeakMap<ReadonlyMap<string, RecordedIdentity>, Map<string, string[]>>();
+function namesById(identities: ReadonlyMap<string, RecordedIdentity>): Map<string, string[]> {
+  let index = byId.get(identities);
+  if (!index) {
+    index = new Map();
+    for (const [n, r] of identities) {
+      const names = index.get(r.clusterID);
+      if (names) names.push(n);
+      else index.set(r.clusterID, [n]);
+    }
+    for (const names of index.values()) names.sort();
+    byId.set(identities, index);
+  }
+  return index;
+}
+
+/**
  * The registrations (other than `name`) whose recorded id is `clusterID`; undefined when there is
  * none. A registration whose own row is not recorded yet counts as the newest.
  */
 export function sameMember(name: string, clusterID: string, identities: ReadonlyMap<string, RecordedIdentity>): SameMember | undefined {
-  const others = [...identities].filter(([n, r]) => n !== name && r.clusterID === clusterID).map(([n]) => n).sort();
+  const others = namesById(identities).get(clusterID)?.filter((n) => n !== name) ?? [];
   if (others.length === 0) return undefined;
   const newest = '\uffff';
   const since = (n: string) => (n === name && identities.get(n)?.clusterID !== clusterID ? newest : (identities.get(n)?.registeredAt ?? newest));
