@@ -149,6 +149,13 @@ export class WatchHub {
         cleanup();
       }
     });
+    // A request answered late (the latency fault) whose connection is already gone, at the
+    // cluster's close: 'close' came before, so nothing is kept for it.
+    if (res.destroyed) {
+      closed = true;
+      cleanup();
+      return;
+    }
 
     const deadline = Date.now() + req.timeoutSeconds * 1000;
     timers.push(setTimeout(() => watch.close(false), req.timeoutSeconds * 1000));
