@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '../lib/log.ts';
 import { redactDeep } from '../lib/redact.ts';
 import { canonicalJson } from '../kube/patch.ts';
-import type { ClusterObjectState, ClusterObjectWrite } from '../storage/cluster-objects.ts';
+import type { ClusterObjectResult, ClusterObjectState, ClusterObjectWrite } from '../storage/cluster-objects.ts';
 import type { Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import type { KubeObject } from '../storage/types.ts';
@@ -59,6 +59,8 @@ export interface ObjectWriterOptions {
   log: Logger;
   /** Least time between two writes that change only object counts (default 10 s). */
   countsIntervalMs?: number;
+  /** Where the write goes (default: Store.writeClusterObject on its own; ClusterSync groups them: cluster-object-committer.ts). */
+  commit?: (name: string, decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite, fence: Fence) => Promise<ClusterObjectResult>;
 }
 
 /** One cluster's object writes (status, and a file cluster's object), rate-limited as the header says. */
@@ -132,7 +134,8 @@ export class ClusterObjectWriter {
     // Most calls have nothing new to write: decide first on a plain read, without the rv lock
     // (only this lease's holder writes a status, so the locked decision rarely differs).
     if (!force && this.decide(await this.opts.store.getClusterObject(this.opts.name), status, source, false).action === 'none') return false;
-    const r = await this.opts.store.writeClusterObject(this.opts.name, (cur) => this.decide(cur, status, source, force), fence);
+    const decide = (cur: ClusterObjectState | undefined) => this.decide(cur, status, source, force);
+    const r = await (this.opts.commit ? this.opts.commit(this.opts.name, decide, fence) : this.opts.store.writeClusterObject(this.opts.name, decide, fence));
     if (r.change) this.lastWrite = Date.now();
     return r.change !== undefined;
   }

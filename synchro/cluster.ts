@@ -12,6 +12,8 @@ import type { Store } from '../storage/store.ts';
 import type { KubeObject } from '../storage/types.ts';
 import { Backoff, Waker, sleep, type BackoffOptions } from '../lib/backoff.ts';
 import { Batcher, clip, type BatcherOptions, type CommitHook } from './batcher.ts';
+import type { ClusterObjectCommitter } from './cluster-object-committer.ts';
+import type { InitialSyncSlots, Release } from './initial-sync-slots.ts';
 import type { Committer } from './committer.ts';
 import { connectCluster, describeError, type WritableClusterClient } from '../member/client.ts';
 import { fileClusterSpec } from '../api/cluster.ts';
@@ -51,6 +53,8 @@ export interface ClusterTimings {
   objectCountsIntervalMs: number;
   /** Time between two lists of a resource the credentials may not read (a 403; default 5 min; forbidden.ts). */
   forbiddenRecheckMs: number;
+  /** Longest time an initial sync keeps its slot (initial-sync-slots.ts) before the next cluster gets it (default 60 s). */
+  initialSlotHoldMs: number;
 }
 
 export const defaultTimings: ClusterTimings = {
@@ -63,6 +67,7 @@ export const defaultTimings: ClusterTimings = {
   openapiV2RefreshMs: 600_000,
   objectCountsIntervalMs: 10_000,
   forbiddenRecheckMs: 300_000,
+  initialSlotHoldMs: 60_000,
 };
 
 /** The lease a ClusterSync writes under: every batch and status write carries its fence. */
@@ -81,6 +86,10 @@ export interface ClusterDeps {
   batch: BatcherOptions;
   /** The process's group committer: every cluster's batcher writes through it. */
   committer: Committer;
+  /** How many of the process's clusters run their initial sync at once (default: no limit). */
+  initialSyncs?: InitialSyncSlots;
+  /** The process's group commit of Cluster objects: every cluster's status object is written through it (default: each on its own). */
+  clusterObjects?: ClusterObjectCommitter;
   timings: ClusterTimings;
   onCommit?: CommitHook;
   /** The problem with the configuration file, while its last good version is in effect. */
@@ -130,7 +139,18 @@ const rbacIds = new Set(['roles', 'rolebindings', 'clusterroles', 'clusterrolebi
 const rbacRecheckDelayMs = 1000;
 
 /** The progress of an initial sync (from the start, or from syncing again after being a duplicate). */
-const initialSync = () => ({ total: 0, ids: new Set<string>(), startedAt: new Date().toISOString(), startedMs: Date.now(), completedAt: undefined as string | undefined, discovered: false, recorded: false });
+const initialSync = () => ({
+  total: 0,
+  ids: new Set<string>(),
+  startedAt: new Date().toISOString(),
+  startedMs: Date.now(),
+  completedAt: undefined as string | undefined,
+  discovered: false,
+  recorded: false,
+  /** Gives back the initial-sync slot this sync holds (initial-sync-slots.ts). */
+  slot: undefined as Release | undefined,
+});
+type InitialSync = ReturnType<typeof initialSync>;
 
 export class ClusterSync {
   readonly name: string;
@@ -177,7 +197,14 @@ export class ClusterSync {
     this.name = config.name;
     this.log = deps.log.child({ cluster: config.name });
     this.generation = config.generation;
-    this.objectWriter = new ClusterObjectWriter({ store: deps.store, name: config.name, log: this.log, countsIntervalMs: deps.timings.objectCountsIntervalMs });
+    const objects = deps.clusterObjects;
+    this.objectWriter = new ClusterObjectWriter({
+      store: deps.store,
+      name: config.name,
+      log: this.log,
+      countsIntervalMs: deps.timings.objectCountsIntervalMs,
+      ...(objects ? { commit: (name, decide, fence) => objects.write(name, decide, fence) } : {}),
+    });
     setMaxListeners(0, this.abort.signal);
   }
 
@@ -222,8 +249,10 @@ export class ClusterSync {
     }
     this.log.info('cluster registered', { server: this.client.server, resources: this.config.resources });
     for (const warning of this.client.warnings) this.log.warn(warning, { server: this.client.server });
-    await this.writeStatus();
-    this.loops.push(this.probeLoop(), this.discoveryLoop(), this.progressLoop());
+    // Written in the background (with the next group of Cluster objects): a member starting
+    // hundreds of clusters does not start them one rv lock wait at a time.
+    this.scheduleStatus(true);
+    this.loops.push(this.whenSlotFree());
   }
 
   /** The member connection (undefined before start or with unusable settings): the dispatcher writes through it, under this sync's lease. */
@@ -249,6 +278,7 @@ export class ClusterSync {
   /** Stops everything; queued events are committed first. Data stays in storage. */
   async stop(): Promise<void> {
     this.abort.abort();
+    this.releaseSlot();
     this.discoveryWaker.wake();
     await this.sameChecks;
     this.deps.metrics.duplicateClusters.remove({ cluster: this.name });
@@ -433,6 +463,7 @@ export class ClusterSync {
           await this.discoveryWaker.sleep(delay, this.abort.signal);
           continue;
         }
+        if (!this.initial.discovered && !this.initial.slot && !(await this.takeSlot())) break;
         const found = await discover(this.client!, { signal: this.abort.signal, aggregation: this.config.patterns.some(isWildcard) });
         if (this.stopped) break;
         await this.task(() => this.reconcileReflectors(found));
@@ -440,6 +471,8 @@ export class ClusterSync {
         await this.syncOpenAPI();
       } catch (err) {
         if (this.stopped) break;
+        // Not discovered yet: the slot goes to the next cluster while this one waits to retry.
+        if (!this.initial.discovered) this.releaseSlot();
         this.deps.metrics.errors.inc({ cluster: this.name, kind: 'discovery' });
         delay = Math.min(delay, backoff.next());
         this.log.info('discovery failed; retrying', { error: describeError(err), retryInMs: delay });
@@ -464,6 +497,56 @@ export class ClusterSync {
     const run = this.tasks.then(fn);
     this.tasks = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * The sync's loops, once an initial-sync slot is free: a cluster waiting for one does nothing
+   * yet (no probe, no discovery, no list, no status write but the first), so a member that
+   * takes hundreds of clusters brings them up a slot's worth at a time.
+   */
+  private async whenSlotFree(): Promise<void> {
+    const slots = this.deps.initialSyncs;
+    if (slots && slots.running >= slots.size) {
+      this.message = `waiting for an initial sync slot (${slots.size} clusters of this synchro process sync at once; ${slots.queued + 1} waiting)`;
+      this.scheduleStatus(true);
+    }
+    if (!(await this.takeSlot())) return;
+    if (this.message.startsWith('waiting for an initial sync slot')) this.message = 'not probed yet';
+    this.loops.push(this.probeLoop(), this.discoveryLoop(), this.progressLoop());
+  }
+
+  /**
+   * Waits for an initial-sync slot (none to wait for without a limit); false when the sync
+   * stopped meanwhile. The slot is given back when the initial sync completes, when it stops,
+   * when discovery fails before it started, or after initialSlotHoldMs.
+   */
+  private async takeSlot(): Promise<boolean> {
+    const slots = this.deps.initialSyncs;
+    if (!slots) return true;
+    if (slots.running >= slots.size) this.log.info('waiting for an initial sync slot', { running: slots.running, waiting: slots.queued });
+    const release = await slots.acquire(this.abort.signal);
+    if (!release || this.stopped) {
+      release?.();
+      return false;
+    }
+    const initial = this.initial;
+    const timer = setTimeout(() => {
+      if (initial.slot === undefined) return;
+      this.log.info('initial sync still running after its slot time; the slot goes to the next cluster', { heldMs: this.deps.timings.initialSlotHoldMs });
+      this.releaseSlot(initial);
+    }, this.deps.timings.initialSlotHoldMs);
+    timer.unref?.();
+    initial.slot = () => {
+      clearTimeout(timer);
+      release();
+    };
+    return true;
+  }
+
+  private releaseSlot(initial: InitialSync = this.initial): void {
+    const release = initial.slot;
+    initial.slot = undefined;
+    release?.();
   }
 
   private async reconcileReflectors(found: DiscoveryResult): Promise<void> {
@@ -513,6 +596,7 @@ export class ClusterSync {
       const initial = this.initial;
       void Promise.all([...this.reflectors.values()].map((r) => r.settled())).then(() => {
         if (this.stopped || this.initial !== initial) return;
+        this.releaseSlot(initial);
         this.initial.completedAt = new Date().toISOString();
         const objects = [...this.reflectors.values()].reduce((n, r) => n + r.status().objects, 0);
         this.log.info('initial sync complete', { resources: this.initial.total, objects, ms: Date.now() - this.initial.startedMs });
@@ -566,7 +650,9 @@ export class ClusterSync {
     if (of !== undefined && this.duplicateOf === undefined) await this.task(() => this.becomeDuplicate(of));
     else if (of === undefined && this.duplicateOf !== undefined) {
       this.duplicateOf = undefined;
-      this.initial = initialSync();
+      this.releaseSlot();
+      this.releaseSlot();
+    this.initial = initialSync();
       this.deps.metrics.clusterReady.set({ cluster: this.name }, this.phase === 'Ready' ? 1 : 0);
       this.log.info('syncing the member cluster under this name again');
       this.discoveryWaker.wake();

@@ -156,7 +156,8 @@ export class Committer {
       try {
         // The quarantined version of an object is not offered to storage again.
         const parts = round.map(({ b, items }) => ({ cluster: b.cluster, events: items.filter((i) => !b.held(i.event)).map((i) => i.event), fence: b.fence }));
-        const results = await this.store.applyBatches(parts);
+        // A retry reads what storage holds under the lock: the failed attempt may have committed.
+        const results = await this.store.applyBatches(parts, backoff.attempts > 0 ? { readUnderLock: true } : undefined);
         const now = performance.now();
         round.forEach(({ b, items }, i) => b.committed(items, results[i], started, now));
         if (tracing) traceRound(round, results, started);

@@ -19,7 +19,9 @@ import { logger, type Logger } from '../lib/log.ts';
 import type { MemberNetworks } from '../member/networks.ts';
 import type { Store } from '../storage/store.ts';
 import { defaultBatcherOptions, type BatcherOptions, type CommitHook } from './batcher.ts';
+import { ClusterObjectCommitter } from './cluster-object-committer.ts';
 import { Committer } from './committer.ts';
+import { defaultInitialSyncConcurrency, InitialSyncSlots } from './initial-sync-slots.ts';
 import { clusterLease, compactorLease, FencedError, importerLease } from '../storage/leases.ts';
 import { Importer } from './import/importer.ts';
 import { applyImports } from './import/apply.ts';
@@ -75,6 +77,8 @@ export interface SynchroOptions {
   compaction?: Partial<CompactionOptions> | false;
   /** The multi-cluster Service dispatcher's timings (synchro/mcs/dispatcher.ts); false: no dispatch from this process. */
   mcs?: Partial<DispatcherOptions> | false;
+  /** How many clusters run their initial sync at once (default defaultInitialSyncConcurrency; initial-sync-slots.ts). */
+  initialSyncConcurrency?: number;
   log?: Logger;
 }
 
@@ -117,12 +121,20 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   };
 
   const committer = new Committer(store, batch, metrics, log.child({ part: 'committer' }));
+  const clusterObjects = new ClusterObjectCommitter(store, log.child({ part: 'committer' }), { onRound: (n) => metrics.clusterObjectRounds.observe(n) });
   const config = new ConfigSource({ ...opts, metrics, log, onFileChange: () => void reload().catch(() => undefined) });
   // The installation's id (one per database), in every Cluster's status: what it dispatches into members carries it.
   const installation = await store.installationId();
-  const deps = { store, metrics, log, batch, committer, timings, onCommit: opts.onCommit, configError: () => config.error, installation, ...(opts.memberHttp2 !== undefined ? { http2: opts.memberHttp2 } : {}) };
+  const initialSyncs = new InitialSyncSlots(opts.initialSyncConcurrency ?? defaultInitialSyncConcurrency, (running, waiting) => {
+    metrics.initialSyncs.set({ state: 'running' }, running);
+    metrics.initialSyncs.set({ state: 'waiting' }, waiting);
+  });
+  const deps = { store, metrics, log, batch, committer, clusterObjects, initialSyncs, timings, onCommit: opts.onCommit, configError: () => config.error, installation, ...(opts.memberHttp2 !== undefined ? { http2: opts.memberHttp2 } : {}) };
   // A lost cluster lease stops that cluster's work (and its dispatch) at once.
-  const membership = new Membership(store, shards, metrics, log, (lease, epoch) => {
+  // Heartbeats and lease renewals on connections of their own (PostgreSQL): they never wait
+  // for a connection behind this process's writes, whatever their number.
+  const leases = store.separatePool(2);
+  const membership = new Membership(leases.store, shards, metrics, log, (lease, epoch) => {
     if (!lease.startsWith(clusterLease(''))) return;
     dispatcher?.lost(lease.slice(clusterLease('').length), epoch);
     work.lost(lease.slice(clusterLease('').length), epoch);
@@ -217,8 +229,10 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     await dispatcher?.stop();
     await work.stopAll();
     await committer.close();
+    await clusterObjects.close();
     await compactor?.stop();
     await membership.stop();
+    await leases.close();
     await metricsServer?.close();
   };
   const ready = () => readiness({ loaded: () => config.current !== undefined, configError: () => config.error, ping: () => store.ping(), membership: () => membership.state(), metrics });

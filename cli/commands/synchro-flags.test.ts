@@ -32,3 +32,9 @@ t.test('--mcs-allow-system-services: the system Services the operator lets be di
   t.same(mcs({ 'mcs-allow-system-services': 'kube-public, default/kubernetes' }).allowedSystemServices, ['kube-public', 'default/kubernetes']);
   t.throws(() => parseSynchroFlags({ 'mcs-allow-system-services': 'Kube System' }), /--mcs-allow-system-services: "Kube System" is not a namespace or namespace\/name/);
 });
+
+t.test('--initial-sync-concurrency: 32 by default, at least 1', async (t) => {
+  t.equal(parseSynchroFlags({}).initialSyncConcurrency, 32);
+  t.equal(parseSynchroFlags({ 'initial-sync-concurrency': '4' }).initialSyncConcurrency, 4);
+  t.throws(() => parseSynchroFlags({ 'initial-sync-concurrency': '0' }), new UsageError('--initial-sync-concurrency must be at least 1'));
+});

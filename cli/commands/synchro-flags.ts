@@ -3,6 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { defaultCompaction } from '../../synchro/compactor.ts';
 import { defaultDispatcherOptions } from '../../synchro/mcs/dispatcher.ts';
+import { defaultInitialSyncConcurrency } from '../../synchro/initial-sync-slots.ts';
 import type { ClusterConnection } from '../../member/client.ts';
 import type { SynchroOptions } from '../../synchro/synchro.ts';
 import { durationFlag, intFlag, UsageError } from '../command.ts';
@@ -20,6 +21,7 @@ export const synchroFlagSpec = {
   'retention-count': { type: 'string' },
   identity: { type: 'string' },
   'lease-ttl': { type: 'string' },
+  'initial-sync-concurrency': { type: 'string' },
   'mcs-resync-interval': { type: 'string' },
   'mcs-away-consumer-grace': { type: 'string' },
   'mcs-allow-system-services': { type: 'string' },
@@ -49,6 +51,9 @@ export const synchroFlagHelp = `  --clusters FILE               clusters.yaml: m
                                 a process whose name another live process holds does not start
   --lease-ttl DURATION          how long a cluster lease lasts unrenewed (default 15s): after a crash,
                                 another synchro process takes the clusters over within it
+  --initial-sync-concurrency N  how many of this process's clusters run their initial sync at once (default
+                                32); the others wait their turn, so a process that takes hundreds of clusters
+                                (at start, or from a member that left) keeps its heartbeat and memory in hand
   --mcs-resync-interval DURATION multi-cluster Services: the dispatcher's full pass, which plans every exported
                                 Service again and repairs drift in the consumers (default 60s; changes are
                                 dispatched as they come, without waiting for it)
@@ -87,7 +92,7 @@ export function credentialsNamespace(flag: string | undefined, saDir = serviceAc
 /** Where the member clusters come from, timings and retention; bad combinations are UsageErrors. */
 export function parseSynchroFlags(
   values: SynchroFlagValues,
-): Pick<SynchroOptions, 'clustersFile' | 'kubeconfig' | 'contexts' | 'resources' | 'timings' | 'compaction' | 'shards' | 'hostCluster' | 'credentialsNamespace' | 'memberNetworks' | 'memberHttp2' | 'mcs'> {
+): Pick<SynchroOptions, 'clustersFile' | 'kubeconfig' | 'contexts' | 'resources' | 'timings' | 'compaction' | 'shards' | 'hostCluster' | 'credentialsNamespace' | 'memberNetworks' | 'memberHttp2' | 'mcs' | 'initialSyncConcurrency'> {
   const clustersFile = values.clusters ?? (values.kubeconfig ? undefined : process.env.PANOPTES_CLUSTERS);
   if (clustersFile && values.kubeconfig) throw new UsageError('give --clusters or --kubeconfig, not both');
   const ns = values['credentials-namespace'];
@@ -101,6 +106,8 @@ export function parseSynchroFlags(
   if (identity !== undefined && !/^[A-Za-z0-9][-A-Za-z0-9_.:@]{0,252}$/.test(identity)) throw new UsageError(`--identity ${JSON.stringify(identity)}: use letters, digits and - _ . : @ (at most 253)`);
   const leaseTtlMs = durationFlag('lease-ttl', values['lease-ttl'], 15_000);
   if (leaseTtlMs < 1000) throw new UsageError('--lease-ttl must be at least 1s');
+  const initialSyncConcurrency = intFlag('initial-sync-concurrency', values['initial-sync-concurrency'], defaultInitialSyncConcurrency);
+  if (initialSyncConcurrency < 1) throw new UsageError('--initial-sync-concurrency must be at least 1');
   const resyncIntervalMs = durationFlag('mcs-resync-interval', values['mcs-resync-interval'], defaultDispatcherOptions.resyncIntervalMs);
   if (resyncIntervalMs < 1000) throw new UsageError('--mcs-resync-interval must be at least 1s');
   const awayConsumerGraceMs = durationFlag('mcs-away-consumer-grace', values['mcs-away-consumer-grace'], defaultDispatcherOptions.awayConsumerGraceMs);
@@ -126,6 +133,7 @@ export function parseSynchroFlags(
       minCount: intFlag('retention-count', values['retention-count'], defaultCompaction.minCount),
     },
     shards: { identity, leaseTtlMs },
+    initialSyncConcurrency,
     mcs: { resyncIntervalMs, awayConsumerGraceMs, ...(allowedSystemServices.length ? { allowedSystemServices } : {}) },
   };
 }
