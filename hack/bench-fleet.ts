@@ -5,6 +5,7 @@
 //
 //   node --import tsx hack/bench-fleet.ts [--clusters 1000] [--objects-per-cluster 1000]
 //        [--synchros 3] [--apiservers 2] [--watchers 1000] [--samples 100] [--ready-timeout 900]
+//        [--initial-sync-concurrency N]  (synchro's flag; default synchro's own)
 //
 // Printed, with their targets:
 // - the time until every cluster is Ready (its initial sync complete; target <= 5 minutes);
@@ -43,6 +44,7 @@ const { values: args } = parseArgs({
     watchers: { type: 'string', default: '1000' },
     samples: { type: 'string', default: '100' },
     'ready-timeout': { type: 'string', default: '900' },
+    'initial-sync-concurrency': { type: 'string' },
   },
 });
 setLogLevel('warn');
@@ -93,7 +95,8 @@ async function apiserver(storage: string): Promise<Serving> {
 
 async function synchro(storage: string, clustersFile: string, identity: string): Promise<Serving> {
   const port = await freePort();
-  const proc = spawnPanoptes('synchro', ['synchro', '--storage', storage, '--clusters', clustersFile, '--identity', identity, '--metrics-listen', `127.0.0.1:${port}`], { raiseFileLimit: true });
+  const slots = args['initial-sync-concurrency'] ? ['--initial-sync-concurrency', args['initial-sync-concurrency']] : [];
+  const proc = spawnPanoptes('synchro', ['synchro', '--storage', storage, '--clusters', clustersFile, '--identity', identity, '--metrics-listen', `127.0.0.1:${port}`, ...slots], { raiseFileLimit: true });
   return { proc, base: `http://127.0.0.1:${port}` };
 }
 
