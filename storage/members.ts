@@ -115,8 +115,12 @@ export const forgetMembersAfterMs = 60 * 60_000;
  * than `forgetAfterMs` are deleted (only when there are some: no write on a quiet pass).
  */
 export async function members(knex: Knex, dialect: Dialect, forgetAfterMs = forgetMembersAfterMs): Promise<{ now: number; members: Member[] }> {
-  const now = await dbNow(knex, dialect);
+  // The rows first, the clock after: a heartbeat's expiry is its writer's clock plus its TTL,
+  // read before it wrote, so a row written out (TTL 0: a member reporting itself out) is never
+  // later than this now. The other order let a heartbeat that came between the two reads look
+  // live for a moment.
   const rows: MemberRow[] = await knex('synchro_members').select('*').orderBy('id');
+  const now = await dbNow(knex, dialect);
   const all = rows.map(toMember);
   const cutoff = now - forgetAfterMs;
   const forgotten = all.filter((m) => m.expiresAt < cutoff).map((m) => m.id);
