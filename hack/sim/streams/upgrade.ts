@@ -87,8 +87,12 @@ export async function handleUpgrade(ctx: SimContext, streams: SimStreams, req: I
   }
 }
 
-/** How long after the upgrade a command starts (a runtime's exec takes some milliseconds). */
-const execStartMs = 20;
+/**
+ * How long after the upgrade a command starts: a runtime's exec (containerd and runc) takes about
+ * a hundred milliseconds before the command's first byte. 20 ms lost that race to client-go's
+ * stream setup under load (two proxies on the way, busy cores), as a real exec never does.
+ */
+const execStartMs = 150;
 
 export interface CommandRequest {
   kind: 'exec' | 'attach';
