@@ -74,6 +74,30 @@ async function metricSum(url: string, name: string): Promise<number> {
   return sum;
 }
 
+/** The cumulative buckets of histogram `name` (upper bound in seconds → count), summed over its series. */
+async function metricBuckets(url: string, name: string): Promise<Map<number, number>> {
+  const text = await (await fetch(url)).text();
+  const out = new Map<number, number>();
+  for (const line of text.split('\n')) {
+    const m = line.startsWith(`${name}_bucket{`) ? /le="([^"]+)"\}\s+(\S+)$/.exec(line) : null;
+    if (m) out.set(Number(m[1]), (out.get(Number(m[1])) ?? 0) + Number(m[2]));
+  }
+  return out;
+}
+
+/** The bucket bound (ms) below which `q`% of the observations between two readings of a histogram fall. */
+function bucketPercentile(before: Map<number, number>[], after: Map<number, number>[], q: number): number {
+  const delta = new Map<number, number>();
+  after.forEach((buckets, i) => {
+    for (const [le, n] of buckets) delta.set(le, (delta.get(le) ?? 0) + n - (before[i].get(le) ?? 0));
+  });
+  const bounds = [...delta.keys()].sort((a, b) => a - b);
+  const total = delta.get(Infinity) ?? 0;
+  if (total === 0) return Number.NaN;
+  for (const le of bounds) if ((delta.get(le) ?? 0) >= (total * q) / 100) return le * 1000;
+  return Infinity;
+}
+
 /** Every change after `rv`, in pages. */
 async function changesSince(store: Store, rv: number): Promise<Change[]> {
   const out: Change[] = [];
@@ -116,7 +140,23 @@ async function setup(pg: PostgresServer, sims: SimProcess, label: string): Promi
   return { store, url, file, cleanup };
 }
 
-async function throughput(pg: PostgresServer, members: number, rate: number): Promise<{ rate: number; committed: number; p50: number; p99: number; matched: number; lockWaitMs: number; batches: number }> {
+interface Throughput {
+  rate: number;
+  committed: number;
+  p50: number;
+  p99: number;
+  matched: number;
+  lockWaitMs: number;
+  batches: number;
+  /** The serialized section: how long each round held the rv lock (mean; p50 and p99 as histogram bucket bounds), rounds, and events per round. */
+  heldMeanMs: number;
+  heldP50Ms: number;
+  heldP99Ms: number;
+  rounds: number;
+  eventsPerRound: number;
+}
+
+async function throughput(pg: PostgresServer, members: number, rate: number): Promise<Throughput> {
   const sims = await SimProcess.start(nClusters);
   const { store, url, file, cleanup } = await setup(pg, sims, `t${members}`);
   const procs = Array.from({ length: members }, (_, i) => startMember(`m${i + 1}`, url, file));
@@ -127,6 +167,8 @@ async function throughput(pg: PostgresServer, members: number, rate: number): Pr
     sims.onTimes = (times) => {
       for (const [c, rv, t] of times) upstream.set(`${c}/${rv}`, t);
     };
+    const held = 'panoptes_synchro_rv_lock_held_seconds';
+    const heldBefore = await Promise.all(procs.map(async (m) => ({ buckets: await metricBuckets(await m.metricsUrl, held), sum: await metricSum(await m.metricsUrl, `${held}_sum`), count: await metricSum(await m.metricsUrl, `${held}_count`) })));
     const lockBefore = await Promise.all(procs.map(async (m) => [await metricSum(await m.metricsUrl, 'panoptes_synchro_rv_lock_wait_seconds_sum'), await metricSum(await m.metricsUrl, 'panoptes_synchro_rv_lock_wait_seconds_count')]));
     const duration = Number(args.duration) * 1000;
     await sims.call({ cmd: 'churn', ratePerCluster: rate / nClusters });
@@ -134,6 +176,9 @@ async function throughput(pg: PostgresServer, members: number, rate: number): Pr
     await sims.call({ cmd: 'stop-churn' });
     await sleep(3000);
     const lockAfter = await Promise.all(procs.map(async (m) => [await metricSum(await m.metricsUrl, 'panoptes_synchro_rv_lock_wait_seconds_sum'), await metricSum(await m.metricsUrl, 'panoptes_synchro_rv_lock_wait_seconds_count')]));
+    const heldAfter = await Promise.all(procs.map(async (m) => ({ buckets: await metricBuckets(await m.metricsUrl, held), sum: await metricSum(await m.metricsUrl, `${held}_sum`), count: await metricSum(await m.metricsUrl, `${held}_count`) })));
+    const rounds = heldAfter.reduce((n, h, i) => n + h.count - heldBefore[i].count, 0);
+    const heldSum = heldAfter.reduce((n, h, i) => n + h.sum - heldBefore[i].sum, 0);
     const lags: number[] = [];
     for (const c of await changesSince(store, from)) {
       const t = upstream.get(`${c.cluster}/${upstreamOf(c)}`);
@@ -149,6 +194,11 @@ async function throughput(pg: PostgresServer, members: number, rate: number): Pr
       matched: lags.length / Math.max(1, upstream.size),
       lockWaitMs: (waitSum / Math.max(1, batches)) * 1000,
       batches,
+      heldMeanMs: (heldSum / Math.max(1, rounds)) * 1000,
+      heldP50Ms: bucketPercentile(heldBefore.map((h) => h.buckets), heldAfter.map((h) => h.buckets), 50),
+      heldP99Ms: bucketPercentile(heldBefore.map((h) => h.buckets), heldAfter.map((h) => h.buckets), 99),
+      rounds,
+      eventsPerRound: lags.length / Math.max(1, rounds),
     };
   } finally {
     await stopMembers(procs);
@@ -231,10 +281,28 @@ try {
         const r = await throughput(pg, members, rate);
         const ok = r.p99 <= 100 && r.matched >= 0.95;
         if (ok) sustained[members] = Math.max(sustained[members] ?? 0, r.committed);
-        runs.push({ members, askedPerSec: rate, upstreamPerSec: r.rate, committedPerSec: r.committed, matched: r.matched, p50Ms: r.p50, p99Ms: r.p99, lockWaitMsPerBatch: r.lockWaitMs, batches: r.batches, sustained: ok });
+        // The fleet's ceiling that the serialized section implies: one round at a time, whoever writes it.
+        const ceiling = r.eventsPerRound / (r.heldMeanMs / 1000);
+        runs.push({
+          members,
+          askedPerSec: rate,
+          upstreamPerSec: r.rate,
+          committedPerSec: r.committed,
+          matched: r.matched,
+          p50Ms: r.p50,
+          p99Ms: r.p99,
+          lockWaitMsPerBatch: r.lockWaitMs,
+          batches: r.batches,
+          serialized: { meanMs: r.heldMeanMs, p50Ms: r.heldP50Ms, p99Ms: r.heldP99Ms, rounds: r.rounds, eventsPerRound: r.eventsPerRound, ceilingPerSec: ceiling },
+          sustained: ok,
+        });
         console.log(
           `throughput, ${members} member${members > 1 ? 's' : ''}, ${nClusters} clusters, asked ${rate}/s: upstream ${r.rate.toFixed(0)}/s, committed ${r.committed.toFixed(0)}/s (${(r.matched * 100).toFixed(1)}%), ` +
             `lag p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms; rv lock wait ${r.lockWaitMs.toFixed(2)} ms per batch over ${r.batches} batches${ok ? '' : '  (not sustained)'}`,
+        );
+        console.log(
+          `  serialized section (rv lock held, lock to end of commit): mean ${r.heldMeanMs.toFixed(2)} ms, p50 <= ${r.heldP50Ms} ms, p99 <= ${r.heldP99Ms} ms (target <= 2 ms) ` +
+            `over ${r.rounds} rounds of ${r.eventsPerRound.toFixed(1)} events: a fleet ceiling of ${ceiling.toFixed(0)} events/s (goal >= 20,000)`,
         );
       }
     }

@@ -161,6 +161,12 @@ export interface BatchResult {
   watermark: number;
   /** How long the batch waited for the rv counter's lock (other writers' batches ahead of it). */
   lockWaitMs: number;
+  /**
+   * How long its transaction held that lock, from taking it to the end of its commit: the
+   * serialized section of the write path, which no other writer overlaps (the same for every
+   * part of a group commit).
+   */
+  heldMs: number;
 }
 
 export interface ClusterRecord {

@@ -3,7 +3,7 @@
 // lock and fences, the stored rows of the keys touched, then every row written
 // (dialect.writeBatch: one statement on PostgreSQL), then commit.
 import type { Knex } from 'knex';
-import { traceMark, tracing } from '../lib/trace.ts';
+import { traceMark, tracing, wallNow } from '../lib/trace.ts';
 import { kindFieldNames, kindFieldValues } from '../kube/fields.ts';
 import { stringifyJson } from '../kube/json-text.ts';
 import { alreadyApplied, decide, stateAfter, type IncomingEvent, type StoredState } from './decide.ts';
@@ -145,8 +145,10 @@ export async function applyBatchesCommitted(knex: Knex, dialect: Dialect, parts:
   let preread: Map<string, ObjectRow[]> | undefined;
   const early = dialect.name === 'postgres' && !opts.readUnderLock && parts.length > 0 && parts.every((p) => p.fence !== undefined);
   const prelude = early ? async (trx: Knex.Transaction) => void (preread = await loadStored(trx, dialect, keysOfParts())) : undefined;
+  let lockedAt = Number.NaN;
   const results = await writeTransaction(knex, dialect, fences, 'rv', async (trx, locked) => {
     const { lockWaitMs } = locked;
+    lockedAt = locked.lockedAt;
     let rv = locked.rv;
 
     const pending: PendingChange[] = [];
@@ -243,6 +245,7 @@ export async function applyBatchesCommitted(knex: Knex, dialect: Dialect, parts:
         changes: mine.map((p) => ({ rv: p.rv, type: p.type, cluster: p.cluster, group: p.group, resource: p.resource, namespace: p.namespace, name: p.name })),
         watermark: rv,
         lockWaitMs,
+        heldMs: 0,
       }));
     if (pending.length === 0) return results();
 
@@ -277,5 +280,6 @@ export async function applyBatchesCommitted(knex: Knex, dialect: Dialect, parts:
     if (tracing) traceMark('rows-written', pending[0].rv, rv);
     return results();
   }, prelude);
-  return { results, committed: rows.map(toChange) };
+  const heldMs = wallNow() - lockedAt;
+  return { results: results.map((r) => ({ ...r, heldMs })), committed: rows.map(toChange) };
 }

@@ -159,6 +159,7 @@ export class Committer {
         // A retry reads what storage holds under the lock: the failed attempt may have committed.
         const results = await this.store.applyBatches(parts, backoff.attempts > 0 ? { readUnderLock: true } : undefined);
         const now = performance.now();
+        if (results.length > 0) this.metrics.rvLockHeld.observe(results[0].heldMs / 1000);
         round.forEach(({ b, items }, i) => b.committed(items, results[i], started, now));
         if (tracing) traceRound(round, results, started);
         return;

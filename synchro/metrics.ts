@@ -31,6 +31,7 @@ export class SynchroMetrics {
   readonly membersOut: Gauge;
   readonly membersConfigErrors: Gauge;
   readonly rvLockWait: Histogram<'cluster'>;
+  readonly rvLockHeld: Histogram;
   readonly openapiFetches: Counter<'cluster' | 'format' | 'result'>;
   readonly quarantinedEvents: Counter<'cluster' | 'resource'>;
   readonly quarantinedObjects: Gauge<'cluster'>;
@@ -69,6 +70,12 @@ export class SynchroMetrics {
     this.membersOut = new Gauge({ name: 'panoptes_synchro_members_out', help: 'Other synchro processes that report themselves out of the membership (they run, but cannot work: their clusters file never loaded), as last read', registers: r });
     this.membersConfigErrors = new Gauge({ name: 'panoptes_synchro_members_config_errors', help: 'Synchro processes, live or out, whose member row reports a configuration error (this one included), as last read', registers: r });
     this.membership = new Gauge({ name: 'panoptes_synchro_membership', help: "This process's phase among the synchro members, 1 for the current one: out (cannot work: not joined, storage unreachable, identity held elsewhere), member, stopped", labelNames: ['phase'], registers: r });
+    this.rvLockHeld = new Histogram({
+      name: 'panoptes_synchro_rv_lock_held_seconds',
+      help: "Time each round's transaction held the change log's rv counter, from taking it to the end of its commit: the part of a write no other writer of the fleet overlaps",
+      buckets: [0.00025, 0.0005, 0.001, 0.0015, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1],
+      registers: r,
+    });
     this.rvLockWait = new Histogram({ name: 'panoptes_synchro_rv_lock_wait_seconds', help: "Time a batch waited for the change log's rv counter (held by other writers until they commit)", labelNames: ['cluster'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: r });
     this.quarantinedEvents = new Counter({
       name: 'panoptes_synchro_quarantined_events_total',

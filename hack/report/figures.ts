@@ -162,6 +162,12 @@ export interface SynchroHaThroughputFigures {
   p99Ms: number;
   lockWaitMsPerBatch: number;
   batches: number;
+  /**
+   * The serialized section of the write path: how long each round's transaction held the rv
+   * lock (bucket bounds for the percentiles), and the fleet ceiling it implies: events per
+   * round over the mean time held. Absent in runs recorded before it was measured.
+   */
+  serialized?: { meanMs: number; p50Ms: number; p99Ms: number; rounds: number; eventsPerRound: number; ceilingPerSec: number };
   sustained: boolean;
 }
 
