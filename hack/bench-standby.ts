@@ -19,13 +19,14 @@
 //    batches of 20 and 200 events from one writer, and the load's batches of 100 from four; the lock serializes every writer of the
 //    fleet, so events per batch / hold is the cap of the whole fleet's write rate.
 // Prints the figures and records them in docs/bench/standby.json (charts beside it).
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setLogLevel } from '../lib/log.ts';
 import { Store } from '../storage/store.ts';
 import { podEvent, seedCluster } from '../storage/testing.ts';
 import { percentile } from './fixtures.ts';
+import { instanceCpuSeconds } from './process-cpu.ts';
 import { startStandbyPair } from './postgres-standby.ts';
 import { recordRun } from './report/record.ts';
 import { get } from './sim/testutil.ts';
@@ -53,28 +54,6 @@ const apiResources = [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod',
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const stats = (xs: number[]) => ({ p50: percentile(xs, 50), p99: percentile(xs, 99), n: xs.length });
 const ms = (x: { p50: number; p99: number }) => `p50 ${x.p50.toFixed(2)} ms, p99 ${x.p99.toFixed(2)} ms`;
-
-/** CPU seconds of the PostgreSQL instance whose postmaster has `pid`: it, its children, and those that exited. */
-function instanceCpuSeconds(pid: number): number {
-  const tick = 100; // USER_HZ on Linux
-  let total = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    // Fields after the command (which may hold spaces) in parentheses: utime, stime at 11, 12;
-    // cutime, cstime (children waited for: backends that have exited) at 13, 14.
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ppid = Number(f[1]);
-    if (Number(entry) === pid) total += (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / tick;
-    else if (ppid === pid) total += (Number(f[11]) + Number(f[12])) / tick;
-  }
-  return total;
-}
 
 async function listTimes(base: string, n: number): Promise<number[]> {
   const out: number[] = [];

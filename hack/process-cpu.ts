@@ -2,6 +2,7 @@
 // own CPU time (process_cpu_seconds_total on its /metrics: every thread of the process, user and
 // system), read before and after the work. Latency on a shared machine moves with its load;
 // CPU per unit of work moves much less, and it is what an operator pays.
+import { readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 
 /** process_cpu_seconds_total of the process serving `base` (http://host:port), in ms. */
@@ -30,4 +31,32 @@ export async function cpuDuring<T>(base: string, work: () => Promise<T>): Promis
   const value = await work();
   const c = await cpuMs(base);
   return { ms: Math.max(0, c - b - (b - a)), value };
+}
+
+/** CPU seconds of the PostgreSQL instance whose postmaster has `pid`: it, its children, and those that exited. */
+export function instanceCpuSeconds(pid: number): number {
+  const tick = 100; // USER_HZ on Linux
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // Fields after the command (which may hold spaces) in parentheses: utime, stime at 11, 12;
+    // cutime, cstime (children waited for: backends that have exited) at 13, 14.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ppid = Number(f[1]);
+    if (Number(entry) === pid) total += (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / tick;
+    else if (ppid === pid) total += (Number(f[11]) + Number(f[12])) / tick;
+  }
+  return total;
+}
+
+/** The pid of the postmaster of the PostgreSQL instance serving the backend `backendPid` (its parent). */
+export function postmasterOf(backendPid: number): number {
+  const stat = readFileSync(`/proc/${backendPid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 }

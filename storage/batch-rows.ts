@@ -34,9 +34,9 @@ export interface BatchRows {
   relabel: Array<{ object: ObjectIdentity; id?: number; labels: LabelRow[] }>;
   /** Object count deltas (none zero). */
   counts: CountDelta[];
-  /** The change rows, in rv order, and the batch's watermark. */
+  /** The change rows, in rv order, and the batch's watermark (null: a parallel writer's, moved when it publishes). */
   changes: ChangeRowValues[];
-  rv: number;
+  rv: number | null;
 }
 
 export const identityKey = (o: ObjectIdentity): string => `${o.cluster}\u0000${o.grp}\u0000${o.resource}\u0000${o.namespace}\u0000${o.name}`;

@@ -8,6 +8,7 @@ import { changePayload, maxNotifiedChanges, maxNotifyBytes } from './notify-payl
 import { chunk, objectColumns, rowsOf, type ChangeRowValues } from './rows.ts';
 import type { ObjectKey } from './types.ts';
 import { columnType } from './schema-types.ts';
+import { writeProtocolKey } from './meta.ts';
 import { maxSqlDepth } from './sql-values.ts';
 import { hotQuery, sqliteDatabase, sqliteStatement } from './prepared.ts';
 
@@ -21,9 +22,10 @@ export interface Dialect {
    * Takes the write lock that orders rv allocation (held until commit) and reads the named
    * leases, which stay locked against acquisition until commit (the writers' fences): one
    * statement on PostgreSQL. Returns the last allocated rv, the database's clock (change rows'
-   * times) and the leases found.
+   * times) and the leases found; `switched`: the database writes in parallel now (read under
+   * the lock: storage/ordered-commits.ts), and the serial write must start again.
    */
-  lockRv(trx: Knex.Transaction, leases?: string[]): Promise<{ rv: number; now: number; leases: LeaseState[] }>;
+  lockRv(trx: Knex.Transaction, leases?: string[]): Promise<{ rv: number; now: number; leases: LeaseState[]; switched?: boolean }>;
   /**
    * lockRv for writes that append no change: only the named leases are locked against
    * acquisition until commit (PostgreSQL: FOR KEY SHARE; SQLite: the database's write lock, as
@@ -40,8 +42,9 @@ export interface Dialect {
   /**
    * The end of a write: appends the change rows, moves the watermark to `rv` and tells other
    * processes (NOTIFY at commit, storage/notify-payload.ts): one statement on PostgreSQL.
+   * `rv` null: a parallel writer, whose watermark moves when it publishes (ordered-commits.ts).
    */
-  publishChanges(trx: Knex.Transaction, rows: ChangeRowValues[], rv: number): Promise<void>;
+  publishChanges(trx: Knex.Transaction, rows: ChangeRowValues[], rv: number | null): Promise<void>;
   /**
    * Writes a batch's decided rows (objects, labels, counts) and publishes its changes: one
    * statement on PostgreSQL, one per table on SQLite (storage/batch-rows.ts).
@@ -278,10 +281,10 @@ export interface LeaseState {
   expired: boolean;
 }
 
-type LeaseRow = { name: string | null; holder: string | null; epoch: number | string; expires_at: number | string; now: number | string };
+export type LeaseRow = { name: string | null; holder: string | null; epoch: number | string; expires_at: number | string; now: number | string };
 
 /** The lease rows of a locking statement (a LEFT JOIN: a row without a name found none), expiry against its `now`. */
-const leaseStates = (rows: LeaseRow[]): LeaseState[] =>
+export const leaseStates = (rows: LeaseRow[]): LeaseState[] =>
   rows.filter((r) => r.name !== null).map((r) => ({ name: r.name!, holder: r.holder, epoch: Number(r.epoch), expired: Number(r.expires_at) <= Number(r.now) }));
 
 /** The channel PostgreSQL NOTIFY uses to wake pollers in other processes. */
@@ -314,7 +317,7 @@ export const sqlite: Dialect = {
   },
   async publishChanges(trx, rows, rv) {
     await insertRows(trx, sqlite, 'changes', rows as unknown as Array<Record<string, unknown>>);
-    await hotQuery(trx, "UPDATE meta SET value = ? WHERE key = 'rv'", [rv]);
+    if (rv !== null) await hotQuery(trx, "UPDATE meta SET value = ? WHERE key = 'rv'", [rv]);
   },
   writeBatch: (trx, rows) => writeBatchRows(trx, sqlite, rows),
   async prepareMigrations(knex) {
@@ -521,14 +524,14 @@ type Binding = Knex.ValueDict[keyof Knex.ValueDict];
  * the payload is too long: PostgreSQL checks the size in its own encoding, so the fallback is
  * made there), else one with the watermark. Sent at commit, in the order selected (rv order).
  */
-function postgresPublish(rows: ChangeRowValues[], rv: number): [string, Binding[]] {
+function postgresPublish(rows: ChangeRowValues[], rv: number | null): [string, Binding[]] {
   const columns = Object.keys(rows[0]);
   const [source, values] = postgresRowsSource('changes', columns, rows as unknown as Array<Record<string, unknown>>);
-  const notes = rows.length <= maxNotifiedChanges ? rows.map((r) => ({ rv: r.rv, p: changePayload(r) })) : [{ rv, p: null }];
+  const notes = rows.length <= maxNotifiedChanges ? rows.map((r) => ({ rv: r.rv, p: changePayload(r) })) : [{ rv: rv ?? rows[rows.length - 1].rv, p: null }];
   return [
-    `appended AS (INSERT INTO changes (${columns.map(quote).join(', ')}) ${source}), watermark AS (UPDATE meta SET value = ? WHERE key = 'rv'), ` +
+    `appended AS (INSERT INTO changes (${columns.map(quote).join(', ')}) ${source}), ${rv === null ? '' : "watermark AS (UPDATE meta SET value = ? WHERE key = 'rv'), "}` +
       `notified AS (SELECT pg_notify(?, CASE WHEN octet_length(n.p) <= ${maxNotifyBytes} THEN n.p ELSE n.rv::text END) FROM ROWS FROM (json_to_recordset(?::json) AS (rv bigint, p text)) WITH ORDINALITY AS n(rv, p, i) ORDER BY n.i)`,
-    [...(values as Binding[]), rv, notifyChannel, JSON.stringify(notes)],
+    [...(values as Binding[]), ...(rv === null ? [] : [rv]), notifyChannel, JSON.stringify(notes)],
   ];
 }
 
@@ -544,17 +547,17 @@ export const postgres: Dialect = {
     // clusters, renewals took 1-5 s behind them and the leases were given up).
     // (FOR SHARE would block renewals too.)
     // Prepared once per connection (storage/prepared.ts): the lease names are one array value.
-    if (leases.length === 0) {
-      const [row] = await hotQuery<{ rv: number | string; now: number | string }>(trx, `SELECT value AS rv, ${postgresNowMs} AS now FROM meta WHERE key = 'rv' FOR UPDATE`, []);
-      return { rv: Number(row.rv), now: Number(row.now), leases: [] };
-    }
-    const rows = await hotQuery<LeaseRow & { rv: number | string }>(
+    // The protocol's row is locked with it: a switch to parallel writes (which updates it)
+    // is read here by every serial writer that queued behind it (storage/ordered-commits.ts).
+    const rows = await hotQuery<LeaseRow & { key: string; rv: number | string }>(
       trx,
-      `SELECT m.value AS rv, c.now, l.name, l.holder, l.epoch, l.expires_at FROM meta m CROSS JOIN (SELECT ${postgresNowMs} AS now) c ` +
-        `LEFT JOIN LATERAL (SELECT * FROM leases WHERE name = ANY(?::text[]) FOR KEY SHARE) l ON true WHERE m.key = 'rv' FOR UPDATE OF m`,
+      `SELECT m.key, m.value AS rv, c.now, l.name, l.holder, l.epoch, l.expires_at FROM meta m CROSS JOIN (SELECT ${postgresNowMs} AS now) c ` +
+        `LEFT JOIN LATERAL (SELECT * FROM leases WHERE name = ANY(?::text[]) FOR KEY SHARE) l ON true WHERE m.key IN ('rv', '${writeProtocolKey}') ORDER BY m.key FOR UPDATE OF m`,
       [leases],
     );
-    return { rv: Number(rows[0].rv), now: Number(rows[0].now), leases: leaseStates(rows) };
+    const rv = rows.find((r) => r.key === 'rv')!;
+    const switched = rows.some((r) => r.key === writeProtocolKey && Number(r.rv) === 1);
+    return { rv: Number(rv.rv), now: Number(rv.now), leases: leaseStates(rows.filter((r) => r.key === 'rv')), switched };
   },
   async lockLeases(trx, leases) {
     const rows = rowsOf<LeaseRow>(

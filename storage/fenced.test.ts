@@ -216,6 +216,7 @@ function storeMethods(): Array<{ name: string; takesFence: boolean }> {
 /** What the Store's other public members are: a new one must be named here, so nobody adds an unfenced write unnoticed. */
 const reads = [
   'dialect',
+  'writeProtocol',
   'onCommit',
   'changesAfter',
   'changesOfResources',

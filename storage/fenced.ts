@@ -8,8 +8,9 @@
 // argument of each such method (`fencedWrites`), and the few writes made without a lease
 // (the apiserver's Cluster writes, tests) go through writeTransaction with no fence.
 import type { Knex } from 'knex';
-import { wallOf } from '../lib/trace.ts';
+import { wallNow, wallOf } from '../lib/trace.ts';
 import type { Dialect, LeaseState } from './dialect.ts';
+import { allocateRvs, lockShared, publishRvs, runAlone, sawParallel, SwitchedToParallel, syncAllocator, writeProtocol } from './ordered-commits.ts';
 import { FencedError, type Fence } from './leases.ts';
 
 /** What the locks of a write transaction give it. */
@@ -22,9 +23,23 @@ export interface HeldLocks {
   lockedAt: number;
 }
 
-/** …and with the rv lock, the last allocated rv. */
+/** …and the rvs of a write that appends to the change log. */
 export interface RvLocks extends HeldLocks {
+  /** The last allocated rv when the write began (serial, or alone); NaN for a parallel writer, whose rvs come from allocate. */
   rv: number;
+  /**
+   * The next `n` rvs: returns the first. Serial, or alone: rv + 1 on, at once. Parallel: step 3
+   * of the protocol (storage/ordered-commits.ts); once per write.
+   */
+  allocate(n: number): Promise<number>;
+  /** Whether the write moves the watermark itself (serial, or alone) or the protocol's publish does, after it (parallel). */
+  movesWatermark: boolean;
+  /**
+   * Set by writeTransaction: when the write's serialized section began (lib/trace.ts wall
+   * clock), the part no other writer overlaps. Serial, or alone: when the lock was taken;
+   * parallel: when the writers it waited for had ended, just before its publish and commit.
+   */
+  serializedFrom: number;
 }
 
 /**
@@ -47,28 +62,124 @@ export function fenceOf(fence: Fence, lease: string): Fence {
 
 /**
  * The write transaction of storage/: takes its locks, then checks every fence under them, then
- * runs `write`. `rv`: the rv lock (a write that appends to the change log, or must not
- * interleave with one) and the fences' leases; `leases`: only the fences' leases (a lease
- * holder's write outside the change log). With no fence it is an unleased write, which only
- * the Store's named unleased methods make, always under the rv lock.
+ * runs `write`. `leases`: only the fences' leases (a lease holder's write outside the change
+ * log). `rv`: a write that appends to the change log, or must not interleave with one, run
+ * alone: on SQLite and on a serial PostgreSQL database under the rv lock, taken first and held
+ * to commit; on a parallel one with the world lock held exclusively (ordered-commits.ts).
+ * `ordered`: a lease holder's write that may run in parallel with others (every fence
+ * given): on a parallel PostgreSQL database it takes its rvs with `allocate` once it knows how
+ * many, and publishes them after `write`, in allocation order; elsewhere it is an `rv` write.
+ * With no fence it is an unleased write, which only the Store's named unleased methods make.
  */
-export function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readonly Fence[], lock: 'rv', write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>, prelude?: (trx: Knex.Transaction) => Promise<void>): Promise<T>;
+export function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readonly Fence[], lock: 'rv' | 'ordered', write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>, prelude?: (trx: Knex.Transaction) => Promise<void>): Promise<T>;
 export function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readonly Fence[], lock: 'leases', write: (trx: Knex.Transaction, locks: HeldLocks) => Promise<T>): Promise<T>;
 /**
- * `prelude` runs in the transaction before its locks are taken (PostgreSQL only: a read first
- * could not be upgraded to SQLite's write lock): reads whose result the fences make safe to
- * use under the locks, taken out of the serialized section (storage/write.ts).
+ * `prelude` runs in the transaction before its locks are taken (after them for a parallel
+ * writer; PostgreSQL only: a read first could not be upgraded to SQLite's write lock): reads
+ * whose result the fences make safe to use under the locks, taken out of the serialized
+ * section (storage/write.ts).
  */
-export async function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readonly Fence[], lock: 'rv' | 'leases', write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>, prelude?: (trx: Knex.Transaction) => Promise<void>): Promise<T> {
-  if (lock === 'leases' && fences.length === 0) throw new Error('writeTransaction: a write under leases needs their fences');
+export async function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readonly Fence[], lock: 'rv' | 'ordered' | 'leases', write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>, prelude?: (trx: Knex.Transaction) => Promise<void>): Promise<T> {
+  if (lock !== 'rv' && fences.length === 0) throw new Error(`writeTransaction: a write under ${lock === 'leases' ? 'leases' : 'ordered commits'} needs its fences`);
   if (prelude && dialect.name !== 'postgres') throw new Error('writeTransaction: a read before the locks is for PostgreSQL only');
   const names = fences.map((f) => f.lease);
+  if (lock === 'leases') {
+    return knex.transaction(async (trx) => {
+      const started = performance.now();
+      const locked = await dialect.lockLeases(trx, names);
+      const lockedAt = performance.now();
+      verifyFences(fences, locked.leases);
+      return write(trx, unallocated(locked.now, lockedAt - started, wallOf(lockedAt)));
+    });
+  }
+  for (let attempt = 0; ; attempt++) {
+    const protocol = dialect.name === 'postgres' ? await writeProtocol(knex) : 'serial';
+    try {
+      if (protocol === 'parallel' && lock === 'ordered') return await parallelWrite(knex, fences, write, prelude);
+      return await knex.transaction(async (trx) => {
+        if (prelude) await prelude(trx);
+        const started = performance.now();
+        let rv: number;
+        let now: number;
+        let leases: LeaseState[];
+        if (protocol === 'parallel') {
+          ({ rv, now } = await runAlone(trx));
+          leases = names.length > 0 ? (await dialect.lockLeases(trx, names)).leases : [];
+        } else {
+          const locked = await dialect.lockRv(trx, names);
+          if (locked.switched) throw new SwitchedToParallel();
+          ({ rv, now, leases } = locked);
+        }
+        const lockedAt = performance.now();
+        verifyFences(fences, leases);
+        let last = rv;
+        const locks: RvLocks = {
+          rv,
+          now,
+          lockWaitMs: lockedAt - started,
+          lockedAt: wallOf(lockedAt),
+          serializedFrom: wallOf(lockedAt),
+          movesWatermark: true,
+          allocate: async (n) => {
+            const first = last + 1;
+            last += n;
+            return first;
+          },
+        };
+        const result = await write(trx, locks);
+        if (protocol === 'parallel') await syncAllocator(trx);
+        return result;
+      });
+    } catch (err) {
+      // A serial write queued behind the switch to parallel writes: it starts again, as one.
+      if (!(err instanceof SwitchedToParallel) || attempt >= 2) throw err;
+      sawParallel(knex);
+    }
+  }
+}
+
+/** The locks of a `leases` write: no rvs. */
+function unallocated(now: number, lockWaitMs: number, lockedAt: number): RvLocks {
+  return {
+    rv: Number.NaN,
+    now,
+    lockWaitMs,
+    lockedAt,
+    serializedFrom: lockedAt,
+    movesWatermark: false,
+    allocate: () => Promise.reject(new Error('writeTransaction: a write under leases allocates no rv')),
+  };
+}
+
+/** A parallel writer (storage/README.md, steps 1 to 5). */
+function parallelWrite<T>(knex: Knex, fences: readonly Fence[], write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>, prelude?: (trx: Knex.Transaction) => Promise<void>): Promise<T> {
   return knex.transaction(async (trx) => {
-    if (prelude) await prelude(trx);
     const started = performance.now();
-    const locked = lock === 'rv' ? await dialect.lockRv(trx, names) : { rv: Number.NaN, ...(await dialect.lockLeases(trx, names)) };
+    const locked = await lockShared(trx, fences.map((f) => f.lease));
     const lockedAt = performance.now();
     verifyFences(fences, locked.leases);
-    return write(trx, { rv: locked.rv, now: locked.now, lockWaitMs: lockedAt - started, lockedAt: wallOf(lockedAt) });
+    if (prelude) await prelude(trx);
+    let allocated: { first: number; waits: number[]; n: number } | undefined;
+    const locks: RvLocks = {
+      rv: Number.NaN,
+      now: locked.now,
+      lockWaitMs: lockedAt - started,
+      lockedAt: wallOf(lockedAt),
+      serializedFrom: Number.NaN,
+      movesWatermark: false,
+      allocate: async (n) => {
+        if (allocated) throw new Error('writeTransaction: a parallel write allocates once');
+        allocated = { ...(await allocateRvs(trx, n)), n };
+        return allocated.first;
+      },
+    };
+    const result = await write(trx, locks);
+    if (allocated) {
+      const publishing = wallNow();
+      const waited = await publishRvs(trx, allocated.waits, allocated.first, allocated.first + allocated.n - 1);
+      locks.serializedFrom = publishing + waited;
+    } else locks.serializedFrom = wallNow();
+    return result;
   });
 }
+

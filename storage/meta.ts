@@ -1,5 +1,5 @@
-// The `meta` row values: the last allocated rv (the watermark), the compacted rv, and the
-// installation's id.
+// The `meta` row values: the last allocated rv (the watermark), the compacted rv, the
+// installation's id, and the write protocol.
 import { randomInt } from 'node:crypto';
 import type { Knex } from 'knex';
 
@@ -15,6 +15,9 @@ export async function readMeta(db: Knex | Knex.Transaction): Promise<Meta> {
   const get = (k: string) => Number(rows.find((r) => r.key === k)?.value ?? 0);
   return { rv: get('rv'), compactedRv: get('compacted_rv') };
 }
+
+/** The `meta` key of the write protocol (PostgreSQL): 0 serial (one lock taken first), 1 parallel (storage/ordered-commits.ts). */
+export const writeProtocolKey = 'write_protocol';
 
 /** The `meta` key of the installation's id. */
 const installationKey = 'installation_id';

@@ -6,6 +6,8 @@ import { labelNumber } from './label-number.ts';
 import type { Dialect } from './dialect.ts';
 import { fieldIndexName, indexedFields } from './json-fields.ts';
 import { epochSequence } from './leases.ts';
+import { writeProtocolKey } from './meta.ts';
+import { orderedCommitsSchema } from './ordered-commits.ts';
 import { sqlDocument, sqlText } from './sql-values.ts';
 
 type Migration = { version: number; up(trx: Knex.Transaction, dialect: Dialect): Promise<void> };
@@ -301,6 +303,20 @@ const migrations: Migration[] = [
       await trx.schema.alterTable('synchro_members', (t) => {
         t.text('config_error').nullable();
       });
+    },
+  },
+  {
+    // Parallel writes on PostgreSQL (storage/ordered-commits.ts): the allocator sequence and
+    // the protocol's functions. A database created by this version writes in parallel; one
+    // that already holds changes stays serial until `panoptes migrate --parallel-writes` (its
+    // running processes may be of a version that knows only the serial protocol).
+    version: 16,
+    async up(trx, d) {
+      if (d.name !== 'postgres') return;
+      const rv = Number(((await trx('meta').where({ key: 'rv' }).first('value')) as { value: number | string }).value);
+      const fresh = rv === initialRv && (await trx('changes').first('rv')) === undefined;
+      for (const sql of orderedCommitsSchema(rv)) await trx.raw(sql);
+      await trx('meta').insert({ key: writeProtocolKey, value: fresh ? 1 : 0 });
     },
   },
 ];

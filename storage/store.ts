@@ -6,6 +6,7 @@
 // nothing unless it still holds (storage/fenced.ts): `fencedWrites` lists them. The few writes
 // made without a lease say so (`unleasedWrites`): the apiserver's Cluster writes, serialized by
 // resourceVersion under the rv lock, and single batches of tests and benchmarks.
+import { enableParallelWrites, sawParallel, writeProtocol, type WriteProtocol } from './ordered-commits.ts';
 import type { Knex } from 'knex';
 import { connect, type Connection, type ConnectOptions } from './connect.ts';
 import { RvTooLargeError } from './errors.ts';
@@ -87,7 +88,7 @@ export const fencedWrites = [
 export type FencedWrite = (typeof fencedWrites)[number];
 
 /** The Store's writes made without a lease: synchro calls none of them (storage/fenced.test.ts). */
-export const unleasedWrites = ['applyBatch', 'writeClusterObjectWithoutLease', 'writeOwnObjectWithoutLease'] as const satisfies ReadonlyArray<keyof Store>;
+export const unleasedWrites = ['applyBatch', 'writeClusterObjectWithoutLease', 'writeOwnObjectWithoutLease', 'enableParallelWrites'] as const satisfies ReadonlyArray<keyof Store>;
 
 export class Store {
   readonly conn: Connection;
@@ -219,6 +220,26 @@ export class Store {
   }
 
   /** The newest rv; with `minRv`, RvTooLargeError below it (a standby behind: storage/read-pool.ts). */
+  /**
+   * The write protocol: serial (one lock taken first: SQLite, and a PostgreSQL database
+   * created before parallel writes) or parallel (storage/ordered-commits.ts).
+   */
+  writeProtocol(): Promise<WriteProtocol> {
+    return this.conn.dialect.name === 'postgres' ? writeProtocol(this.conn.knex) : Promise.resolve('serial');
+  }
+
+  /**
+   * Switches a serial PostgreSQL database to parallel writes (`panoptes migrate
+   * --parallel-writes`), once every process that writes to it runs a version that knows them.
+   * Returns whether it switched (false: it was parallel already). SQLite has one writer: an error.
+   */
+  async enableParallelWrites(): Promise<boolean> {
+    if (this.conn.dialect.name !== 'postgres') throw new Error('parallel writes are for PostgreSQL: SQLite has one writer');
+    const switched = await enableParallelWrites(this.conn.knex);
+    sawParallel(this.conn.knex);
+    return switched;
+  }
+
   async watermark(minRv?: number): Promise<number> {
     const { rv } = await readMeta(this.conn.knex);
     if (minRv !== undefined && rv < minRv) throw new RvTooLargeError(minRv, rv);

@@ -151,3 +151,21 @@ export async function refuseObjectsHolding(store: Store, marker: string): Promis
   if (store.dialect === 'postgres') await k.raw(`ALTER TABLE objects ADD CONSTRAINT test_refuse_${marker.replace(/-/g, '_')} CHECK (object NOT LIKE '%${marker}%')`);
   else for (const op of ['INSERT', 'UPDATE']) await k.raw(`CREATE TRIGGER test_refuse_${marker.replace(/-/g, '_')}_${op} BEFORE ${op} ON objects WHEN NEW.object LIKE '%${marker}%' BEGIN SELECT RAISE(ABORT, 'refused by a test'); END`);
 }
+
+/**
+ * Starts a write and holds its transaction open just before commit (its rows written), until
+ * `release`: how tests make commits interleave. Resolves once the write is held.
+ */
+export async function heldOpen<T>(write: (opts: { beforeCommit: () => Promise<void> }) => Promise<T>): Promise<{ release: () => void; done: Promise<T> }> {
+  let release!: () => void;
+  let done!: Promise<T>;
+  await new Promise<void>((held) => {
+    done = write({
+      beforeCommit: () => {
+        held();
+        return new Promise<void>((r) => (release = r));
+      },
+    });
+  });
+  return { release, done };
+}

@@ -1,3 +1,4 @@
+import { writeProtocol } from './ordered-commits.ts';
 import t, { type Test } from 'tap';
 import { parseLabelSelector } from '../kube/labels.ts';
 import { clusterLease, type Fence } from './leases.ts';
@@ -219,19 +220,43 @@ async function recordingStore(t: Test): Promise<{ store: Store; fence: Fence; sq
   return { store, fence, sql };
 }
 
-t.test('postgres: a batch is three statements between BEGIN and COMMIT, however many tables it writes', async (t) => {
+/** What a statement of the write path is, by its SQL. */
+const kindOf = (q: string): string =>
+  /panoptes_rv_exclusive|FOR UPDATE/.test(q)
+    ? 'alone'
+    : /pg_advisory_xact_lock_shared/.test(q)
+      ? 'locks'
+      : /FOR KEY SHARE/.test(q)
+        ? 'fences'
+        : /panoptes_rv_allocate/.test(q)
+        ? 'allocate'
+        : /panoptes_rv_publish/.test(q)
+          ? 'publish'
+          : /^(with|insert|update|delete)/i.test(q)
+            ? 'write'
+            : /FROM objects|from "objects"|objects o/i.test(q)
+              ? 'read'
+              : /from "meta"/.test(q)
+                ? 'watermark'
+                : q.slice(0, 40);
+
+t.test('postgres: a batch is five statements between BEGIN and COMMIT, however many tables it writes', async (t) => {
   const { store, fence, sql } = await recordingStore(t);
+  // Which protocol the database writes with is read once per process, before the first write.
+  t.equal(await writeProtocol(store.conn.knex), 'parallel', 'a database created now writes in parallel');
   const statements = async (events: UpstreamEvent[]) => {
     sql.length = 0;
     await store.applyBatches([{ cluster: 'east', events, fence }]);
     t.match(sql[0], /^BEGIN/);
     t.match(sql[sql.length - 1], /^COMMIT/);
-    return sql.length - 2;
+    return sql.slice(1, -1).map(kindOf);
   };
-  // Objects, labels, counts, the change log, the watermark and NOTIFY: lock, read, write.
-  t.equal(await statements([podEvent('ADDED', 'web', 'a', '1', { labels: { app: 'a' } }), podEvent('ADDED', 'web', 'b', '2', { labels: { app: 'b' } })]), 3, 'creates');
-  t.equal(await statements([podEvent('MODIFIED', 'web', 'a', '3', { labels: { app: 'x', tier: 'web' } }), podEvent('DELETED', 'web', 'b', '4')]), 3, 'a relabel and a delete');
-  t.equal(await statements([podEvent('MODIFIED', 'web', 'a', '3')]), 2, 'a replay: lock and read, nothing written');
+  // Objects, labels, counts, the change log and NOTIFY in one statement; the rvs allocated
+  // before it and published after it (storage/ordered-commits.ts).
+  const parallel = ['locks', 'read', 'allocate', 'write', 'publish'];
+  t.same(await statements([podEvent('ADDED', 'web', 'a', '1', { labels: { app: 'a' } }), podEvent('ADDED', 'web', 'b', '2', { labels: { app: 'b' } })]), parallel, 'creates');
+  t.same(await statements([podEvent('MODIFIED', 'web', 'a', '3', { labels: { app: 'x', tier: 'web' } }), podEvent('DELETED', 'web', 'b', '4')]), parallel, 'a relabel and a delete');
+  t.same(await statements([podEvent('MODIFIED', 'web', 'a', '3')]), ['locks', 'read', 'watermark'], 'a replay: locks and read, no rv allocated, nothing written');
   // A group commit of several clusters and resources reads what they hold in one statement.
   const west = await takeLease(store, clusterLease('west'));
   sql.length = 0;
@@ -240,19 +265,20 @@ t.test('postgres: a batch is three statements between BEGIN and COMMIT, however 
     { cluster: 'east', events: [podEvent('MODIFIED', 'web', 'a', '6', { labels: { app: 'y' } }), cm], fence },
     { cluster: 'west', events: [podEvent('ADDED', 'web', 'a', '7'), cm], fence: west },
   ]);
-  t.equal(sql.length - 2, 3, 'two clusters, two resources: lock, read, write');
+  t.same(sql.slice(1, -1).map(kindOf), parallel, 'two clusters, two resources: the same five');
 });
 
-t.test('postgres: under leases the stored rows are read before the rv lock; unleased writes and retries read under it', async (t) => {
+t.test('postgres: under leases a batch runs in parallel with others; unleased writes and retries run alone and read under the lock', async (t) => {
   const { store, fence, sql } = await recordingStore(t);
+  await writeProtocol(store.conn.knex);
   const order = async (write: () => Promise<unknown>) => {
     sql.length = 0;
     await write();
-    return sql.slice(1, 3).map((q) => (/FOR UPDATE/.test(q) ? 'lock' : /FROM objects|from "objects"|objects o/i.test(q) ? 'read' : q.slice(0, 40)));
+    return sql.slice(1, 3).map(kindOf);
   };
-  t.same(await order(() => store.applyBatches([{ cluster: 'east', events: [podEvent('ADDED', 'web', 'a', '1')], fence }])), ['read', 'lock'], 'leased: the read leaves the serialized section');
-  t.same(await order(() => store.applyBatches([{ cluster: 'east', events: [podEvent('MODIFIED', 'web', 'a', '2')], fence }], { readUnderLock: true })), ['lock', 'read'], 'a retry: read under the lock');
-  t.same(await order(() => store.applyBatch('west', [podEvent('ADDED', 'web', 'a', '1')])), ['lock', 'read'], 'unleased: read under the lock');
+  t.same(await order(() => store.applyBatches([{ cluster: 'east', events: [podEvent('ADDED', 'web', 'a', '1')], fence }])), ['locks', 'read'], 'leased: shared locks, then the read');
+  t.same(await order(() => store.applyBatches([{ cluster: 'east', events: [podEvent('MODIFIED', 'web', 'a', '2')], fence }], { readUnderLock: true })), ['alone', 'fences'], 'a retry: alone, then its fences');
+  t.same(await order(() => store.applyBatch('west', [podEvent('ADDED', 'web', 'a', '1')])), ['alone', 'read'], 'unleased: alone, then the read');
   const a = await store.get({ cluster: 'east', group: '', resource: 'pods', namespace: 'web', name: 'a' });
   t.equal(a?.upstreamRv, '2', 'each write decided against what the one before it wrote');
   // A lease taken over between the read and the lock: the fence refuses the whole round.

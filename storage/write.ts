@@ -1,20 +1,22 @@
 // The write path: one synchro batch becomes one transaction that updates `objects`,
-// their label and field index rows, and appends `changes` with rvs in commit order: the rv
-// lock and fences, the stored rows of the keys touched, then every row written
-// (dialect.writeBatch: one statement on PostgreSQL), then commit.
+// their label and field index rows, and appends `changes` with rvs in commit order: the locks
+// and fences, the stored rows of the keys touched, the decisions, the rvs (storage/fenced.ts:
+// under the rv lock, or allocated in parallel with other writers, storage/ordered-commits.ts),
+// then every row written (dialect.writeBatch: one statement on PostgreSQL), then commit.
 import type { Knex } from 'knex';
 import { traceMark, tracing, wallNow } from '../lib/trace.ts';
 import { kindFieldNames, kindFieldValues } from '../kube/fields.ts';
 import { stringifyJson } from '../kube/json-text.ts';
-import { alreadyApplied, decide, stateAfter, type IncomingEvent, type StoredState } from './decide.ts';
+import { alreadyApplied, decide, stateAfter, type Decision, type IncomingEvent, type StoredState } from './decide.ts';
 import type { Dialect } from './dialect.ts';
 import type { BatchRows } from './batch-rows.ts';
 import { labelNumber } from './label-number.ts';
-import { fenceOf, writeTransaction } from './fenced.ts';
+import { readMeta } from './meta.ts';
+import { fenceOf, writeTransaction, type RvLocks } from './fenced.ts';
 import { clusterLease, type Fence } from './leases.ts';
 import { keyOf, ownerUid, toChange, type ChangeRowValues, type ObjectRow } from './rows.ts';
-import { checkIdentity, labelIndexKey, labelIndexValue, sqlDocument, sqlText, type Identity } from './sql-values.ts';
-import type { BatchResult, Change, EventType, KubeObject, ObjectKey, UpstreamEvent } from './types.ts';
+import { checkIdentity, labelIndexKey, labelIndexValue, sqlDocument, sqlText } from './sql-values.ts';
+import type { BatchResult, Change, KubeObject, ObjectKey, UpstreamEvent } from './types.ts';
 
 export const clusterAnnotation = 'panoptes.io/cluster';
 export const upstreamRvAnnotation = 'panoptes.io/upstream-resource-version';
@@ -38,14 +40,30 @@ interface Held extends StoredState {
   rv: number;
 }
 
-interface PendingChange extends Omit<Identity, 'upstreamRv'> {
-  rv: number;
-  type: EventType;
+/** A key of a batch: group, resource, namespace and name (the cluster is its part's). */
+interface KeyRef {
+  group: string;
+  resource: string;
+  namespace: string;
+  name: string;
+}
+
+/** One change decided, before it has its rv: its place in the write (its rv is the first allocated + index). */
+interface Planned extends KeyRef {
+  index: number;
+  d: Decision;
+  cluster: string;
   /** The lease epoch of the writer (null: written without a lease). */
   epoch: number | null;
-  /** The object as served after the change, and before it (null when it did not exist). */
-  object: string;
-  prev: string | null;
+  /** The object as served before it: the index of the change before it in this write, the stored text, or null when it did not exist. */
+  prev: number | string | null;
+}
+
+/** A planned change with its rv: the object as served, and its text. */
+interface Served {
+  rv: number;
+  object: KubeObject;
+  json: string;
 }
 
 function stamp(obj: KubeObject, rv: number, cluster: string, upstreamRv: string): KubeObject {
@@ -145,24 +163,19 @@ export async function applyBatchesCommitted(knex: Knex, dialect: Dialect, parts:
   let preread: Map<string, ObjectRow[]> | undefined;
   const early = dialect.name === 'postgres' && !opts.readUnderLock && parts.length > 0 && parts.every((p) => p.fence !== undefined);
   const prelude = early ? async (trx: Knex.Transaction) => void (preread = await loadStored(trx, dialect, keysOfParts())) : undefined;
-  let lockedAt = Number.NaN;
-  const results = await writeTransaction(knex, dialect, fences, 'rv', async (trx, locked) => {
+  // The same writes may run in parallel with other writers' (a parallel PostgreSQL database:
+  // storage/ordered-commits.ts): their rvs are allocated once the changes are decided, and
+  // published after the rows are written. A retry, and an unleased write, run alone.
+  let held: RvLocks | undefined;
+  const results = await writeTransaction(knex, dialect, fences, early ? 'ordered' : 'rv', async (trx, locked) => {
+    held = locked;
     const { lockWaitMs } = locked;
-    lockedAt = locked.lockedAt;
-    let rv = locked.rv;
 
-    const pending: PendingChange[] = [];
-    const perPart: PendingChange[][] = [];
-    const upserts: Array<Omit<ObjectRow, 'id'>> = [];
-    const deleteIds: number[] = [];
-    const relabel: BatchRows['relabel'] = [];
-    const counts = new Map<string, { cluster: string; grp: string; resource: string; namespace: string; n: number }>();
-    const count = (cluster: string, ref: { group: string; resource: string; namespace: string }, delta: number) => {
-      const k = `${cluster}\u0000${ref.group}\u0000${ref.resource}\u0000${ref.namespace}`;
-      const c = counts.get(k) ?? { cluster, grp: ref.group, resource: ref.resource, namespace: ref.namespace, n: 0 };
-      c.n += delta;
-      counts.set(k, c);
-    };
+    // Each event decided against its key's state so far (what storage holds, then the
+    // decisions before it); the changes are numbered in order, and get their rvs below.
+    const planned: Planned[] = [];
+    const perPart: Planned[][] = [];
+    const finals: Array<{ cluster: string; ref: KeyRef; before?: { id: number; held: Held }; after: number | null }> = [];
     const stored = preread ?? (await loadStored(trx, dialect, keysOfParts()));
     for (const [i, part] of parts.entries()) {
       const { cluster } = part;
@@ -173,12 +186,11 @@ export async function applyBatchesCommitted(knex: Knex, dialect: Dialect, parts:
         const held: Held = { uid: r.uid, upstreamRv: r.upstream_rv, version: r.version, object, json: r.object, rv: Number(r.rv) };
         original.set(keyOf(r.grp, r.resource, r.namespace, r.name), { id: Number(r.id), held });
       }
-
-      // Each event decided against its key's state so far; each change gets the next rv and is
-      // served with it, and its prev is the key's object as served just before.
-      const state = new Map<string, Held | null>();
-      const touched = new Map<string, { group: string; resource: string; namespace: string; name: string }>();
-      const mine: PendingChange[] = [];
+      // The key's state: what storage holds, or the index of the last change planned for it (null: deleted).
+      const state = new Map<string, StoredState | null>();
+      const lastOf = new Map<string, number>();
+      const touched = new Map<string, KeyRef>();
+      const mine: Planned[] = [];
       // A replayed run (a round retried after a commit whose answer was lost) with opaque upstream rvs.
       const replayed = alreadyApplied(described[i].map((d) => ({ key: keyOf(d.e.group, d.e.resource, d.namespace, d.name), incoming: d.incoming })), (key) => original.get(key)?.held ?? null);
       for (const [j, { e, namespace, name, incoming }] of described[i].entries()) {
@@ -188,98 +200,120 @@ export async function applyBatchesCommitted(knex: Knex, dialect: Dialect, parts:
         const decisions = decide(cur, incoming);
         if (decisions.length === 0) continue;
         for (const d of decisions) {
-          const changeRv = ++rv;
-          const served = stamp(d.object, changeRv, cluster, d.upstreamRv);
-          const json = stringifyJson(served);
-          mine.push({ rv: changeRv, type: d.type, cluster, epoch: part.fence?.epoch ?? null, group: e.group, version: d.version, resource: e.resource, namespace, name, uid: d.uid, object: json, prev: cur?.json ?? null });
-          const next = stateAfter(d, served);
-          cur = next ? { ...next, json, rv: changeRv } : null;
+          const prev = cur === null ? null : (lastOf.get(key) ?? original.get(key)!.held.json);
+          const p: Planned = { index: planned.length, d, cluster, epoch: part.fence?.epoch ?? null, group: e.group, resource: e.resource, namespace, name, prev };
+          planned.push(p);
+          mine.push(p);
+          lastOf.set(key, p.index);
+          cur = stateAfter(d, d.object);
         }
         state.set(key, cur);
         touched.set(key, { group: e.group, resource: e.resource, namespace, name });
       }
       perPart.push(mine);
-      pending.push(...mine);
-
-      // The keys' final states as rows: upserted, deleted, and their label rows rewritten when the labels changed.
-      for (const [key, ref] of touched) {
-        const before = original.get(key);
-        const after = state.get(key)!;
-        if (!after) {
-          if (before) {
-            deleteIds.push(before.id);
-            count(cluster, ref, -1);
-          }
-          continue;
-        }
-        if (!before) count(cluster, ref, 1);
-        const md = after.object.metadata ?? {};
-        upserts.push({
-          cluster,
-          grp: ref.group,
-          version: after.version,
-          resource: ref.resource,
-          namespace: ref.namespace,
-          name: ref.name,
-          uid: after.uid,
-          rv: after.rv,
-          upstream_rv: after.upstreamRv,
-          created_at: sqlText(md.creationTimestamp ?? ''),
-          owner_uid: nullableSqlText(ownerUid(after.object)),
-          fields: fieldsJson(ref.group, ref.resource, after.object),
-          object: after.json,
-          json_doc: sqlDocument(after.object, after.json),
-        });
-        const labels = md.labels ?? {};
-        if (before && sameRecord(before.held.object.metadata?.labels ?? {}, labels)) continue;
-        relabel.push({
-          object: { cluster, grp: ref.group, resource: ref.resource, namespace: ref.namespace, name: ref.name },
-          ...(before ? { id: before.id } : {}),
-          labels: Object.entries(labels).map(([k, v]) => ({ key: labelIndexKey(k), value: labelIndexValue(String(v)), num: labelNumber(String(v)) })),
-        });
-      }
+      for (const [key, ref] of touched) finals.push({ cluster, ref, before: original.get(key), after: state.get(key) === null ? null : lastOf.get(key)! });
     }
 
-    const results = (): BatchResult[] =>
+    const results = (first: number, watermark: number): BatchResult[] =>
       perPart.map((mine) => ({
-        changes: mine.map((p) => ({ rv: p.rv, type: p.type, cluster: p.cluster, group: p.group, resource: p.resource, namespace: p.namespace, name: p.name })),
-        watermark: rv,
+        changes: mine.map((p) => ({ rv: first + p.index, type: p.d.type, cluster: p.cluster, group: p.group, resource: p.resource, namespace: p.namespace, name: p.name })),
+        watermark,
         lockWaitMs,
         heldMs: 0,
       }));
-    if (pending.length === 0) return results();
+    // Nothing to write (replays): the watermark as it is.
+    if (planned.length === 0) return results(Number.NaN, locked.movesWatermark ? locked.rv : (await readMeta(trx)).rv);
 
+    // The rvs: at once when the write runs alone; else allocated now (ordered-commits.ts).
+    const first = await locked.allocate(planned.length);
+    const last = first + planned.length - 1;
     if (tracing) {
-      traceMark('locked', pending[0].rv, rv, locked.lockedAt);
-      traceMark('decided', pending[0].rv, rv);
+      traceMark('locked', first, last, locked.lockedAt);
+      traceMark('decided', first, last);
     }
+    // Each change served with its rv; its prev is the key's object as served just before.
+    const served: Served[] = planned.map((p) => {
+      const rv = first + p.index;
+      const object = stamp(p.d.object, rv, p.cluster, p.d.upstreamRv);
+      return { rv, object, json: stringifyJson(object) };
+    });
     const ts = locked.now;
+    rows = planned.map((p) => ({
+      rv: served[p.index].rv,
+      type: p.d.type,
+      cluster: p.cluster,
+      grp: p.group,
+      version: p.d.version,
+      resource: p.resource,
+      namespace: p.namespace,
+      name: p.name,
+      uid: p.d.uid,
+      object: served[p.index].json,
+      prev_object: typeof p.prev === 'number' ? served[p.prev].json : p.prev,
+      ts,
+      epoch: p.epoch,
+    }));
+
+    // The keys' final states as rows: upserted, deleted, and their label rows rewritten when the labels changed.
+    const upserts: Array<Omit<ObjectRow, 'id'>> = [];
+    const deleteIds: number[] = [];
+    const relabel: BatchRows['relabel'] = [];
+    const counts = new Map<string, { cluster: string; grp: string; resource: string; namespace: string; n: number }>();
+    const count = (cluster: string, ref: KeyRef, delta: number) => {
+      const k = `${cluster}\u0000${ref.group}\u0000${ref.resource}\u0000${ref.namespace}`;
+      const c = counts.get(k) ?? { cluster, grp: ref.group, resource: ref.resource, namespace: ref.namespace, n: 0 };
+      c.n += delta;
+      counts.set(k, c);
+    };
+    for (const { cluster, ref, before, after } of finals) {
+      if (after === null) {
+        if (before) {
+          deleteIds.push(before.id);
+          count(cluster, ref, -1);
+        }
+        continue;
+      }
+      if (!before) count(cluster, ref, 1);
+      const { d } = planned[after];
+      const { object, json, rv } = served[after];
+      const md = object.metadata ?? {};
+      upserts.push({
+        cluster,
+        grp: ref.group,
+        version: d.version,
+        resource: ref.resource,
+        namespace: ref.namespace,
+        name: ref.name,
+        uid: d.uid,
+        rv,
+        upstream_rv: d.upstreamRv,
+        created_at: sqlText(md.creationTimestamp ?? ''),
+        owner_uid: nullableSqlText(ownerUid(object)),
+        fields: fieldsJson(ref.group, ref.resource, object),
+        object: json,
+        json_doc: sqlDocument(object, json),
+      });
+      const labels = md.labels ?? {};
+      if (before && sameRecord(before.held.object.metadata?.labels ?? {}, labels)) continue;
+      relabel.push({
+        object: { cluster, grp: ref.group, resource: ref.resource, namespace: ref.namespace, name: ref.name },
+        ...(before ? { id: before.id } : {}),
+        labels: Object.entries(labels).map(([k, v]) => ({ key: labelIndexKey(k), value: labelIndexValue(String(v)), num: labelNumber(String(v)) })),
+      });
+    }
+
     await dialect.writeBatch(trx, {
       upserts,
       deleteIds,
       relabel,
       counts: [...counts.values()].filter((c) => c.n !== 0),
-      changes: (rows = pending.map((p) => ({
-        rv: p.rv,
-        type: p.type,
-        cluster: p.cluster,
-        grp: p.group,
-        version: p.version,
-        resource: p.resource,
-        namespace: p.namespace,
-        name: p.name,
-        uid: p.uid,
-        object: p.object,
-        prev_object: p.prev,
-        ts,
-        epoch: p.epoch,
-      }))),
-      rv,
+      changes: rows,
+      rv: locked.movesWatermark ? last : null,
     });
     if (opts.beforeCommit) await opts.beforeCommit();
-    if (tracing) traceMark('rows-written', pending[0].rv, rv);
-    return results();
+    if (tracing) traceMark('rows-written', first, last);
+    return results(first, last);
   }, prelude);
-  const heldMs = wallNow() - lockedAt;
+  const heldMs = held ? wallNow() - held.serializedFrom : 0;
   return { results: results.map((r) => ({ ...r, heldMs })), committed: rows.map(toChange) };
 }

@@ -99,12 +99,26 @@ export async function openStorage(storage: string, component: string, waitMs = d
 export const migrate: Command = {
   name: 'migrate',
   summary: summaries.migrate,
-  usage: `Usage: panoptes migrate [flags]\n\nCreates or upgrades the storage schema and exits. Every process also does this at start.\n\nFlags:\n${storageHelp}`,
+  usage:
+    `Usage: panoptes migrate [flags]\n\nCreates or upgrades the storage schema and exits. Every process also does this at start.\n\nFlags:\n${storageHelp}\n` +
+    `  --parallel-writes  PostgreSQL: switch a database created before parallel writes to them (synchro members then
+                     write in parallel, in one rv order). Run it once every Panoptes process that writes to the
+                     database runs this version: a process of an earlier one writes with the lock taken first
+                     and must not run beside parallel writers. A database created by this version writes in
+                     parallel already.`,
   async run(argv) {
-    const { values } = parseFlags(argv, storageFlag);
+    const { values } = parseFlags(argv, { ...storageFlag, 'parallel-writes': { type: 'boolean' } });
     const { storage, storageWaitMs } = commonFlags(values);
     const store = await openStorage(storage, 'migrate', storageWaitMs);
-    await store.close();
+    try {
+      if (values['parallel-writes']) {
+        if (store.dialect !== 'postgres') throw new UsageError('--parallel-writes is for PostgreSQL: SQLite has one writer');
+        const switched = await store.enableParallelWrites();
+        logger('migrate').info(switched ? 'switched to parallel writes' : 'the database writes in parallel already', { storage: store.conn.display });
+      }
+    } finally {
+      await store.close();
+    }
     return 0;
   },
 };

@@ -168,6 +168,8 @@ export interface SynchroHaThroughputFigures {
    * round over the mean time held. Absent in runs recorded before it was measured.
    */
   serialized?: { meanMs: number; p50Ms: number; p99Ms: number; rounds: number; eventsPerRound: number; ceilingPerSec: number };
+  /** CPU ms per 1,000 events committed: the synchro members together, and the PostgreSQL instance. */
+  cpuMsPer1000Events?: { synchro: number; postgres: number };
   sustained: boolean;
 }
 
@@ -181,7 +183,7 @@ export interface SynchroHaFailoverFigures {
 export interface SynchroHaFigures {
   clusters: number;
   throughput?: SynchroHaThroughputFigures[];
-  sustainedPerSec?: { one: number; three: number };
+  sustainedPerSec?: { one: number; two?: number; three: number };
   failover?: { leaseTtlSeconds: number; scenarios: SynchroHaFailoverFigures[]; differences: number };
   targets: { lagP99Ms: number; threeOverOne: number; failoverSeconds: number };
 }

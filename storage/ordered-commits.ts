@@ -1,0 +1,181 @@
+// Parallel writes with one rv order on PostgreSQL: rvs allocated before the writes, commits in
+// allocation order (storage/README.md "One rv order, written in parallel", where the argument
+// of correctness is). This module holds the protocol's SQL: the functions schema migration 16
+// creates, the statements a writer runs, the switch of an existing database, and which
+// protocol a database uses.
+import type { Knex } from 'knex';
+import { hotQuery } from './prepared.ts';
+import { leaseStates, postgres, type LeaseRow, type LeaseState } from './dialect.ts';
+import { writeProtocolKey } from './meta.ts';
+import { rowsOf } from './rows.ts';
+
+
+export type WriteProtocol = 'serial' | 'parallel';
+
+// Advisory lock keys (the two-int4 form, so pg_locks shows them as classid/objid, objsubid 2).
+/** Tickets: (ticketClass, first rv mod 2^31), held exclusively by a writer from its allocation to its end. */
+const ticketClass = 1_346_458_190;
+/** (lockClass, 0): ALLOC, a session lock held for one allocation; (lockClass, 1): the world lock. */
+const lockClass = 1_346_458_191;
+
+/** What a gap row holds: the rv of a range allocated and never committed. No list, history read or watch matches it. */
+export const gapType = 'GAP';
+
+const gapRows = (from: string, to: string) =>
+  `INSERT INTO changes (rv, type, cluster, grp, version, resource, namespace, name, uid, object, prev_object, ts, epoch) ` +
+  `SELECT g, '${gapType}', '', '', '', '', '', '', '', '{}', NULL, ${postgres.nowMs}, NULL FROM generate_series(${from}, ${to}) g`;
+
+/** The SQL of schema migration 16 on PostgreSQL: the allocator sequence, starting after `rv`, and the protocol's functions. */
+export function orderedCommitsSchema(rv: number): string[] {
+  return [
+    `CREATE SEQUENCE rv_allocator AS bigint MINVALUE 0 START WITH ${rv + 1}`,
+    // Step 3: n rvs and a ticket, under ALLOC, with the tickets held at that moment (the
+    // writers that allocated before and have not ended). ALLOC is a session lock: it is
+    // released whatever happens, or the next allocation would wait forever.
+    `CREATE OR REPLACE FUNCTION panoptes_rv_allocate(n bigint, OUT first bigint, OUT waits integer[]) LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_lock(${lockClass}, 0);
+  BEGIN
+    first := nextval('rv_allocator');
+    IF n > 1 THEN PERFORM setval('rv_allocator', first + n - 1); END IF;
+    SELECT coalesce(array_agg(l.objid::bigint::integer), '{}') INTO waits FROM pg_locks l
+      WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND l.classid = ${ticketClass} AND l.objsubid = 2 AND l.mode = 'ExclusiveLock' AND l.granted;
+    PERFORM pg_advisory_xact_lock(${ticketClass}, (first % 2147483647)::integer);
+  EXCEPTION WHEN OTHERS THEN
+    PERFORM pg_advisory_unlock(${lockClass}, 0);
+    RAISE;
+  END;
+  PERFORM pg_advisory_unlock(${lockClass}, 0);
+END $$`,
+    // Step 5: wait for those writers; fill the ranges of the ones that aborted; move the
+    // watermark. Each statement of a plpgsql function reads a fresh snapshot, so the meta row
+    // read after the waits is every earlier writer's. Returns the ms spent waiting.
+    `CREATE OR REPLACE FUNCTION panoptes_rv_publish(waits integer[], first bigint, last bigint) RETURNS double precision LANGUAGE plpgsql AS $$
+DECLARE
+  started timestamptz := clock_timestamp();
+  waited double precision;
+  k integer;
+  w bigint;
+BEGIN
+  FOREACH k IN ARRAY waits LOOP
+    PERFORM pg_advisory_xact_lock_shared(${ticketClass}, k);
+  END LOOP;
+  waited := extract(epoch from clock_timestamp() - started) * 1000;
+  SELECT value INTO w FROM meta WHERE key = 'rv' FOR UPDATE;
+  IF w < first - 1 THEN
+    ${gapRows('w + 1', 'first - 1')};
+  END IF;
+  UPDATE meta SET value = greatest(value, last) WHERE key = 'rv';
+  RETURN waited;
+END $$`,
+    // A write that runs alone (the world lock exclusively): every parallel writer has ended, so
+    // every rv allocated is final; the ones never committed become gap rows, and the write
+    // allocates after the last, under the meta row's lock, as the serial protocol does.
+    `CREATE OR REPLACE FUNCTION panoptes_rv_exclusive() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  w bigint;
+  l bigint;
+  called boolean;
+BEGIN
+  PERFORM pg_advisory_xact_lock(${lockClass}, 1);
+  SELECT value INTO w FROM meta WHERE key = 'rv' FOR UPDATE;
+  SELECT last_value, is_called INTO l, called FROM rv_allocator;
+  IF NOT called THEN l := l - 1; END IF;
+  IF l > w THEN
+    ${gapRows('w + 1', 'l')};
+    UPDATE meta SET value = l WHERE key = 'rv';
+    RETURN l;
+  END IF;
+  RETURN w;
+END $$`,
+  ];
+}
+
+const protocols = new WeakMap<Knex, WriteProtocol>();
+
+/**
+ * The protocol of the database behind `knex`, as last known: parallel is remembered (a
+ * database never goes back); serial is read again, and each serial write checks it under its
+ * lock (lockRv), since `panoptes migrate --parallel-writes` may switch it at any time.
+ */
+export async function writeProtocol(knex: Knex): Promise<WriteProtocol> {
+  const known = protocols.get(knex);
+  if (known) return known;
+  const row = (await knex('meta').where({ key: writeProtocolKey }).first('value')) as { value: number | string } | undefined;
+  const protocol = row && Number(row.value) === 1 ? 'parallel' : 'serial';
+  if (protocol === 'parallel') protocols.set(knex, protocol);
+  return protocol;
+}
+
+/** Remembers that the database behind `knex` writes in parallel (a serial write found it switched). */
+export function sawParallel(knex: Knex): void {
+  protocols.set(knex, 'parallel');
+}
+
+/** Thrown by a serial write that found, under its lock, that the database was switched: it starts again, in parallel mode. */
+export class SwitchedToParallel extends Error {
+  constructor() {
+    super('the database was switched to parallel writes: the write starts again');
+  }
+}
+
+/**
+ * Step 1 of a parallel writer, one statement: the world lock, shared (only writes that run
+ * alone take it exclusively), then the fences' leases locked FOR KEY SHARE (as lockLeases)
+ * and the database's clock.
+ */
+export async function lockShared(trx: Knex.Transaction, leases: string[]): Promise<{ now: number; leases: LeaseState[] }> {
+  const rows = await hotQuery<LeaseRow>(
+    trx,
+    `SELECT c.now, l.name, l.holder, l.epoch, l.expires_at FROM (SELECT pg_advisory_xact_lock_shared(${lockClass}, 1)::text AS world, ${postgres.nowMs} AS now) c ` +
+      `LEFT JOIN LATERAL (SELECT * FROM leases WHERE name = ANY(?::text[]) AND c.world IS NOT NULL FOR KEY SHARE) l ON true`,
+    [leases],
+  );
+  return { now: Number(rows[0].now), leases: leaseStates(rows) };
+}
+
+/** Step 3: rvs `first..first+n-1` and the tickets to wait for before publishing. */
+export async function allocateRvs(trx: Knex.Transaction, n: number): Promise<{ first: number; waits: number[] }> {
+  const [row] = await hotQuery<{ first: number | string; waits: number[] }>(trx, 'SELECT first, waits FROM panoptes_rv_allocate(?)', [n]);
+  return { first: Number(row.first), waits: row.waits.map(Number) };
+}
+
+/** Step 5: waits for the earlier writers, fills what they left, moves the watermark to `last`. Returns the ms it waited. */
+export async function publishRvs(trx: Knex.Transaction, waits: number[], first: number, last: number): Promise<number> {
+  const [row] = await hotQuery<{ waited: number | string }>(trx, 'SELECT panoptes_rv_publish(?::integer[], ?, ?) AS waited', [waits, first, last]);
+  return Number(row.waited);
+}
+
+/**
+ * A write that runs alone in a parallel database: waits for every parallel writer, turns the
+ * rvs they left unused into gap rows, and locks the meta row. Returns the last allocated rv
+ * and the database's clock.
+ */
+export async function runAlone(trx: Knex.Transaction): Promise<{ rv: number; now: number }> {
+  const [row] = await hotQuery<{ rv: number | string; now: number | string }>(trx, `SELECT panoptes_rv_exclusive() AS rv, ${postgres.nowMs} AS now`, []);
+  return { rv: Number(row.rv), now: Number(row.now) };
+}
+
+/** After a write that ran alone: the allocator continues from the watermark it left. */
+export async function syncAllocator(trx: Knex.Transaction): Promise<void> {
+  await hotQuery(trx, "SELECT setval('rv_allocator', value) FROM meta WHERE key = 'rv'", []);
+}
+
+/**
+ * Switches a serial database to parallel writes: under the meta row's lock and the world lock,
+ * the allocator continues from the watermark and the protocol is recorded. Serial writers
+ * queued behind it read the switch under their lock and start again. Returns whether it
+ * switched (false: it was parallel already).
+ */
+export async function enableParallelWrites(knex: Knex): Promise<boolean> {
+  return knex.transaction(async (trx) => {
+    await trx.raw(`SELECT pg_advisory_xact_lock(${lockClass}, 1)`);
+    const rows = rowsOf<{ key: string; value: number | string }>(await trx.raw(`SELECT key, value FROM meta WHERE key IN ('rv', ?) ORDER BY key FOR UPDATE`, [writeProtocolKey]));
+    const rv = Number(rows.find((r) => r.key === 'rv')!.value);
+    if (Number(rows.find((r) => r.key === writeProtocolKey)?.value ?? 0) === 1) return false;
+    await trx.raw("SELECT setval('rv_allocator', ?)", [rv]);
+    await trx('meta').where({ key: writeProtocolKey }).update({ value: 1 });
+    return true;
+  });
+}
