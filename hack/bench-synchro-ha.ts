@@ -85,7 +85,8 @@ async function metricBuckets(url: string, name: string): Promise<Map<number, num
   const out = new Map<number, number>();
   for (const line of text.split('\n')) {
     const m = line.startsWith(`${name}_bucket{`) ? /le="([^"]+)"\}\s+(\S+)$/.exec(line) : null;
-    if (m) out.set(Number(m[1]), (out.get(Number(m[1])) ?? 0) + Number(m[2]));
+    const le = m ? (m[1] === '+Inf' ? Infinity : Number(m[1])) : Number.NaN;
+    if (m) out.set(le, (out.get(le) ?? 0) + Number(m[2]));
   }
   return out;
 }

@@ -159,30 +159,72 @@ for (const backend of backends) {
   });
 }
 
-t.test('postgres: a Cluster the apiserver changed between the read and the rv lock is read again', async (t) => {
+for (const protocol of ['serial', 'parallel'] as const) {
+  t.test(`postgres, ${protocol} writes: a Cluster the apiserver changes while a round of status writes waits is decided on as it is after`, async (t) => {
+    const { store, close } = await openTestStore('postgres');
+    t.teardown(close);
+    // serial: a database created before parallel writes (storage/ordered-commits.ts).
+    if (protocol === 'serial') await store.conn.knex('meta').where({ key: 'write_protocol' }).update({ value: 0 });
+    t.equal(await store.writeProtocol(), protocol);
+    const fence = { lease: clusterLease('east'), holder: 's1', epoch: (await store.acquireLease(clusterLease('east'), 's1', 60_000))! };
+    await store.writeClusterObjectWithoutLease('east', () => put(cluster('east', 'u1', { server: 'https://one' })));
+    // Another writer holds the rv lock (serial), or runs alone as the apiserver's writes do
+    // (parallel): the round waits; serial, it has read the group's rows already.
+    const holder = await store.conn.knex.transaction();
+    await holder.raw(protocol === 'serial' ? "SELECT value FROM meta WHERE key = 'rv' FOR UPDATE" : 'SELECT panoptes_rv_exclusive()');
+    let seen: ClusterObjectState | undefined;
+    const pending = store.writeClusterObjects([{ name: 'east', decide: (cur) => ((seen = cur), put({ ...cur!.object, status: { phase: 'Ready' } })), fence }]);
+    for (let i = 0; i < 100; i++) {
+      const waiting = await store.conn.knex.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()");
+      if ((waiting as { rows: Array<{ n: number }> }).rows[0].n > 0) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // ...and meanwhile the object changes (as the apiserver's write would: a new rv, a new spec).
+    const row: { rv: number | string; object: string } = await holder('objects').where({ cluster: clusterObjectsCluster, resource: clusterResource, name: 'east' }).first('rv', 'object');
+    const changed = JSON.parse(row.object) as KubeObject;
+    changed.spec = { server: 'https://two' };
+    changed.metadata = { ...changed.metadata, resourceVersion: '999' };
+    await holder('objects').where({ cluster: clusterObjectsCluster, resource: clusterResource, name: 'east' }).update({ rv: 999, object: JSON.stringify(changed) });
+    await holder.commit();
+    await pending;
+    t.equal(seen?.rv, 999, 'decided on the row as it is once the other write is done');
+    t.same(seen?.object.spec, { server: 'https://two' });
+    t.match((await store.getClusterObject('east'))?.object, { spec: { server: 'https://two' }, status: { phase: 'Ready' } }, 'nothing of the other write lost');
+  });
+}
+
+t.test('postgres: a round of status writes runs beside other writers; one that creates or deletes an object runs alone', async (t) => {
   const { store, close } = await openTestStore('postgres');
   t.teardown(close);
-  const fence = { lease: clusterLease('east'), holder: 's1', epoch: (await store.acquireLease(clusterLease('east'), 's1', 60_000))! };
-  await store.writeClusterObjectWithoutLease('east', () => put(cluster('east', 'u1', { server: 'https://one' })));
-  // Another writer holds the rv lock: the group's rows are read, then it waits.
-  const holder = await store.conn.knex.transaction();
-  await holder.raw("SELECT value FROM meta WHERE key = 'rv' FOR UPDATE");
-  let seen: ClusterObjectState | undefined;
-  const pending = store.writeClusterObjects([{ name: 'east', decide: (cur) => ((seen = cur), put({ ...cur!.object, status: { phase: 'Ready' } })), fence }]);
-  for (let i = 0; i < 100; i++) {
-    const waiting = await store.conn.knex.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()");
-    if ((waiting as { rows: Array<{ n: number }> }).rows[0].n > 0) break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  // ...and meanwhile the object changes (as the apiserver's write would: a new rv, a new spec).
-  const row: { rv: number | string; object: string } = await holder('objects').where({ cluster: clusterObjectsCluster, resource: clusterResource, name: 'east' }).first('rv', 'object');
-  const changed = JSON.parse(row.object) as KubeObject;
-  changed.spec = { server: 'https://two' };
-  changed.metadata = { ...changed.metadata, resourceVersion: '999' };
-  await holder('objects').where({ cluster: clusterObjectsCluster, resource: clusterResource, name: 'east' }).update({ rv: 999, object: JSON.stringify(changed) });
-  await holder.commit();
-  await pending;
-  t.equal(seen?.rv, 999, 'decided on the row as it is under the lock');
-  t.same(seen?.object.spec, { server: 'https://two' });
-  t.match((await store.getClusterObject('east'))?.object, { spec: { server: 'https://two' }, status: { phase: 'Ready' } }, 'nothing of the other write lost');
+  const lease = async (name: string) => ({ lease: clusterLease(name), holder: 's1', epoch: (await store.acquireLease(clusterLease(name), 's1', 60_000))! });
+  const east = await lease('east');
+  const west = await lease('west');
+  const sql: string[] = [];
+  const record = (q: { sql: string }) => void sql.push(q.sql);
+  store.conn.knex.on('query', record);
+  t.teardown(() => void store.conn.knex.off('query', record));
+  const round = async (writes: Array<{ name: string; fence: typeof east; decide: (cur: ClusterObjectState | undefined) => ClusterObjectWrite }>) => {
+    sql.length = 0;
+    const results = await store.writeClusterObjects(writes);
+    return { results, alone: sql.some((q) => q.includes('panoptes_rv_exclusive')), parallel: sql.some((q) => q.includes('panoptes_rv_allocate')) };
+  };
+  const created = await round([
+    { name: 'east', fence: east, decide: () => put(cluster('east', 'u1', { server: 'https://one' })) },
+    { name: 'west', fence: west, decide: () => put(cluster('west', 'u2', { server: 'https://two' })) },
+  ]);
+  t.ok(created.alone, 'creating objects: alone (the object count is one row every such round shares)');
+  t.same(created.results.map((r) => r.change?.type), ['ADDED', 'ADDED']);
+  const status = await round([
+    { name: 'east', fence: east, decide: (cur) => put({ ...cur!.object, status: { phase: 'Ready' } }) },
+    { name: 'west', fence: west, decide: (cur) => put({ ...cur!.object, status: { phase: 'Ready' } }) },
+  ]);
+  t.ok(status.parallel && !status.alone, 'status writes of existing objects: beside other writers');
+  const [a, b] = status.results;
+  t.same([a.change?.type, b.change?.type], ['MODIFIED', 'MODIFIED']);
+  t.equal(b.change!.rv, a.change!.rv + 1, 'one rv each, in order');
+  t.equal(a.watermark, b.change!.rv, "the round's watermark is its last rv");
+  t.equal(await store.watermark(), b.change!.rv, 'published');
+  const gone = await round([{ name: 'west', fence: west, decide: () => ({ action: 'delete' }) }]);
+  t.ok(gone.alone, 'deleting: alone');
+  t.equal(gone.results[0].change?.type, 'DELETED');
 });

@@ -6,6 +6,7 @@
 // each decision sees the latest committed object (optimistic concurrency holds across
 // apiserver replicas). Inline credentials go to `cluster_credentials`, which synchro alone
 // reads; the apiserver sees only their digest.
+import { readMeta } from './meta.ts';
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Dialect } from './dialect.ts';
@@ -133,33 +134,53 @@ export async function writeClusterObjects(knex: Knex, dialect: Dialect, writes: 
   const names = writes.map((w) => w.name);
   // PostgreSQL: the rows are read before the rv lock, and under it only their rvs are checked
   // (a row the apiserver changed meanwhile is read again): the serialized section is one
-  // statement per changed object and one for the change log, whatever the round's size.
+  // statement per changed object and one for the change log, whatever the round's size. On a
+  // parallel database a round of status writes runs beside other writers (ordered-commits.ts):
+  // each Cluster object is its cluster's lease holder's, and the apiserver's writes run alone.
+  // A round that creates or deletes an object runs alone too: the object count it changes is
+  // one row that every such round shares.
   let preread: Map<string, Loaded> | undefined;
   const prelude = dialect.name === 'postgres' ? async (trx: Knex.Transaction) => void (preread = await loadRows(trx, names)) : undefined;
-  return writeTransaction(
-    knex,
-    dialect,
-    fences,
-    'rv',
-    async (trx, locked) => {
-      const loaded = preread ? await recheck(trx, preread, names) : await loadRows(trx, names);
-      let rv = locked.rv;
-      const results: Array<Omit<ClusterObjectResult, 'watermark'>> = [];
-      const changes: ChangeRowValues[] = [];
-      for (const w of writes) {
-        const r = await applyDecision(trx, dialect, w.name, loaded.get(w.name) ?? {}, w.decide, w.fence, rv, locked.now, false);
-        if (r.row) {
-          rv = r.row.rv;
+  const round = (lock: 'ordered' | 'rv') =>
+    writeTransaction(
+      knex,
+      dialect,
+      fences,
+      lock,
+      async (trx, locked) => {
+        const loaded = preread ? await recheck(trx, preread, names) : await loadRows(trx, names);
+        const decided = writes.map((w) => decideOn(w.name, loaded.get(w.name) ?? {}, w.decide));
+        const writing = decided.filter((d) => d.write !== undefined);
+        if (!locked.movesWatermark && writing.some((d) => d.write!.action === 'delete' || !d.loaded.row)) throw new RunAlone();
+        const first = writing.length > 0 ? await locked.allocate(writing.length) : Number.NaN;
+        const results: Array<Omit<ClusterObjectResult, 'watermark'>> = [];
+        const changes: ChangeRowValues[] = [];
+        for (const [i, d] of decided.entries()) {
+          if (!d.write) {
+            results.push({ object: d.loaded.row?.object });
+            continue;
+          }
+          const r = await applyDecided(trx, dialect, d, writes[i].fence, first + changes.length, locked.now, false);
           changes.push(r.row);
+          results.push(r.result);
         }
-        results.push(r.result);
-      }
-      if (changes.length > 0) await dialect.publishChanges(trx, changes, rv);
-      return results.map((r) => ({ ...r, watermark: rv }));
-    },
-    prelude,
-  );
+        const last = first + changes.length - 1;
+        if (changes.length > 0) await dialect.publishChanges(trx, changes, locked.movesWatermark ? last : null);
+        const watermark = changes.length > 0 ? last : locked.movesWatermark ? locked.rv : (await readMeta(trx)).rv;
+        return results.map((r) => ({ ...r, watermark }));
+      },
+      prelude,
+    );
+  try {
+    return await round('ordered');
+  } catch (err) {
+    if (!(err instanceof RunAlone)) throw err;
+    return round('rv');
+  }
 }
+
+/** A parallel round found it creates or deletes an object: it starts again, alone. */
+class RunAlone extends Error {}
 
 /** A Cluster object's row and the digest of its inline credentials, as read. */
 interface Loaded {
@@ -208,6 +229,23 @@ async function writeInTransaction(
   return (await applyDecision(trx, dialect, name, (await loadRows(trx, [name])).get(name) ?? {}, decide, fence, rv, now, true)).result;
 }
 
+/** What a write decided on Cluster `name`, as `loaded` holds it: nothing to write (`write` undefined), a put or a delete. */
+interface Decided {
+  name: string;
+  loaded: Loaded;
+  write?: Exclude<ClusterObjectWrite, { action: 'none' }>;
+}
+
+function decideOn(name: string, loaded: Loaded, decide: (current: ClusterObjectState | undefined) => ClusterObjectWrite): Decided {
+  const { row, digest } = loaded;
+  const current: ClusterObjectState | undefined = row
+    ? { name, uid: row.uid, rv: Number(row.rv), object: JSON.parse(row.object) as KubeObject, ...(digest ? { credentialsDigest: digest } : {}) }
+    : undefined;
+  const decision = decide(current);
+  if (decision.action === 'none' || (decision.action === 'delete' && !row)) return { name, loaded };
+  return { name, loaded, write: decision };
+}
+
 /**
  * Decides on Cluster `name` as `loaded` holds it and writes the decision (the caller holds the
  * rv lock; `rv` is the last allocated). `publish`: the change row goes to the log here;
@@ -224,15 +262,25 @@ async function applyDecision(
   now: number,
   publish: boolean,
 ): Promise<{ result: Omit<ClusterObjectResult, 'watermark'>; row?: ChangeRowValues }> {
-  const ref = clusterRef(name);
-  const { row, digest } = loaded;
-  const current: ClusterObjectState | undefined = row
-    ? { name, uid: row.uid, rv: Number(row.rv), object: JSON.parse(row.object) as KubeObject, ...(digest ? { credentialsDigest: digest } : {}) }
-    : undefined;
-  const decision = decide(current);
-  if (decision.action === 'none' || (decision.action === 'delete' && !row)) return { result: { object: row?.object } };
+  const decided = decideOn(name, loaded, decide);
+  if (!decided.write) return { result: { object: loaded.row?.object } };
+  return applyDecided(trx, dialect, decided, fence, rv + 1, now, publish);
+}
 
-  const changeRv = rv + 1;
+/** Writes a decision at rv `changeRv`: the object, its credentials, its change (published here, or returned for the caller to publish with others). */
+async function applyDecided(
+  trx: Knex.Transaction,
+  dialect: Dialect,
+  decided: Decided,
+  fence: Fence | undefined,
+  changeRv: number,
+  now: number,
+  publish: boolean,
+): Promise<{ result: Omit<ClusterObjectResult, 'watermark'>; row: ChangeRowValues }> {
+  const { name, loaded } = decided;
+  const decision = decided.write!;
+  const ref = clusterRef(name);
+  const { row } = loaded;
   const { type, json, uid, change } = await applyOwnWrite(trx, dialect, ref, row, decision.action === 'delete' ? decision : { action: 'put', object: decision.object }, changeRv, now, fence, publish);
   if (decision.action === 'delete') await trx('cluster_credentials').where({ name }).delete();
   else {
