@@ -10,7 +10,7 @@
 import type { Knex } from 'knex';
 import { wallNow, wallOf } from '../lib/trace.ts';
 import type { Dialect, LeaseState } from './dialect.ts';
-import { allocateRvs, lockShared, publishRvs, runAlone, sawParallel, SwitchedToParallel, syncAllocator, writeProtocol } from './ordered-commits.ts';
+import { allocateRvs, lockShared, publishAndCommit, runAlone, sawParallel, SwitchedToParallel, syncAllocator, writeProtocol } from './ordered-commits.ts';
 import { FencedError, type Fence } from './leases.ts';
 
 /** What the locks of a write transaction give it. */
@@ -40,6 +40,8 @@ export interface RvLocks extends HeldLocks {
    * parallel: when the writers it waited for had ended, just before its publish and commit.
    */
   serializedFrom: number;
+  /** Set by writeTransaction for a parallel writer: how long its serialized section took, to its commit (which it sends with its publish). */
+  serializedMs?: number;
 }
 
 /**
@@ -176,8 +178,9 @@ function parallelWrite<T>(knex: Knex, fences: readonly Fence[], write: (trx: Kne
     const result = await write(trx, locks);
     if (allocated) {
       const publishing = wallNow();
-      const waited = await publishRvs(trx, allocated.waits, allocated.first, allocated.first + allocated.n - 1);
+      const waited = await publishAndCommit(trx, allocated.waits, allocated.first, allocated.first + allocated.n - 1);
       locks.serializedFrom = publishing + waited;
+      locks.serializedMs = wallNow() - locks.serializedFrom;
     } else locks.serializedFrom = wallNow();
     return result;
   });

@@ -141,9 +141,18 @@ export async function allocateRvs(trx: Knex.Transaction, n: number): Promise<{ f
   return { first: Number(row.first), waits: row.waits.map(Number) };
 }
 
-/** Step 5: waits for the earlier writers, fills what they left, moves the watermark to `last`. Returns the ms it waited. */
-export async function publishRvs(trx: Knex.Transaction, waits: number[], first: number, last: number): Promise<number> {
-  const [row] = await hotQuery<{ waited: number | string }>(trx, 'SELECT panoptes_rv_publish(?::integer[], ?, ?) AS waited', [waits, first, last]);
+/**
+ * Step 5 and the commit, in one message: waits for the earlier writers, fills what they left,
+ * moves the watermark to `last`, and commits, with no round trip to this process in between.
+ * The next writer waits for this commit, so a round trip here would put this process's event
+ * loop in every later writer's path. COMMIT AND CHAIN opens an empty transaction that the
+ * caller's own COMMIT ends. Returns the ms it waited.
+ */
+export async function publishAndCommit(trx: Knex.Transaction, waits: number[], first: number, last: number): Promise<number> {
+  for (const n of [...waits, first, last]) if (!Number.isSafeInteger(n)) throw new Error(`publishAndCommit: ${n} is not an integer`);
+  // The simple query protocol, for two statements in one message: integers only, written out.
+  const result: unknown = await trx.raw(`SELECT panoptes_rv_publish(ARRAY[${waits.join(',')}]::integer[], ${first}, ${last}) AS waited; COMMIT AND CHAIN`);
+  const [row] = rowsOf<{ waited: number | string }>(Array.isArray(result) ? result[0] : result);
   return Number(row.waited);
 }
 

@@ -314,6 +314,6 @@ export async function applyBatchesCommitted(knex: Knex, dialect: Dialect, parts:
     if (tracing) traceMark('rows-written', first, last);
     return results(first, last);
   }, prelude);
-  const heldMs = held ? wallNow() - held.serializedFrom : 0;
+  const heldMs = held ? (held.serializedMs ?? wallNow() - held.serializedFrom) : 0;
   return { results: results.map((r) => ({ ...r, heldMs })), committed: rows.map(toChange) };
 }
