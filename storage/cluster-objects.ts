@@ -141,7 +141,7 @@ export async function writeClusterObjects(knex: Knex, dialect: Dialect, writes: 
   // one row that every such round shares.
   let preread: Map<string, Loaded> | undefined;
   const prelude = dialect.name === 'postgres' ? async (trx: Knex.Transaction) => void (preread = await loadRows(trx, names)) : undefined;
-  const round = (lock: 'ordered' | 'rv') =>
+  const round = (lock: 'ordered-locked' | 'rv') =>
     writeTransaction(
       knex,
       dialect,
@@ -172,7 +172,7 @@ export async function writeClusterObjects(knex: Knex, dialect: Dialect, writes: 
       prelude,
     );
   try {
-    return await round('ordered');
+    return await round('ordered-locked');
   } catch (err) {
     if (!(err instanceof RunAlone)) throw err;
     return round('rv');

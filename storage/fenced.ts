@@ -10,7 +10,7 @@
 import type { Knex } from 'knex';
 import { wallNow, wallOf } from '../lib/trace.ts';
 import type { Dialect, LeaseState } from './dialect.ts';
-import { allocateRvs, lockShared, publishAndCommit, runAlone, sawParallel, SwitchedToParallel, syncAllocator, writeProtocol } from './ordered-commits.ts';
+import { allocateRvs, beginParallel, publishAndCommit, runAlone, sawParallel, SwitchedToParallel, syncAllocator, writeProtocol } from './ordered-commits.ts';
 import { FencedError, type Fence } from './leases.ts';
 
 /** What the locks of a write transaction give it. */
@@ -28,8 +28,10 @@ export interface RvLocks extends HeldLocks {
   /** The last allocated rv when the write began (serial, or alone); NaN for a parallel writer, whose rvs come from allocate. */
   rv: number;
   /**
-   * The next `n` rvs: returns the first. Serial, or alone: rv + 1 on, at once. Parallel: step 3
-   * of the protocol (storage/ordered-commits.ts); once per write.
+   * The next `n` rvs: returns the first (NaN for none). Serial, or alone: rv + 1 on, at once.
+   * Parallel: steps 1 and 3 of the protocol (storage/ordered-commits.ts): the locks and the
+   * fences' check come with it, so `now`, `lockWaitMs` and `lockedAt` are known only after it;
+   * once per write.
    */
   allocate(n: number): Promise<number>;
   /** Whether the write moves the watermark itself (serial, or alone) or the protocol's publish does, after it (parallel). */
@@ -71,9 +73,11 @@ export function fenceOf(fence: Fence, lease: string): Fence {
  * `ordered`: a lease holder's write that may run in parallel with others (every fence
  * given): on a parallel PostgreSQL database it takes its rvs with `allocate` once it knows how
  * many, and publishes them after `write`, in allocation order; elsewhere it is an `rv` write.
+ * Its `prelude` reads before its locks, which only rows its leases alone guard allow;
+ * `ordered-locked`: the same with its locks taken first (rows others may write: Cluster objects).
  * With no fence it is an unleased write, which only the Store's named unleased methods make.
  */
-export function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readonly Fence[], lock: 'rv' | 'ordered', write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>, prelude?: (trx: Knex.Transaction) => Promise<void>): Promise<T>;
+export function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readonly Fence[], lock: 'rv' | 'ordered' | 'ordered-locked', write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>, prelude?: (trx: Knex.Transaction) => Promise<void>): Promise<T>;
 export function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readonly Fence[], lock: 'leases', write: (trx: Knex.Transaction, locks: HeldLocks) => Promise<T>): Promise<T>;
 /**
  * `prelude` runs in the transaction before its locks are taken (after them for a parallel
@@ -81,7 +85,7 @@ export function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readon
  * whose result the fences make safe to use under the locks, taken out of the serialized
  * section (storage/write.ts).
  */
-export async function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readonly Fence[], lock: 'rv' | 'ordered' | 'leases', write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>, prelude?: (trx: Knex.Transaction) => Promise<void>): Promise<T> {
+export async function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: readonly Fence[], lock: 'rv' | 'ordered' | 'ordered-locked' | 'leases', write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>, prelude?: (trx: Knex.Transaction) => Promise<void>): Promise<T> {
   if (lock !== 'rv' && fences.length === 0) throw new Error(`writeTransaction: a write under ${lock === 'leases' ? 'leases' : 'ordered commits'} needs its fences`);
   if (prelude && dialect.name !== 'postgres') throw new Error('writeTransaction: a read before the locks is for PostgreSQL only');
   const names = fences.map((f) => f.lease);
@@ -97,7 +101,7 @@ export async function writeTransaction<T>(knex: Knex, dialect: Dialect, fences: 
   for (let attempt = 0; ; attempt++) {
     const protocol = dialect.name === 'postgres' ? await writeProtocol(knex) : 'serial';
     try {
-      if (protocol === 'parallel' && lock === 'ordered') return await parallelWrite(knex, fences, write, prelude);
+      if (protocol === 'parallel' && lock !== 'rv') return await parallelWrite(knex, fences, lock === 'ordered-locked', write, prelude);
       return await knex.transaction(async (trx) => {
         if (prelude) await prelude(trx);
         const started = performance.now();
@@ -153,29 +157,47 @@ function unallocated(now: number, lockWaitMs: number, lockedAt: number): RvLocks
   };
 }
 
-/** A parallel writer (storage/README.md, steps 1 to 5). */
-function parallelWrite<T>(knex: Knex, fences: readonly Fence[], write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>, prelude?: (trx: Knex.Transaction) => Promise<void>): Promise<T> {
+/**
+ * A parallel writer (storage/README.md, steps 1 to 5). Its reads (`prelude`) come first: under
+ * its clusters' leases only it writes their rows, its own earlier rounds have committed, and a
+ * lease taken over meanwhile has a new epoch, which the fence check refuses. Then, once it
+ * knows how many changes it appends, one statement takes its locks, checks its fences and
+ * allocates its rvs (allocate; with none, the same at the end: the fences are checked
+ * whatever it writes); its publish goes with its commit.
+ */
+function parallelWrite<T>(knex: Knex, fences: readonly Fence[], locksFirst: boolean, write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>, prelude?: (trx: Knex.Transaction) => Promise<void>): Promise<T> {
   return knex.transaction(async (trx) => {
-    const started = performance.now();
-    const locked = await lockShared(trx, fences.map((f) => f.lease));
-    const lockedAt = performance.now();
-    verifyFences(fences, locked.leases);
-    if (prelude) await prelude(trx);
+    let begun = false;
     let allocated: { first: number; waits: number[]; n: number } | undefined;
     const locks: RvLocks = {
       rv: Number.NaN,
-      now: locked.now,
-      lockWaitMs: lockedAt - started,
-      lockedAt: wallOf(lockedAt),
+      now: Number.NaN,
+      lockWaitMs: Number.NaN,
+      lockedAt: Number.NaN,
       serializedFrom: Number.NaN,
       movesWatermark: false,
       allocate: async (n) => {
         if (allocated) throw new Error('writeTransaction: a parallel write allocates once');
-        allocated = { ...(await allocateRvs(trx, n)), n };
-        return allocated.first;
+        if (!begun) await begin(n);
+        else if (n > 0) allocated = { ...(await allocateRvs(trx, n)), n };
+        return allocated?.first ?? Number.NaN;
       },
     };
+    // The locks and the fences' check, with the rvs when n > 0.
+    const begin = async (n: number) => {
+      begun = true;
+      const started = performance.now();
+      const r = await beginParallel(trx, n, fences);
+      const lockedAt = performance.now();
+      Object.assign(locks, { now: r.now, lockWaitMs: lockedAt - started, lockedAt: wallOf(lockedAt) });
+      verifyFences(fences, r.leases);
+      if (n > 0 && !r.allocated) throw new Error('writeTransaction: no rvs allocated although every fence holds');
+      if (r.allocated) allocated = { ...r.allocated, n };
+    };
+    if (locksFirst) await begin(0);
+    if (prelude) await prelude(trx);
     const result = await write(trx, locks);
+    if (!begun) await begin(0);
     if (allocated) {
       const publishing = wallNow();
       const waited = await publishAndCommit(trx, allocated.waits, allocated.first, allocated.first + allocated.n - 1);

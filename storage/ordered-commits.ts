@@ -6,6 +6,7 @@
 import type { Knex } from 'knex';
 import { hotQuery } from './prepared.ts';
 import { leaseStates, postgres, type LeaseRow, type LeaseState } from './dialect.ts';
+import type { Fence } from './leases.ts';
 import { writeProtocolKey } from './meta.ts';
 import { rowsOf } from './rows.ts';
 
@@ -47,6 +48,20 @@ BEGIN
     RAISE;
   END;
   PERFORM pg_advisory_unlock(${lockClass}, 0);
+END $$`,
+    // Steps 1 and 3 in one statement, once the writer knows n: the world lock shared, the
+    // fences' leases locked FOR KEY SHARE and read with the clock, and, only when every fence
+    // holds (the caller checks the same rows: storage/fenced.ts verifyFences), n rvs and a ticket.
+    `CREATE OR REPLACE FUNCTION panoptes_rv_begin(n bigint, names text[], holders text[], epochs bigint[], OUT now bigint, OUT leases json, OUT first bigint, OUT waits integer[]) LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock_shared(${lockClass}, 1);
+  now := ${postgres.nowMs};
+  SELECT coalesce(json_agg(json_build_object('name', l.name, 'holder', l.holder, 'epoch', l.epoch, 'expires_at', l.expires_at)), '[]') INTO leases
+    FROM (SELECT * FROM leases WHERE name = ANY(names) FOR KEY SHARE) l;
+  IF n > 0 AND (SELECT count(*) FROM unnest(names, holders, epochs) AS f(name, holder, epoch)
+      JOIN leases l ON l.name = f.name AND l.holder = f.holder AND l.epoch = f.epoch AND l.expires_at > now) = cardinality(names) THEN
+    SELECT a.first, a.waits INTO first, waits FROM panoptes_rv_allocate(n) a;
+  END IF;
 END $$`,
     // Step 5: wait for those writers; fill the ranges of the ones that aborted; move the
     // watermark. Each statement of a plpgsql function reads a fresh snapshot, so the meta row
@@ -121,21 +136,24 @@ export class SwitchedToParallel extends Error {
 }
 
 /**
- * Step 1 of a parallel writer, one statement: the world lock, shared (only writes that run
- * alone take it exclusively), then the fences' leases locked FOR KEY SHARE (as lockLeases)
- * and the database's clock.
+ * Steps 1 and 3 of a parallel writer, one statement, once it knows n: the world lock, shared
+ * (only writes that run alone take it exclusively), the fences' leases locked FOR KEY SHARE
+ * (as lockLeases) and read with the database's clock, and, when every fence holds, rvs
+ * `first..first+n-1` with the tickets to wait for before publishing (none when n is 0 or a
+ * fence no longer holds: the caller throws FencedError, having taken no rv).
  */
-export async function lockShared(trx: Knex.Transaction, leases: string[]): Promise<{ now: number; leases: LeaseState[] }> {
-  const rows = await hotQuery<LeaseRow>(
+export async function beginParallel(trx: Knex.Transaction, n: number, fences: readonly Fence[]): Promise<{ now: number; leases: LeaseState[]; allocated?: { first: number; waits: number[] } }> {
+  const [row] = await hotQuery<{ now: number | string; leases: Array<Omit<LeaseRow, 'now'>>; first: number | string | null; waits: number[] | null }>(
     trx,
-    `SELECT c.now, l.name, l.holder, l.epoch, l.expires_at FROM (SELECT pg_advisory_xact_lock_shared(${lockClass}, 1)::text AS world, ${postgres.nowMs} AS now) c ` +
-      `LEFT JOIN LATERAL (SELECT * FROM leases WHERE name = ANY(?::text[]) AND c.world IS NOT NULL FOR KEY SHARE) l ON true`,
-    [leases],
+    'SELECT now, leases, first, waits FROM panoptes_rv_begin(?, ?::text[], ?::text[], ?::bigint[])',
+    [n, fences.map((f) => f.lease), fences.map((f) => f.holder), fences.map((f) => f.epoch)],
   );
-  return { now: Number(rows[0].now), leases: leaseStates(rows) };
+  const now = Number(row.now);
+  const leases = leaseStates(row.leases.map((l) => ({ ...l, now })));
+  return row.first === null ? { now, leases } : { now, leases, allocated: { first: Number(row.first), waits: (row.waits ?? []).map(Number) } };
 }
 
-/** Step 3: rvs `first..first+n-1` and the tickets to wait for before publishing. */
+/** Step 3 alone, for a writer that took its locks first (beginParallel with n = 0): rvs `first..first+n-1` and the tickets to wait for. */
 export async function allocateRvs(trx: Knex.Transaction, n: number): Promise<{ first: number; waits: number[] }> {
   const [row] = await hotQuery<{ first: number | string; waits: number[] }>(trx, 'SELECT first, waits FROM panoptes_rv_allocate(?)', [n]);
   return { first: Number(row.first), waits: row.waits.map(Number) };

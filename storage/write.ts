@@ -169,7 +169,6 @@ export async function applyBatchesCommitted(knex: Knex, dialect: Dialect, parts:
   let held: RvLocks | undefined;
   const results = await writeTransaction(knex, dialect, fences, early ? 'ordered' : 'rv', async (trx, locked) => {
     held = locked;
-    const { lockWaitMs } = locked;
 
     // Each event decided against its key's state so far (what storage holds, then the
     // decisions before it); the changes are numbered in order, and get their rvs below.
@@ -218,11 +217,14 @@ export async function applyBatchesCommitted(knex: Knex, dialect: Dialect, parts:
       perPart.map((mine) => ({
         changes: mine.map((p) => ({ rv: first + p.index, type: p.d.type, cluster: p.cluster, group: p.group, resource: p.resource, namespace: p.namespace, name: p.name })),
         watermark,
-        lockWaitMs,
+        lockWaitMs: locked.lockWaitMs,
         heldMs: 0,
       }));
-    // Nothing to write (replays): the watermark as it is.
-    if (planned.length === 0) return results(Number.NaN, locked.movesWatermark ? locked.rv : (await readMeta(trx)).rv);
+    // Nothing to write (replays): no rv, the fences checked all the same, and the watermark as it is.
+    if (planned.length === 0) {
+      await locked.allocate(0);
+      return results(Number.NaN, locked.movesWatermark ? locked.rv : (await readMeta(trx)).rv);
+    }
 
     // The rvs: at once when the write runs alone; else allocated now (ordered-commits.ts).
     const first = await locked.allocate(planned.length);
