@@ -37,6 +37,12 @@ export interface BatchRows {
   /** The change rows, in rv order, and the batch's watermark (null: a parallel writer's, moved when it publishes). */
   changes: ChangeRowValues[];
   rv: number | null;
+  /**
+   * A parallel writer at the head of the line (PostgreSQL, storage/ordered-commits.ts) moves
+   * the watermark itself: set to its first rv, the rvs between the watermark and it (left by
+   * writers that aborted) become gap rows in the same statement.
+   */
+  fillGapsBelow?: number;
 }
 
 export const identityKey = (o: ObjectIdentity): string => `${o.cluster}\u0000${o.grp}\u0000${o.resource}\u0000${o.namespace}\u0000${o.name}`;
@@ -70,6 +76,7 @@ export async function addCounts(trx: Knex.Transaction, dialect: Dialect, deltas:
 
 /** Writes a batch's rows one table at a time, SQLite's way (each statement is a call into the library, not a round trip). */
 export async function writeBatchRows(trx: Knex.Transaction, dialect: Dialect, b: BatchRows): Promise<void> {
+  if (b.fillGapsBelow !== undefined) throw new Error(`writeBatch: only PostgreSQL writes in parallel (${dialect.name})`);
   const ids = new Map<string, number>();
   const upserted = await insertRows<Omit<ObjectRow, 'id'>, ObjectIdentity & Pick<ObjectRow, 'id'>>(trx, dialect, 'objects', b.upserts, objectsUpsert);
   for (const r of upserted) ids.set(identityKey(r), Number(r.id));

@@ -524,16 +524,27 @@ type Binding = Knex.ValueDict[keyof Knex.ValueDict];
  * the payload is too long: PostgreSQL checks the size in its own encoding, so the fallback is
  * made there), else one with the watermark. Sent at commit, in the order selected (rv order).
  */
-function postgresPublish(rows: ChangeRowValues[], rv: number | null): [string, Binding[]] {
+function postgresPublish(rows: ChangeRowValues[], rv: number | null, fillGapsBelow?: number): [string, Binding[]] {
   const columns = Object.keys(rows[0]);
   const [source, values] = postgresRowsSource('changes', columns, rows as unknown as Array<Record<string, unknown>>);
   const notes = rows.length <= maxNotifiedChanges ? rows.map((r) => ({ rv: r.rv, p: changePayload(r) })) : [{ rv: rv ?? rows[rows.length - 1].rv, p: null }];
+  if (fillGapsBelow !== undefined && rv === null) throw new Error('writeBatch: gaps are filled by a write that moves the watermark');
+  // Every CTE reads the statement's snapshot: the gaps are below the watermark as it was.
+  const gaps = fillGapsBelow === undefined ? '' : `gaps AS (${postgresGapRows("(SELECT value FROM meta WHERE key = 'rv') + 1", '?::bigint - 1')}), `;
   return [
-    `appended AS (INSERT INTO changes (${columns.map(quote).join(', ')}) ${source}), ${rv === null ? '' : "watermark AS (UPDATE meta SET value = ? WHERE key = 'rv'), "}` +
+    `appended AS (INSERT INTO changes (${columns.map(quote).join(', ')}) ${source}), ${gaps}${rv === null ? '' : "watermark AS (UPDATE meta SET value = ? WHERE key = 'rv'), "}` +
       `notified AS (SELECT pg_notify(?, CASE WHEN octet_length(n.p) <= ${maxNotifyBytes} THEN n.p ELSE n.rv::text END) FROM ROWS FROM (json_to_recordset(?::json) AS (rv bigint, p text)) WITH ORDINALITY AS n(rv, p, i) ORDER BY n.i)`,
-    [...(values as Binding[]), ...(rv === null ? [] : [rv]), notifyChannel, JSON.stringify(notes)],
+    [...(values as Binding[]), ...(fillGapsBelow === undefined ? [] : [fillGapsBelow]), ...(rv === null ? [] : [rv]), notifyChannel, JSON.stringify(notes)],
   ];
 }
+
+/** What a gap row holds: the rv of a range allocated and never committed (storage/ordered-commits.ts). No list, history read or watch matches it. */
+export const gapType = 'GAP';
+
+/** The INSERT of gap rows for the rvs `from..to` (SQL expressions). */
+export const postgresGapRows = (from: string, to: string): string =>
+  `INSERT INTO changes (rv, type, cluster, grp, version, resource, namespace, name, uid, object, prev_object, ts, epoch) ` +
+  `SELECT g, '${gapType}', '', '', '', '', '', '', '', '{}', NULL, ${postgres.nowMs}, NULL FROM generate_series(${from}, ${to}) g`;
 
 export const postgres: Dialect = {
   name: 'postgres',
@@ -617,7 +628,7 @@ export const postgres: Dialect = {
       const [source, values] = postgresRowsSource('object_counts', ins.columns, ins.rows);
       add(`counted AS (${ins.head} ${source}${ins.suffix})`, values as Binding[]);
     }
-    const [publish, values] = postgresPublish(b.changes, b.rv);
+    const [publish, values] = postgresPublish(b.changes, b.rv, b.fillGapsBelow);
     add(publish, values);
     // The notifications are evaluated by the outer query (a CTE that is not data-modifying runs only when read);
     // counts that came out negative (a decrement of a count never kept) are set to zero after.

@@ -10,7 +10,7 @@
 import type { Knex } from 'knex';
 import { wallNow, wallOf } from '../lib/trace.ts';
 import type { Dialect, LeaseState } from './dialect.ts';
-import { allocateRvs, beginParallel, publishAndCommit, runAlone, sawParallel, SwitchedToParallel, syncAllocator, writeProtocol } from './ordered-commits.ts';
+import { allocateRvs, beginParallel, publishAndCommit, type Allocation, runAlone, sawParallel, SwitchedToParallel, syncAllocator, writeProtocol } from './ordered-commits.ts';
 import { FencedError, type Fence } from './leases.ts';
 
 /** What the locks of a write transaction give it. */
@@ -37,12 +37,25 @@ export interface RvLocks extends HeldLocks {
   /** Whether the write moves the watermark itself (serial, or alone) or the protocol's publish does, after it (parallel). */
   movesWatermark: boolean;
   /**
+   * Set by allocate for a parallel writer whose allocation found no earlier writer in flight:
+   * it may publish in its own write (moving the watermark and filling the gaps below its first
+   * rv: BatchRows.fillGapsBelow) and say so with `published`; its commit then needs no publish
+   * step, and no round trip more than a serial write's.
+   */
+  headOfLine?: boolean;
+  /** Set by a write that published itself (headOfLine). */
+  published?: boolean;
+  /**
    * Set by writeTransaction: when the write's serialized section began (lib/trace.ts wall
    * clock), the part no other writer overlaps. Serial, or alone: when the lock was taken;
    * parallel: when the writers it waited for had ended, just before its publish and commit.
    */
   serializedFrom: number;
-  /** Set by writeTransaction for a parallel writer: how long its serialized section took, to its commit (which it sends with its publish). */
+  /**
+   * Set by writeTransaction for a parallel writer: how long its serialized sections took, as
+   * the database measured them: ALLOC, and its publish from the end of its waits to its commit
+   * (sent with the publish). What its process does around them overlaps other writers.
+   */
   serializedMs?: number;
 }
 
@@ -165,10 +178,13 @@ function unallocated(now: number, lockWaitMs: number, lockedAt: number): RvLocks
  * allocates its rvs (allocate; with none, the same at the end: the fences are checked
  * whatever it writes); its publish goes with its commit.
  */
-function parallelWrite<T>(knex: Knex, fences: readonly Fence[], locksFirst: boolean, write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>, prelude?: (trx: Knex.Transaction) => Promise<void>): Promise<T> {
-  return knex.transaction(async (trx) => {
+async function parallelWrite<T>(knex: Knex, fences: readonly Fence[], locksFirst: boolean, write: (trx: Knex.Transaction, locks: RvLocks) => Promise<T>, prelude?: (trx: Knex.Transaction) => Promise<void>): Promise<T> {
+  let committing = Number.NaN;
+  let allocMs = 0;
+  let held: RvLocks | undefined;
+  const result = await knex.transaction(async (trx) => {
     let begun = false;
-    let allocated: { first: number; waits: number[]; n: number } | undefined;
+    let allocated: (Allocation & { n: number }) | undefined;
     const locks: RvLocks = {
       rv: Number.NaN,
       now: Number.NaN,
@@ -179,10 +195,14 @@ function parallelWrite<T>(knex: Knex, fences: readonly Fence[], locksFirst: bool
       allocate: async (n) => {
         if (allocated) throw new Error('writeTransaction: a parallel write allocates once');
         if (!begun) await begin(n);
-        else if (n > 0) allocated = { ...(await allocateRvs(trx, n)), n };
+        else if (n > 0) {
+          allocated = { ...(await allocateRvs(trx, n)), n };
+          locks.headOfLine = allocated.waits.length === 0;
+        }
         return allocated?.first ?? Number.NaN;
       },
     };
+    held = locks;
     // The locks and the fences' check, with the rvs when n > 0.
     const begin = async (n: number) => {
       begun = true;
@@ -193,18 +213,27 @@ function parallelWrite<T>(knex: Knex, fences: readonly Fence[], locksFirst: bool
       verifyFences(fences, r.leases);
       if (n > 0 && !r.allocated) throw new Error('writeTransaction: no rvs allocated although every fence holds');
       if (r.allocated) allocated = { ...r.allocated, n };
+      if (allocated) locks.headOfLine = allocated.waits.length === 0;
     };
     if (locksFirst) await begin(0);
     if (prelude) await prelude(trx);
     const result = await write(trx, locks);
     if (!begun) await begin(0);
-    if (allocated) {
+    if (allocated && locks.published) {
+      if (!locks.headOfLine) throw new Error('writeTransaction: only the head of the line publishes in its write');
+      // Its commit is the caller's COMMIT: measured below, from here (an upper bound: the round trip is in it).
+      locks.serializedFrom = wallNow();
+      committing = performance.now();
+      allocMs = allocated.allocMs;
+    } else if (allocated) {
       const publishing = wallNow();
-      const waited = await publishAndCommit(trx, allocated.waits, allocated.first, allocated.first + allocated.n - 1);
-      locks.serializedFrom = publishing + waited;
-      locks.serializedMs = wallNow() - locks.serializedFrom;
+      const { waitedMs, orderedMs } = await publishAndCommit(trx, allocated.waits, allocated.first, allocated.first + allocated.n - 1);
+      locks.serializedFrom = publishing + waitedMs;
+      locks.serializedMs = allocated.allocMs + orderedMs;
     } else locks.serializedFrom = wallNow();
     return result;
   });
+  if (held && !Number.isNaN(committing)) held.serializedMs = allocMs + (performance.now() - committing);
+  return result;
 }
 

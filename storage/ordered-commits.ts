@@ -5,7 +5,7 @@
 // protocol a database uses.
 import type { Knex } from 'knex';
 import { hotQuery } from './prepared.ts';
-import { leaseStates, postgres, type LeaseRow, type LeaseState } from './dialect.ts';
+import { gapType, leaseStates, postgres, postgresGapRows, type LeaseRow, type LeaseState } from './dialect.ts';
 import type { Fence } from './leases.ts';
 import { writeProtocolKey } from './meta.ts';
 import { rowsOf } from './rows.ts';
@@ -19,24 +19,20 @@ const ticketClass = 1_346_458_190;
 /** (lockClass, 0): ALLOC, a session lock held for one allocation; (lockClass, 1): the world lock. */
 const lockClass = 1_346_458_191;
 
-/** What a gap row holds: the rv of a range allocated and never committed. No list, history read or watch matches it. */
-export const gapType = 'GAP';
+export { gapType };
 
-const gapRows = (from: string, to: string) =>
-  `INSERT INTO changes (rv, type, cluster, grp, version, resource, namespace, name, uid, object, prev_object, ts, epoch) ` +
-  `SELECT g, '${gapType}', '', '', '', '', '', '', '', '{}', NULL, ${postgres.nowMs}, NULL FROM generate_series(${from}, ${to}) g`;
+const gapRows = postgresGapRows;
 
-/** The SQL of schema migration 16 on PostgreSQL: the allocator sequence, starting after `rv`, and the protocol's functions. */
-export function orderedCommitsSchema(rv: number): string[] {
-  return [
-    `CREATE SEQUENCE rv_allocator AS bigint MINVALUE 0 START WITH ${rv + 1}`,
-    // Step 3: n rvs and a ticket, under ALLOC, with the tickets held at that moment (the
-    // writers that allocated before and have not ended). ALLOC is a session lock: it is
-    // released whatever happens, or the next allocation would wait forever.
-    `CREATE OR REPLACE FUNCTION panoptes_rv_allocate(n bigint, OUT first bigint, OUT waits integer[]) LANGUAGE plpgsql AS $$
-BEGIN
+/**
+ * Step 3: n rvs and a ticket, under ALLOC, with the tickets held at that moment (the writers
+ * that allocated before and have not ended). ALLOC is a session lock: it is released whatever
+ * happens, or the next allocation would wait forever. `timed` (schema migration 17 on): it
+ * also returns how long it held ALLOC.
+ */
+const allocateFunction = (timed: boolean): string => `CREATE OR REPLACE FUNCTION panoptes_rv_allocate(n bigint, OUT first bigint, OUT waits integer[]${timed ? ', OUT held_ms double precision' : ''}) LANGUAGE plpgsql AS $$
+${timed ? 'DECLARE\n  locked timestamptz;\n' : ''}BEGIN
   PERFORM pg_advisory_lock(${lockClass}, 0);
-  BEGIN
+${timed ? '  locked := clock_timestamp();\n' : ''}  BEGIN
     first := nextval('rv_allocator');
     IF n > 1 THEN PERFORM setval('rv_allocator', first + n - 1); END IF;
     SELECT coalesce(array_agg(l.objid::bigint::integer), '{}') INTO waits FROM pg_locks l
@@ -47,12 +43,11 @@ BEGIN
     PERFORM pg_advisory_unlock(${lockClass}, 0);
     RAISE;
   END;
-  PERFORM pg_advisory_unlock(${lockClass}, 0);
-END $$`,
-    // Steps 1 and 3 in one statement, once the writer knows n: the world lock shared, the
-    // fences' leases locked FOR KEY SHARE and read with the clock, and, only when every fence
-    // holds (the caller checks the same rows: storage/fenced.ts verifyFences), n rvs and a ticket.
-    `CREATE OR REPLACE FUNCTION panoptes_rv_begin(n bigint, names text[], holders text[], epochs bigint[], OUT now bigint, OUT leases json, OUT first bigint, OUT waits integer[]) LANGUAGE plpgsql AS $$
+${timed ? '  held_ms := extract(epoch from clock_timestamp() - locked) * 1000;\n' : ''}  PERFORM pg_advisory_unlock(${lockClass}, 0);
+END $$`;
+
+/** Steps 1 and 3 in one statement (below); `timed`: with the allocation's time under ALLOC. */
+const beginFunction = (timed: boolean): string => `CREATE OR REPLACE FUNCTION panoptes_rv_begin(n bigint, names text[], holders text[], epochs bigint[], OUT now bigint, OUT leases json, OUT first bigint, OUT waits integer[]${timed ? ', OUT alloc_ms double precision' : ''}) LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM pg_advisory_xact_lock_shared(${lockClass}, 1);
   now := ${postgres.nowMs};
@@ -60,9 +55,22 @@ BEGIN
     FROM (SELECT * FROM leases WHERE name = ANY(names) FOR KEY SHARE) l;
   IF n > 0 AND (SELECT count(*) FROM unnest(names, holders, epochs) AS f(name, holder, epoch)
       JOIN leases l ON l.name = f.name AND l.holder = f.holder AND l.epoch = f.epoch AND l.expires_at > now) = cardinality(names) THEN
-    SELECT a.first, a.waits INTO first, waits FROM panoptes_rv_allocate(n) a;
+    SELECT ${timed ? 'a.first, a.waits, a.held_ms INTO first, waits, alloc_ms' : 'a.first, a.waits INTO first, waits'} FROM panoptes_rv_allocate(n) a;
   END IF;
-END $$`,
+END $$`;
+
+/** The SQL of schema migration 16 on PostgreSQL: the allocator sequence, starting after `rv`, and the protocol's functions. */
+export function orderedCommitsSchema(rv: number): string[] {
+  return [
+    `CREATE SEQUENCE rv_allocator AS bigint MINVALUE 0 START WITH ${rv + 1}`,
+    // Step 3: n rvs and a ticket, under ALLOC, with the tickets held at that moment (the
+    // writers that allocated before and have not ended). ALLOC is a session lock: it is
+    // released whatever happens, or the next allocation would wait forever.
+    allocateFunction(false),
+    // Steps 1 and 3 in one statement, once the writer knows n: the world lock shared, the
+    // fences' leases locked FOR KEY SHARE and read with the clock, and, only when every fence
+    // holds (the caller checks the same rows: storage/fenced.ts verifyFences), n rvs and a ticket.
+    beginFunction(false),
     // Step 5: wait for those writers; fill the ranges of the ones that aborted; move the
     // watermark. Each statement of a plpgsql function reads a fresh snapshot, so the meta row
     // read after the waits is every earlier writer's. Returns the ms spent waiting.
@@ -107,6 +115,21 @@ END $$`,
   ];
 }
 
+/**
+ * The SQL of schema migration 17: the allocation also says how long it held ALLOC, so a
+ * writer reports its whole serialized section as the database measured it (ALLOC, then its
+ * publish after the waits, to its commit). Same protocol, same locks; callers of the earlier
+ * functions read the columns they knew.
+ */
+export function allocationTimingSchema(): string[] {
+  return [
+    'DROP FUNCTION panoptes_rv_begin(bigint, text[], text[], bigint[])',
+    'DROP FUNCTION panoptes_rv_allocate(bigint)',
+    allocateFunction(true),
+    beginFunction(true),
+  ];
+}
+
 const protocols = new WeakMap<Knex, WriteProtocol>();
 
 /**
@@ -142,21 +165,28 @@ export class SwitchedToParallel extends Error {
  * `first..first+n-1` with the tickets to wait for before publishing (none when n is 0 or a
  * fence no longer holds: the caller throws FencedError, having taken no rv).
  */
-export async function beginParallel(trx: Knex.Transaction, n: number, fences: readonly Fence[]): Promise<{ now: number; leases: LeaseState[]; allocated?: { first: number; waits: number[] } }> {
-  const [row] = await hotQuery<{ now: number | string; leases: Array<Omit<LeaseRow, 'now'>>; first: number | string | null; waits: number[] | null }>(
+export async function beginParallel(trx: Knex.Transaction, n: number, fences: readonly Fence[]): Promise<{ now: number; leases: LeaseState[]; allocated?: Allocation }> {
+  const [row] = await hotQuery<{ now: number | string; leases: Array<Omit<LeaseRow, 'now'>>; first: number | string | null; waits: number[] | null; alloc_ms: number | null }>(
     trx,
-    'SELECT now, leases, first, waits FROM panoptes_rv_begin(?, ?::text[], ?::text[], ?::bigint[])',
+    'SELECT now, leases, first, waits, alloc_ms FROM panoptes_rv_begin(?, ?::text[], ?::text[], ?::bigint[])',
     [n, fences.map((f) => f.lease), fences.map((f) => f.holder), fences.map((f) => f.epoch)],
   );
   const now = Number(row.now);
   const leases = leaseStates(row.leases.map((l) => ({ ...l, now })));
-  return row.first === null ? { now, leases } : { now, leases, allocated: { first: Number(row.first), waits: (row.waits ?? []).map(Number) } };
+  return row.first === null ? { now, leases } : { now, leases, allocated: { first: Number(row.first), waits: (row.waits ?? []).map(Number), allocMs: Number(row.alloc_ms ?? 0) } };
 }
 
-/** Step 3 alone, for a writer that took its locks first (beginParallel with n = 0): rvs `first..first+n-1` and the tickets to wait for. */
-export async function allocateRvs(trx: Knex.Transaction, n: number): Promise<{ first: number; waits: number[] }> {
-  const [row] = await hotQuery<{ first: number | string; waits: number[] }>(trx, 'SELECT first, waits FROM panoptes_rv_allocate(?)', [n]);
-  return { first: Number(row.first), waits: row.waits.map(Number) };
+/** rvs `first..first+n-1`, the tickets to wait for before publishing, and how long ALLOC was held (ms, the database's clock). */
+export interface Allocation {
+  first: number;
+  waits: number[];
+  allocMs: number;
+}
+
+/** Step 3 alone, for a writer that took its locks first (beginParallel with n = 0). */
+export async function allocateRvs(trx: Knex.Transaction, n: number): Promise<Allocation> {
+  const [row] = await hotQuery<{ first: number | string; waits: number[]; held_ms: number }>(trx, 'SELECT first, waits, held_ms FROM panoptes_rv_allocate(?)', [n]);
+  return { first: Number(row.first), waits: row.waits.map(Number), allocMs: Number(row.held_ms) };
 }
 
 /**
@@ -164,14 +194,23 @@ export async function allocateRvs(trx: Knex.Transaction, n: number): Promise<{ f
  * moves the watermark to `last`, and commits, with no round trip to this process in between.
  * The next writer waits for this commit, so a round trip here would put this process's event
  * loop in every later writer's path. COMMIT AND CHAIN opens an empty transaction that the
- * caller's own COMMIT ends. Returns the ms it waited.
+ * caller's own COMMIT ends. Returns how long it waited for the earlier writers and how long
+ * its ordered part took, from the end of those waits to its commit, both on the database's
+ * clock (the reads of the clock before and after are in the same message).
  */
-export async function publishAndCommit(trx: Knex.Transaction, waits: number[], first: number, last: number): Promise<number> {
+export async function publishAndCommit(trx: Knex.Transaction, waits: number[], first: number, last: number): Promise<{ waitedMs: number; orderedMs: number }> {
   for (const n of [...waits, first, last]) if (!Number.isSafeInteger(n)) throw new Error(`publishAndCommit: ${n} is not an integer`);
-  // The simple query protocol, for two statements in one message: integers only, written out.
-  const result: unknown = await trx.raw(`SELECT panoptes_rv_publish(ARRAY[${waits.join(',')}]::integer[], ${first}, ${last}) AS waited; COMMIT AND CHAIN`);
-  const [row] = rowsOf<{ waited: number | string }>(Array.isArray(result) ? result[0] : result);
-  return Number(row.waited);
+  // The simple query protocol, for several statements in one message: integers only, written
+  // out. A select list is evaluated in order: the clock is read before the publish.
+  const clock = 'extract(epoch from clock_timestamp()) * 1000';
+  const result: unknown = await trx.raw(
+    `SELECT ${clock} AS started, panoptes_rv_publish(ARRAY[${waits.join(',')}]::integer[], ${first}, ${last}) AS waited; COMMIT AND CHAIN; SELECT ${clock} AS committed`,
+  );
+  const results = Array.isArray(result) ? result : [result];
+  const [published] = rowsOf<{ started: number | string; waited: number | string }>(results[0]);
+  const [ended] = rowsOf<{ committed: number | string }>(results[results.length - 1]);
+  const waitedMs = Number(published.waited);
+  return { waitedMs, orderedMs: Math.max(0, Number(ended.committed) - Number(published.started) - waitedMs) };
 }
 
 /**

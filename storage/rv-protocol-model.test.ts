@@ -104,6 +104,15 @@ function actions(s: State, plans: Plan[], protocol: Protocol): Array<() => State
         break;
       case 'allocated':
         out.push(step((_n, me) => void (me.phase = 'written')));
+        // The head of the line (no writer was in flight when it allocated) may publish in its
+        // write statement: the gaps below it from the watermark as that statement reads it.
+        if (protocol === 'ordered' && w.preds.length === 0)
+          out.push(
+            step((n, me) => {
+              for (let r = n.watermark + 1; r < me.first; r++) me.gaps.push(r);
+              me.phase = 'published';
+            }),
+          );
         if (plan.abortAt === 'write') out.push(step((n, me) => (release(n), void (me.phase = 'aborted'))));
         break;
       case 'written': {

@@ -7,7 +7,7 @@ import type { Dialect } from './dialect.ts';
 import { fieldIndexName, indexedFields } from './json-fields.ts';
 import { epochSequence } from './leases.ts';
 import { writeProtocolKey } from './meta.ts';
-import { orderedCommitsSchema } from './ordered-commits.ts';
+import { allocationTimingSchema, orderedCommitsSchema } from './ordered-commits.ts';
 import { sqlDocument, sqlText } from './sql-values.ts';
 
 type Migration = { version: number; up(trx: Knex.Transaction, dialect: Dialect): Promise<void> };
@@ -317,6 +317,15 @@ const migrations: Migration[] = [
       const fresh = rv === initialRv && (await trx('changes').first('rv')) === undefined;
       for (const sql of orderedCommitsSchema(rv)) await trx.raw(sql);
       await trx('meta').insert({ key: writeProtocolKey, value: fresh ? 1 : 0 });
+    },
+  },
+  {
+    // The allocation says how long it held ALLOC (storage/ordered-commits.ts), so the
+    // serialized section is measured by the database, not by a writer's event loop.
+    version: 17,
+    async up(trx, d) {
+      if (d.name !== 'postgres') return;
+      for (const sql of allocationTimingSchema()) await trx.raw(sql);
     },
   },
 ];

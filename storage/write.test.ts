@@ -3,7 +3,7 @@ import t, { type Test } from 'tap';
 import { parseLabelSelector } from '../kube/labels.ts';
 import { clusterLease, type Fence } from './leases.ts';
 import type { Store } from './store.ts';
-import { backends, openTestStore, podEvent, stopTestPostgres, takeLease } from './testing.ts';
+import { backends, heldOpen, openTestStore, podEvent, stopTestPostgres, takeLease } from './testing.ts';
 import type { KubeObject, UpstreamEvent } from './types.ts';
 
 t.teardown(stopTestPostgres);
@@ -224,9 +224,7 @@ async function recordingStore(t: Test): Promise<{ store: Store; fence: Fence; sq
 const kindOf = (q: string): string =>
   /panoptes_rv_exclusive|FOR UPDATE/.test(q)
     ? 'alone'
-    : /pg_advisory_xact_lock_shared/.test(q)
-      ? 'locks'
-      : /FOR KEY SHARE/.test(q)
+    : /FOR KEY SHARE/.test(q)
         ? 'fences'
         : /panoptes_rv_begin|panoptes_rv_allocate/.test(q)
         ? 'allocate'
@@ -240,7 +238,7 @@ const kindOf = (q: string): string =>
                 ? 'watermark'
                 : q.slice(0, 40);
 
-t.test('postgres: a batch is four statements to its commit, however many tables it writes', async (t) => {
+t.test('postgres: a batch is three statements to its commit, however many tables it writes; four behind a writer in flight', async (t) => {
   const { store, fence, sql } = await recordingStore(t);
   // Which protocol the database writes with is read once per process, before the first write.
   t.equal(await writeProtocol(store.conn.knex), 'parallel', 'a database created now writes in parallel');
@@ -252,11 +250,11 @@ t.test('postgres: a batch is four statements to its commit, however many tables 
     return sql.slice(1, -1).map(kindOf);
   };
   // What storage holds for the keys; the locks, the fences' check and the rvs; objects, labels,
-  // counts, the change log and NOTIFY; the publish and its commit (storage/ordered-commits.ts).
-  // (The last COMMIT ends the empty transaction the publish chained.)
-  const parallel = ['read', 'allocate', 'write', 'publish'];
-  t.same(await statements([podEvent('ADDED', 'web', 'a', '1', { labels: { app: 'a' } }), podEvent('ADDED', 'web', 'b', '2', { labels: { app: 'b' } })]), parallel, 'creates');
-  t.same(await statements([podEvent('MODIFIED', 'web', 'a', '3', { labels: { app: 'x', tier: 'web' } }), podEvent('DELETED', 'web', 'b', '4')]), parallel, 'a relabel and a delete');
+  // counts, the change log, NOTIFY and, with no writer ahead of it, the watermark; its COMMIT.
+  const alone = ['read', 'allocate', 'write'];
+  t.same(await statements([podEvent('ADDED', 'web', 'a', '1', { labels: { app: 'a' } }), podEvent('ADDED', 'web', 'b', '2', { labels: { app: 'b' } })]), alone, 'creates');
+  t.equal(await store.watermark(), 3, 'the write statement moved the watermark');
+  t.same(await statements([podEvent('MODIFIED', 'web', 'a', '3', { labels: { app: 'x', tier: 'web' } }), podEvent('DELETED', 'web', 'b', '4')]), alone, 'a relabel and a delete');
   t.same(await statements([podEvent('MODIFIED', 'web', 'a', '3')]), ['read', 'allocate', 'watermark'], 'a replay: the read, the locks and fences without rvs, nothing written');
   // A group commit of several clusters and resources reads what they hold in one statement.
   const west = await takeLease(store, clusterLease('west'));
@@ -266,7 +264,21 @@ t.test('postgres: a batch is four statements to its commit, however many tables 
     { cluster: 'east', events: [podEvent('MODIFIED', 'web', 'a', '6', { labels: { app: 'y' } }), cm], fence },
     { cluster: 'west', events: [podEvent('ADDED', 'web', 'a', '7'), cm], fence: west },
   ]);
-  t.same(sql.slice(1, -1).map(kindOf), parallel, 'two clusters, two resources: the same four');
+  t.same(sql.slice(1, -1).map(kindOf), alone, 'two clusters, two resources: the same three');
+
+  // Behind a writer in flight (west, held open before its commit), east's publish is a
+  // statement of its own, sent with its COMMIT: it waits for west's, then moves the watermark.
+  const before = await store.watermark();
+  const { release, done } = await heldOpen((opts) => store.applyBatches([{ cluster: 'west', events: [podEvent('ADDED', 'web', 'w2', '8')], fence: west }], opts));
+  sql.length = 0;
+  const east = store.applyBatches([{ cluster: 'east', events: [podEvent('ADDED', 'web', 'e2', '9')], fence }]);
+  for (let i = 0; i < 500 && !sql.some((q) => kindOf(q) === 'publish'); i++) await new Promise((r) => setTimeout(r, 10));
+  release();
+  await Promise.all([done, east]);
+  t.same(sql.filter((q) => !/^(BEGIN|COMMIT)/.test(q)).map(kindOf), ['read', 'allocate', 'write', 'publish'], 'behind a writer: read, allocate, write, publish with its commit');
+  const after = await store.changesAfter(before, 10);
+  t.same(after.map((c) => [c.rv, c.name]), [[before + 1, 'w2'], [before + 2, 'e2']], 'both committed, in allocation order');
+  t.equal(await store.watermark(), before + 2);
 });
 
 t.test('postgres: under leases a batch runs in parallel with others; unleased writes and retries run alone and read under the lock', async (t) => {

@@ -310,8 +310,11 @@ export async function applyBatchesCommitted(knex: Knex, dialect: Dialect, parts:
       relabel,
       counts: [...counts.values()].filter((c) => c.n !== 0),
       changes: rows,
-      rv: locked.movesWatermark ? last : null,
+      // Serial, or alone: the watermark moves here. Parallel: by the publish step, or here by a
+      // writer no earlier writer is ahead of (storage/ordered-commits.ts), one round trip less.
+      ...(locked.movesWatermark ? { rv: last } : locked.headOfLine ? { rv: last, fillGapsBelow: first } : { rv: null }),
     });
+    if (locked.headOfLine) locked.published = true;
     if (opts.beforeCommit) await opts.beforeCommit();
     if (tracing) traceMark('rows-written', first, last);
     return results(first, last);

@@ -72,7 +72,7 @@ export class SynchroMetrics {
     this.membership = new Gauge({ name: 'panoptes_synchro_membership', help: "This process's phase among the synchro members, 1 for the current one: out (cannot work: not joined, storage unreachable, identity held elsewhere), member, stopped", labelNames: ['phase'], registers: r });
     this.rvLockHeld = new Histogram({
       name: 'panoptes_synchro_rv_lock_held_seconds',
-      help: "Time each round's transaction held the change log's rv counter, from taking it to the end of its commit: the part of a write no other writer of the fleet overlaps",
+      help: "The part of each round's write that no other writer of the fleet overlaps. Serial protocol (SQLite, or PostgreSQL before `migrate --parallel-writes`): from taking the rv lock to the end of the commit. Parallel: the rv allocation's lock plus the publish, from the end of its wait for earlier writers to its commit, on the database's clock",
       buckets: [0.00025, 0.0005, 0.001, 0.0015, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1],
       registers: r,
     });
