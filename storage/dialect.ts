@@ -766,7 +766,7 @@ export const postgres: Dialect = {
   async nameSubstringIndex(trx) {
     // pg_trgm is a trusted extension (PostgreSQL 13+): a role with CREATE on the database may
     // install it (https://www.postgresql.org/docs/15/pgtrgm.html). Tried in a savepoint: a role
-    // without the right leaves the migration whole and searches unindexed (README, Search).
+    // without the right leaves the migration whole and searches unindexed (docs/search.md).
     try {
       await trx.transaction(async (sp) => {
         await sp.raw('CREATE EXTENSION IF NOT EXISTS pg_trgm');

@@ -251,7 +251,7 @@ const migrations: Migration[] = [
       await trx.raw(`CREATE INDEX IF NOT EXISTS objects_by_created ON objects (grp, resource, ${d.byteOrder('created_at')}, namespace, name, cluster)`);
       await trx.raw('CREATE INDEX IF NOT EXISTS objects_by_name ON objects (grp, resource, name, namespace, cluster)');
       if (!(await d.nameSubstringIndex(trx))) {
-        logger('storage').warn('pg_trgm cannot be installed by this role: fuzzyName reads without its index (README, Search, says how to add it)');
+        logger('storage').warn('pg_trgm cannot be installed by this role: fuzzyName reads without its index (docs/search.md says how to add it)');
       }
     },
   },

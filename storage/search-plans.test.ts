@@ -29,7 +29,7 @@ function fleet(): UpstreamEvent[] {
 }
 
 const chain: ListQuery = { group: '', resource: 'pods', limit: 501, owners: { names: ['app-7'], group: 'apps', resource: 'deployments', seniority: 1 } };
-/** Every owner term, each of which the README promises is read through an index. */
+/** Every owner term, each of which docs/search.md promises is read through an index. */
 const ownerTerms: Array<[string, ListQuery]> = [
   ['ownerName, seniority 1', chain],
   ['ownerName, any seniority', { ...chain, owners: { ...chain.owners!, seniority: 'any' } }],

@@ -51,7 +51,7 @@ export type { ProxiedWrite, WriteConsistency };
 
 /**
  * How long a proxied write waits for synchro by default: 5 s. Write → visible through Panoptes
- * measures 10 ms at p50 and at most about 220 ms at p99 on a loaded VM (README, Watch), so a
+ * measures 10 ms at p50 and at most about 220 ms at p99 on a loaded VM (docs/benchmarks.md, Watch), so a
  * healthy sync is well inside it; kube-apiserver itself waits up to 3 s for its watch cache to
  * reach a fresh rv (k8s.io/apiserver storage/cacher/watch_cache.go blockTimeout) before it answers, and the sync path here has the
  * member's own watch ahead of it. Longer would hold a kubectl for long when a member's sync is

@@ -22,7 +22,7 @@
 // installation whose Service it now is; deleted by whoever plans them away while the Service
 // is nobody's (the consumer's own, or gone: a slice there breaks the rule above, whoever wrote
 // it); left alone while the Service is another installation's or still unadopted. A legacy
-// Service no installation wants is left in place (README: how to remove leftovers by label).
+// Service no installation wants is left in place (docs/multicluster-services.md: how to remove leftovers by label).
 import { annotations, installationLabel, labels, managedByLabel, managedByValue } from '../../api/multicluster-service.ts';
 import type { KubeObject } from '../../storage/types.ts';
 
