@@ -64,7 +64,8 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       (err: unknown) => err,
     );
     t.ok(late instanceof StorageClosedError, `a statement after close() began is refused (${String(late)})`);
-    t.ok(Date.now() - started < 1000, 'at once, not after the pool gives up');
+    // The pool would give up after knex's acquireConnectionTimeout (60 s): well before it, whatever the machine's load.
+    t.ok(Date.now() - started < 30_000, `at once, not after the pool gives up (${Date.now() - started} ms)`);
     t.equal(writeErrorKind(late), 'outage', 'a writer takes it as an outage, not as bad rows');
     const lateTrx = await knex.transaction(async () => undefined).then(
       () => undefined,
