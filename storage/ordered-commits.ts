@@ -26,28 +26,30 @@ const gapRows = postgresGapRows;
 /**
  * Step 3: n rvs and a ticket, under ALLOC, with the tickets held at that moment (the writers
  * that allocated before and have not ended). ALLOC is a session lock: it is released whatever
- * happens, or the next allocation would wait forever. `timed` (schema migration 17 on): it
- * also returns how long it held ALLOC.
+ * happens, or the next allocation would wait forever. From schema migration 17 (`v17`): it
+ * returns how long it held ALLOC, and reads `pg_locks` (a copy of the whole lock table) only
+ * when the watermark is not just below `first`: when it is, every rv below `first` is
+ * published, so no writer that allocated before is in flight.
  */
-const allocateFunction = (timed: boolean): string => `CREATE OR REPLACE FUNCTION panoptes_rv_allocate(n bigint, OUT first bigint, OUT waits integer[]${timed ? ', OUT held_ms double precision' : ''}) LANGUAGE plpgsql AS $$
-${timed ? 'DECLARE\n  locked timestamptz;\n' : ''}BEGIN
+const allocateFunction = (v17: boolean): string => `CREATE OR REPLACE FUNCTION panoptes_rv_allocate(n bigint, OUT first bigint, OUT waits integer[]${v17 ? ', OUT held_ms double precision' : ''}) LANGUAGE plpgsql AS $$
+${v17 ? 'DECLARE\n  locked timestamptz;\n' : ''}BEGIN
   PERFORM pg_advisory_lock(${lockClass}, 0);
-${timed ? '  locked := clock_timestamp();\n' : ''}  BEGIN
+${v17 ? '  locked := clock_timestamp();\n' : ''}  BEGIN
     first := nextval('rv_allocator');
     IF n > 1 THEN PERFORM setval('rv_allocator', first + n - 1); END IF;
-    SELECT coalesce(array_agg(l.objid::bigint::integer), '{}') INTO waits FROM pg_locks l
+${v17 ? "    IF (SELECT value FROM meta WHERE key = 'rv') = first - 1 THEN\n      waits := '{}';\n    ELSE\n  " : ''}    SELECT coalesce(array_agg(l.objid::bigint::integer), '{}') INTO waits FROM pg_locks l
       WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
         AND l.classid = ${ticketClass} AND l.objsubid = 2 AND l.mode = 'ExclusiveLock' AND l.granted;
-    PERFORM pg_advisory_xact_lock(${ticketClass}, (first % 2147483647)::integer);
+${v17 ? '    END IF;\n' : ''}    PERFORM pg_advisory_xact_lock(${ticketClass}, (first % 2147483647)::integer);
   EXCEPTION WHEN OTHERS THEN
     PERFORM pg_advisory_unlock(${lockClass}, 0);
     RAISE;
   END;
-${timed ? '  held_ms := extract(epoch from clock_timestamp() - locked) * 1000;\n' : ''}  PERFORM pg_advisory_unlock(${lockClass}, 0);
+${v17 ? '  held_ms := extract(epoch from clock_timestamp() - locked) * 1000;\n' : ''}  PERFORM pg_advisory_unlock(${lockClass}, 0);
 END $$`;
 
-/** Steps 1 and 3 in one statement (below); `timed`: with the allocation's time under ALLOC. */
-const beginFunction = (timed: boolean): string => `CREATE OR REPLACE FUNCTION panoptes_rv_begin(n bigint, names text[], holders text[], epochs bigint[], OUT now bigint, OUT leases json, OUT first bigint, OUT waits integer[]${timed ? ', OUT alloc_ms double precision' : ''}) LANGUAGE plpgsql AS $$
+/** Steps 1 and 3 in one statement (below); `v17`: with the allocation's time under ALLOC. */
+const beginFunction = (v17: boolean): string => `CREATE OR REPLACE FUNCTION panoptes_rv_begin(n bigint, names text[], holders text[], epochs bigint[], OUT now bigint, OUT leases json, OUT first bigint, OUT waits integer[]${v17 ? ', OUT alloc_ms double precision' : ''}) LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM pg_advisory_xact_lock_shared(${lockClass}, 1);
   now := ${postgres.nowMs};
@@ -55,7 +57,7 @@ BEGIN
     FROM (SELECT * FROM leases WHERE name = ANY(names) FOR KEY SHARE) l;
   IF n > 0 AND (SELECT count(*) FROM unnest(names, holders, epochs) AS f(name, holder, epoch)
       JOIN leases l ON l.name = f.name AND l.holder = f.holder AND l.epoch = f.epoch AND l.expires_at > now) = cardinality(names) THEN
-    SELECT ${timed ? 'a.first, a.waits, a.held_ms INTO first, waits, alloc_ms' : 'a.first, a.waits INTO first, waits'} FROM panoptes_rv_allocate(n) a;
+    SELECT ${v17 ? 'a.first, a.waits, a.held_ms INTO first, waits, alloc_ms' : 'a.first, a.waits INTO first, waits'} FROM panoptes_rv_allocate(n) a;
   END IF;
 END $$`;
 
@@ -116,10 +118,10 @@ END $$`,
 }
 
 /**
- * The SQL of schema migration 17: the allocation also says how long it held ALLOC, so a
- * writer reports its whole serialized section as the database measured it (ALLOC, then its
- * publish after the waits, to its commit). Same protocol, same locks; callers of the earlier
- * functions read the columns they knew.
+ * The SQL of schema migration 17: the allocation says how long it held ALLOC, so a writer
+ * reports its serialized section as the database measured it (ALLOC, then its publish after
+ * the waits, to its commit), and it reads the tickets in flight only when some may be. Same
+ * protocol, same locks; callers of the earlier functions read the columns they knew.
  */
 export function allocationTimingSchema(): string[] {
   return [

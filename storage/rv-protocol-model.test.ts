@@ -95,7 +95,10 @@ function actions(s: State, plans: Plan[], protocol: Protocol): Array<() => State
           step((n, me) => {
             me.first = n.next;
             n.next += plan.n;
-            me.preds = protocol === 'previous-ticket' ? (n.tickets.includes(n.lastAllocator) ? [n.lastAllocator] : []) : protocol === 'kine' ? [] : [...n.tickets];
+            // 'ordered' reads the tickets only when the watermark is not just below its rvs (when it
+            // is, every rv below is published: no earlier writer is in flight).
+            me.preds =
+              protocol === 'previous-ticket' ? (n.tickets.includes(n.lastAllocator) ? [n.lastAllocator] : []) : protocol === 'kine' ? [] : n.watermark === me.first - 1 ? [] : [...n.tickets];
             n.tickets.push(i);
             n.lastAllocator = i;
             me.phase = 'allocated';
