@@ -86,6 +86,32 @@ t.test('panoptes demo: three clusters, a kubeconfig, kubectl works through its c
   t.match(await run(scale), 'deployment.apps/catalog scaled');
   t.ok(await eventually(async () => /^east-catalog-\w{5}-[0-9a-f]{12}\s+IPv4\s+8080\s+\S+ \+ 1 more/m.test(await run(follow)), 30_000), "lab's slice follows: four endpoints");
 
+  // The README's five-minute tour, line by line, as a user pastes it (follow and watch flags
+  // dropped; the interactive shell runs one command instead).
+  for (const line of readmeTour()) {
+    const args = line.filter((a) => a !== '-f' && a !== '-w' && a !== '-it');
+    if (args.includes('exec')) args.splice(args.indexOf('--') + 1, Infinity, 'echo', 'tour');
+    const r = await kubectl(...args);
+    t.equal(r.code, 0, `README: kubectl ${line.join(' ')}: ${r.stderr.slice(0, 300)}`);
+  }
+
   p.kill('SIGTERM');
   t.equal(await exited, 0, 'stops cleanly on SIGTERM');
 });
+
+/** The kubectl commands of the README's tour (its first sh block), split as a shell would (single quotes), without `kubectl` and comments. */
+function readmeTour(): string[][] {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const tour = readme.slice(readme.indexOf('## A five-minute tour'));
+  const block = tour.slice(tour.indexOf('```sh\n') + 6, tour.indexOf('\n```', tour.indexOf('```sh\n')));
+  const lines = block.split('\n').filter((l) => l.startsWith('kubectl '));
+  if (lines.length < 10) throw new Error(`the README's tour has ${lines.length} kubectl lines`);
+  return lines.map((l) => {
+    const words: string[] = [];
+    for (const m of l.matchAll(/'([^']*)'|(#.*$)|(\S+)/g)) {
+      if (m[2] !== undefined) break;
+      words.push(m[1] ?? m[3]);
+    }
+    return words.slice(1);
+  });
+}
