@@ -4,7 +4,7 @@
 // duration before now (`2h`, `90m`, `1h30m`). createdSince includes its instant, createdBefore
 // excludes it.
 import { badRequest } from '../kube/status.ts';
-import { parseGoDuration } from './params.ts';
+import { parseGoDuration } from './duration.ts';
 
 const timePattern = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt](\d{2}):?(\d{2}):?(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:?\d{2}))?$/;
 

@@ -1,6 +1,5 @@
-// What every handler gets: storage, the discovery catalog, limits, and a reply type that
-// handlers return instead of writing to the Koa context (so a timed-out handler's late
-// answer is simply dropped).
+// What every handler gets: storage, the discovery catalog, limits, the watch engine and the
+// services of the other groups (what a handler answers: reply.ts).
 import { maxRequestBodyBytes } from '../kube/json-limits.ts';
 import type { Logger } from '../lib/log.ts';
 import type { MemberNetworks } from '../member/networks.ts';
@@ -10,12 +9,13 @@ import type { Store } from '../storage/store.ts';
 import type { Catalog } from './catalog.ts';
 import { defaultProxyWriteWaitMs } from './proxy/write-consistency.ts';
 import type { Authorizer } from './auth/authz.ts';
-import type { CollectionsDeps } from './collections/serve.ts';
-import type { Compression } from './compression.ts';
+import type { CollectionsDeps } from './collections/definitions.ts';
 import type { OpenAPIService } from './openapi/service.ts';
 import type { ProxyDeps } from './proxy/proxy-deps.ts';
-import type { ExternalMetricsDeps } from './external/serve.ts';
+import type { ExternalMetricsDeps } from './external/deps.ts';
 import type { WatchHub } from './watch/index.ts';
+
+export type { Reply } from './reply.ts';
 
 export interface ApiserverLimits {
   /** limit values above this are served as pages of this size (default 10000). */
@@ -76,13 +76,4 @@ export interface Deps {
    * own kind needs beyond its verb (granting multi-cluster Service roles: apiserver/own-writes.ts).
    */
   authorizer?: Pick<Authorizer, 'authorize'>;
-}
-
-export interface Reply {
-  status?: number;
-  type: string;
-  body: string | Buffer;
-  headers?: Record<string, string | string[]>;
-  /** Which of kube-apiserver's compression paths this answer takes (apiserver/compression.ts); default 'api-object'. */
-  compression?: Compression;
 }

@@ -4,7 +4,8 @@
 import { StatusError, notFound } from '../kube/status.ts';
 import type { KubeObject, StoredObject } from '../storage/types.ts';
 import type { Deps, Reply } from './deps.ts';
-import { clustersRead, type ResourceRequest } from './request.ts';
+import { clustersRead } from './list-query.ts';
+import type { ResourceRequest } from './request.ts';
 import { readFresh } from './rv.ts';
 import { toPartialObjectMetadata } from '../kube/table.ts';
 import { tableJson, tableRenderer, tableRowJson } from './table.ts';

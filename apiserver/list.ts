@@ -6,7 +6,8 @@
 // page's snapshot.
 import type { KubeObject, ListQuery, ListResult } from '../storage/types.ts';
 import type { Deps, Reply } from './deps.ts';
-import { apiVersionOf, clustersRead, toListQuery, type ResourceRequest } from './request.ts';
+import { clustersRead, toListQuery } from './list-query.ts';
+import { apiVersionOf, type ResourceRequest } from './request.ts';
 import { readFresh } from './rv.ts';
 import { partialObjectMetadataListJson } from '../kube/table.ts';
 import { tableJson, tableRenderer, tableRowJson } from './table.ts';

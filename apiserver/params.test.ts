@@ -2,8 +2,10 @@ import t from 'tap';
 import type { Test } from 'tap';
 import type { ResourceInfo } from './catalog.ts';
 import { negotiateDiscovery, negotiateOutput } from './negotiate.ts';
-import { parseGoDuration, parseListParams } from './params.ts';
-import { toListQuery, type ResourceRequest } from './request.ts';
+import { parseGoDuration } from './duration.ts';
+import { toListQuery } from './list-query.ts';
+import { parseListParams } from './params.ts';
+import type { ResourceRequest } from './request.ts';
 
 const pods: ResourceInfo = { group: '', version: 'v1', resource: 'pods', kind: 'Pod', singularName: 'pod', namespaced: true, clusters: ['a', 'b'] };
 const parse = (qs: string, verb: 'list' | 'get' | 'watch' = 'list') => parseListParams(new URLSearchParams(qs), verb, pods, { maxLimit: 1000 });

@@ -6,6 +6,7 @@ import { queryBool } from '../kube/query.ts';
 import { StatusError, badRequest } from '../kube/status.ts';
 import type { ResourceInfo } from './catalog.ts';
 import { parseCreatedBound } from './created-range.ts';
+import { parseGoDuration } from './duration.ts';
 import { parseFuzzyName } from './name-contains.ts';
 import { effectiveOrder, parseOrderBy, parseOrderByLabel } from './order-by.ts';
 import { extractFieldKeys, parseFieldSelectorWithPaths } from './field-paths.ts';
@@ -72,25 +73,6 @@ export function invalidListOptions(causes: Array<{ field: string; type: string; 
     kind: 'ListOptions',
     causes: causes.map((c) => ({ reason: c.type, message: c.message, field: c.field })),
   });
-}
-
-/** A Go duration such as `32s`, `1m0s`, `500ms` → ms. */
-export function parseGoDuration(name: string, v: string): number {
-  const units: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, 'µs': 0.001, ns: 0.000001 };
-  const re = /(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/gy;
-  let total = 0;
-  let pos = 0;
-  let m: RegExpExecArray | null;
-  if (v === '' || v.length > 64) throw badRequest(`invalid ${name} ${JSON.stringify(v)}: not a duration`);
-  while ((m = re.exec(v))) {
-    total += Number(m[1]) * units[m[2]];
-    pos = re.lastIndex;
-  }
-  if (pos !== v.length) {
-    if (/^\d+$/.test(v)) return Number(v) * 1000;
-    throw badRequest(`invalid ${name} ${JSON.stringify(v)}: not a duration (e.g. 30s, 1m0s)`);
-  }
-  return total;
 }
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;

@@ -16,43 +16,58 @@ import { collectionPath, serveCollections } from './collections/serve.ts';
 import { ownKind } from './own-kinds.ts';
 import { serveOwnWrite, writeVerbOf } from './own-writes.ts';
 import { clusterInfo, ownPath, panoptesGroup, panoptesGroupName, panoptesVersion, type OwnPath } from './panoptes-group.ts';
-import type { Deps, Reply } from './deps.ts';
+import type { Deps } from './deps.ts';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions, versionInfo, viewGroups } from './discovery.ts';
 import { pathNotFound, readOnly } from './errors.ts';
 import { externalMetricsGroup, externalMetricsGroupName, externalMetricsVersion } from './external/group.ts';
 import { serveExternalMetric } from './external/serve.ts';
 import { serveGet } from './get.ts';
 import { serveList } from './list.ts';
-import type { MetricVerb } from './metrics.ts';
+import { label, type Routed } from './routed.ts';
+import { checkSearchClusters } from './search-clusters.ts';
 import { negotiateDiscovery, negotiateOutput } from './negotiate.ts';
 import { ownerSearchOf } from './owners.ts';
 import { parseListParams } from './params.ts';
 import { checkResourceNames, pathSegments } from '../kube/path-segments.ts';
 import { queryBool } from '../kube/query.ts';
 import type { ResourceRequest, View } from './request.ts';
-import { serveSynchroMembers, synchroMembersPath } from './synchro-members.ts';
 import { serveWatch } from './watch-route.ts';
 
 export const resourcesPrefix = `/apis/${panoptesGroupName}/${panoptesVersion}/resources`;
 
-/** What the metrics middleware labels a request with. */
-export interface MetricLabels {
-  verb: MetricVerb;
-  group: string;
-  resource: string;
+
+/**
+ * A read-only resource of panoptes.io served by a handler of its own, not from stored objects
+ * (synchro members: apiserver/synchro-members.ts), registered by the composition root
+ * (apiserver/kinds.ts): `path` recognises its path below /apis/panoptes.io/v1alpha1/.
+ */
+export interface GroupRoute<P> {
+  path(segs: string[]): P | undefined;
+  serve(ctx: Context, deps: Deps, path: P): Promise<Routed>;
 }
 
-/** A routed request: a reply to write, a watch that streams by itself, or a request forwarded to a member (apiserver/proxy/). */
-export type Routed = { reply: Reply } | { watch: () => Promise<void> } | { proxy: () => Promise<void> };
+const groupRoutes: Array<(segs: string[]) => ((ctx: Context, deps: Deps) => Promise<Routed>) | undefined> = [];
+
+/** Registers a read-only resource of panoptes.io with a handler of its own. */
+export function registerGroupRoute<P>(r: GroupRoute<P>): void {
+  groupRoutes.push((segs) => {
+    const p = r.path(segs);
+    return p === undefined ? undefined : (ctx, deps) => r.serve(ctx, deps, p);
+  });
+}
+
+function groupRoute(segs: string[]): ((ctx: Context, deps: Deps) => Promise<Routed>) | undefined {
+  for (const r of groupRoutes) {
+    const served = r(segs);
+    if (served) return served;
+  }
+  return undefined;
+}
 
 /** Whether a path is below the resource prefix (the two views). */
 export const isResourcesPath = (path: string): boolean => path === resourcesPrefix || path.startsWith(resourcesPrefix + '/');
 
 const json = (doc: unknown, type = 'application/json'): Routed => ({ reply: { type, body: JSON.stringify(doc) } });
-
-function label(ctx: Context, m: MetricLabels): void {
-  (ctx.state as { metric?: MetricLabels }).metric = m;
-}
 
 function rootPaths(groups: GroupEntry[], prefix: string): Routed {
   const paths = [`${prefix}/api`, `${prefix}/api/v1`, `${prefix}/apis`, `${prefix}/version`, `${prefix}/openapi/v2`, `${prefix}/openapi/v3`];
@@ -170,19 +185,6 @@ function resolve(view: ViewCatalog, group: string, version: string, segs: string
   return { info, name: segs[1], legacyWatch };
 }
 
-/** 400 naming the clusters of a clusters search that are not known (after one refresh of the catalog). */
-export async function checkSearchClusters(deps: Deps, clusters: string[] | undefined): Promise<void> {
-  if (!clusters) return;
-  let unknown = clusters.filter((c) => !deps.catalog.hasCluster(c));
-  if (unknown.length) {
-    await deps.catalog.refreshOnMiss();
-    unknown = clusters.filter((c) => !deps.catalog.hasCluster(c));
-  }
-  if (unknown.length) {
-    throw badRequest(`unknown cluster${unknown.length > 1 ? 's' : ''} ${unknown.map((c) => JSON.stringify(c)).join(', ')} in the clusters search; known clusters: ${deps.catalog.clusterNames().join(', ') || '(none)'}`);
-  }
-}
-
 /**
  * A request forwarded to the view's member as the user: a write or a subresource (whatever is
  * synced), or a read of what is not synced. In the all-clusters view, writes and subresources
@@ -208,8 +210,8 @@ async function resourceRoute(ctx: Context, deps: Deps, view: View, segs: string[
   if (own) return ownRoute(ctx, deps, own, view.cluster);
   const collection = group === panoptesGroupName && version === panoptesVersion ? collectionPath(rest) : undefined;
   if (collection) return serveCollections(ctx, deps, collection, view);
-  const members = group === panoptesGroupName && version === panoptesVersion ? synchroMembersPath(rest) : undefined;
-  if (members) return serveSynchroMembers(ctx, deps, members); // the fleet's: the same in every view
+  const served = group === panoptesGroupName && version === panoptesVersion ? groupRoute(rest) : undefined;
+  if (served) return served(ctx, deps); // the fleet's (synchro members): the same in every view
   const attrs = resourceAttrs(ctx.method, new URLSearchParams(ctx.querystring), group, version, rest);
   if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || attrs?.subresource !== undefined) return proxyRoute(ctx, deps, view, segs, attrs);
 
@@ -282,8 +284,8 @@ export async function route(ctx: Context, deps: Deps): Promise<Routed> {
   if (ownKindPath) return ownRoute(ctx, deps, ownKindPath, undefined);
   const collection = segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion ? collectionPath(segs.slice(3)) : undefined;
   if (collection) return serveCollections(ctx, deps, collection, {});
-  const members = segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion ? synchroMembersPath(segs.slice(3)) : undefined;
-  if (members) return serveSynchroMembers(ctx, deps, members);
+  const served = segs[0] === 'apis' && segs[1] === panoptesGroupName && segs[2] === panoptesVersion ? groupRoute(segs.slice(3)) : undefined;
+  if (served) return served(ctx, deps);
   if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
   if (segs[0] === 'apis' && segs[1] === externalMetricsGroupName && segs[2] === externalMetricsVersion && segs.length > 3) return { reply: await serveExternalMetric(ctx, deps, segs.slice(3)) };
   // The server's own groups: panoptes.io, and external.metrics.k8s.io in discovery (not in OpenAPI: its metrics are not objects).

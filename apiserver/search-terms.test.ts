@@ -6,7 +6,7 @@ import type { ResourceInfo } from './catalog.ts';
 import { parseCreatedBound } from './created-range.ts';
 import { negotiateOutput } from './negotiate.ts';
 import { parseListParams } from './params.ts';
-import { toListQuery } from './request.ts';
+import { toListQuery } from './list-query.ts';
 
 const pods: ResourceInfo = { group: '', version: 'v1', resource: 'pods', kind: 'Pod', singularName: 'pod', namespaced: true, clusters: ['a', 'b'] };
 const parse = (qs: string, verb: 'list' | 'get' | 'watch' = 'list') => parseListParams(new URLSearchParams(qs), verb, pods, { maxLimit: 1000 });

@@ -8,6 +8,7 @@
 // the server's limit), so thousands of watches arrive as streams of a few TLS connections
 // instead of a TLS connection each (tens of KB of OpenSSL buffers per connection). Up to 1000
 // concurrent streams per connection, as k8s.io/apiserver's RecommendedOptions set for aggregated API servers.
+import './kinds.ts';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { createSecureServer, type Http2SecureServer } from 'node:http2';
@@ -31,7 +32,8 @@ import { RulesSource } from './external/rules-source.ts';
 import { clusterObjectsCluster, clusterResource } from '../storage/cluster-objects.ts';
 import type { Change } from '../storage/types.ts';
 import { isOwnWritePath } from './panoptes-group.ts';
-import { isResourcesPath, route, type MetricLabels } from './routes.ts';
+import type { MetricLabels } from './routed.ts';
+import { isResourcesPath, route } from './routes.ts';
 import type { UserInfo } from './auth/authn.ts';
 import type { WriteConsistency } from './proxy/consistency.ts';
 import { createWriteConsistency, syncedInCatalog } from './proxy/write-consistency.ts';

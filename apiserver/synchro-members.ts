@@ -28,7 +28,7 @@ import { negotiateOutput } from './negotiate.ts';
 import { writeVerbOf } from './own-writes.ts';
 import { panoptesApiVersion, panoptesGroupName, synchroMembersInfo as info } from './panoptes-group.ts';
 import { parseListParams } from './params.ts';
-import type { MetricLabels, Routed } from './routes.ts';
+import type { MetricLabels, Routed } from './routed.ts';
 import { tableJson, tableRenderer, tableRowJson } from './table.ts';
 
 const qualified = `${info.resource}.${panoptesGroupName}`;

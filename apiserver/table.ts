@@ -4,11 +4,6 @@ import type { KubeObject } from '../storage/types.ts';
 import { tableJson as kubeTableJson, tablePrinter, tableRowJson as kubeTableRowJson, type TableColumnDefinition, type TableOutput } from '../kube/table.ts';
 import { ownGroup } from '../storage/own-objects.ts';
 import type { ResourceInfo } from './catalog.ts';
-import { clusterTable } from './cluster-table.ts';
-import { collectionObjectsTable } from './collections/table.ts';
-import { mcsTable } from './mcs-table.ts';
-import { clusterSourceTable } from './cluster-source-table.ts';
-import { synchroMemberTable } from './synchro-members-table.ts';
 import type { View } from './request.ts';
 
 export const clusterColumn: TableColumnDefinition = {
@@ -27,12 +22,22 @@ export interface TableRenderer {
   cells(object: KubeObject, cluster: string, now: number): unknown[];
 }
 
-/** The Tables of Panoptes's own kinds, by resource (a collection's: its objects, apiserver/collections/table.ts). */
-const ownTables: Record<string, TableRenderer> = { clusters: clusterTable, multiclusterservices: mcsTable, clustersources: clusterSourceTable, collectionresources: collectionObjectsTable, synchromembers: synchroMemberTable };
+/**
+ * The Tables of Panoptes's own kinds, by resource: each kind's table convertor, registered by
+ * the composition root (apiserver/kinds.ts), as kube-apiserver's registry gives each kind's
+ * storage its TableConvertor (a collection's: its objects, apiserver/collections/table.ts).
+ */
+const ownTables = new Map<string, TableRenderer>();
+
+/** Registers the Table of an own resource of panoptes.io (once per resource). */
+export function registerTable(resource: string, renderer: TableRenderer): void {
+  if (ownTables.has(resource)) throw new Error(`a Table is already registered for ${resource}`);
+  ownTables.set(resource, renderer);
+}
 
 /** The Table renderer of a resource in a view (Panoptes's own kinds: `kubectl get clusters`, `kubectl get mcs`). */
 export function tableRenderer(info: ResourceInfo, view: View): TableRenderer {
-  const own = info.group === ownGroup ? ownTables[info.resource] : undefined;
+  const own = info.group === ownGroup ? ownTables.get(info.resource) : undefined;
   if (own) return own;
   const p = tablePrinter(info);
   if (view.cluster !== undefined) return { columns: p.columns, cells: (o, _c, now) => p.cells(o, now) };

@@ -7,7 +7,8 @@
 import type { Context } from 'koa';
 import { checkTermBudget } from '../storage/term-budget.ts';
 import type { Deps } from './deps.ts';
-import { apiVersionOf, clustersRead, toListQuery, type ResourceRequest } from './request.ts';
+import { clustersRead, toListQuery } from './list-query.ts';
+import { apiVersionOf, type ResourceRequest } from './request.ts';
 import { staleWarnings } from './warnings.ts';
 import { parseWatchOptions } from './watch/index.ts';
 import { watchContentType, watchEncoders } from './watch-encoders.ts';

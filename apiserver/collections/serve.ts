@@ -34,20 +34,15 @@ import { tableJson as collectionTableJson, tableRowJson as collectionRowJson } f
 import { collectionListColumns, collectionObjectsTable } from './table.ts';
 import { collectionResourcesInfo, panoptesApiVersion, panoptesGroupName } from '../panoptes-group.ts';
 import { parseListParams } from '../params.ts';
-import { clustersRead, toListQuery, type ResourceRequest, type View } from '../request.ts';
+import { clustersRead, toListQuery } from '../list-query.ts';
+import type { ResourceRequest, View } from '../request.ts';
 import { staleWarnings } from '../warnings.ts';
-import type { MetricLabels, Routed } from '../routes.ts';
-import { checkSearchClusters } from '../routes.ts';
+import type { MetricLabels, Routed } from '../routed.ts';
+import { checkSearchClusters } from '../search-clusters.ts';
 import { serveWatch } from '../watch-route.ts';
-import { anyCollection, kindName, type CollectionDefinition } from './definitions.ts';
+import { anyCollection, kindName, type CollectionDefinition, type CollectionsDeps } from './definitions.ts';
 import { resolveKindTerms, takeKindTerms } from './params.ts';
 
-export interface CollectionsDeps {
-  /** The built-in collections and the operator's (definitions.ts). */
-  definitions: CollectionDefinition[];
-  /** Secure serving: authorizes each kind a collection reads. */
-  authorizer?: Authorizer;
-}
 
 /** A collections path below /apis/panoptes.io/v1alpha1/: [watch/]collectionresources[/<name>]. */
 export function collectionPath(segs: string[]): { name?: string; legacyWatch: boolean } | undefined {

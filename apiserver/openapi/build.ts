@@ -8,11 +8,6 @@ import { closure, convertSchema, refPrefix, type JsonObject, type OpenAPIForm } 
 import { kubeListParams, prettyParam, resourcePaths, type ParamSpec } from '../../kube/openapi-paths.ts';
 import { servedVerbs, type ResourceInfo } from '../catalog.ts';
 import { panoptesVersion } from '../discovery.ts';
-import { clusterDefinitions } from './cluster-schema.ts';
-import { collectionDefinitions } from './collection-schema.ts';
-import { mcsDefinitions } from './mcs-schema.ts';
-import { clusterSourceDefinitions } from './cluster-source-schema.ts';
-import { synchroMemberDefinitions } from './synchro-member-schema.ts';
 import { listMetaName, metaDefinitions, objectMetaName, watchEventName } from './own-schema.ts';
 import { sourceDoc, type SourceDoc } from './sources.ts';
 
@@ -28,8 +23,21 @@ export interface ServedGroupVersion {
   kinds: ServedKind[];
 }
 
-/** Panoptes's own definitions: the Cluster, MultiClusterService, ClusterSource, CollectionResource and SynchroMember kinds and the metadata kinds, as one source document. */
-export const panoptesSource: SourceDoc = sourceDoc('panoptes.io/v1alpha1', 'v2', { definitions: { ...metaDefinitions, ...clusterDefinitions, ...mcsDefinitions, ...clusterSourceDefinitions, ...collectionDefinitions, ...synchroMemberDefinitions } }, 0);
+/** The definitions of Panoptes's own kinds, each registered by its kind (apiserver/kinds.ts, the composition root). */
+const ownDefinitions: Record<string, JsonObject> = {};
+let panoptesDoc: SourceDoc | undefined;
+
+/** Registers the OpenAPI v2 definitions of an own kind of panoptes.io (its kind, its list, what they refer to). */
+export function registerDefinitions(definitions: Record<string, JsonObject>): void {
+  for (const name of Object.keys(definitions)) if (name in ownDefinitions) throw new Error(`the OpenAPI definition ${name} is already registered`);
+  Object.assign(ownDefinitions, definitions);
+  panoptesDoc = undefined;
+}
+
+/** Panoptes's own definitions: the registered kinds (Cluster, MultiClusterService, ClusterSource, CollectionResource, SynchroMember) and the metadata kinds, as one source document. */
+export function panoptesSource(): SourceDoc {
+  return (panoptesDoc ??= sourceDoc('panoptes.io/v1alpha1', 'v2', { definitions: { ...metaDefinitions, ...ownDefinitions } }, 0));
+}
 
 /** The query parameters of Panoptes's list and watch (apiserver/params.ts). */
 const panoptesListParams: ParamSpec[] = [
@@ -99,7 +107,7 @@ function collect(kinds: ServedKind[], form: OpenAPIForm): Collected {
     }
     names.set(k, { kind, list });
   }
-  add(panoptesSource, [objectMetaName, listMetaName, watchEventName]);
+  add(panoptesSource(), [objectMetaName, listMetaName, watchEventName]);
   return { schemas: sortKeys(schemas), names };
 }
 

@@ -19,7 +19,7 @@ import type { JsonObject } from '../../kube/openapi-convert.ts';
 import type { Store } from '../../storage/store.ts';
 import type { GroupEntry } from '../catalog.ts';
 import type { Compression } from '../compression.ts';
-import type { Reply } from '../deps.ts';
+import type { Reply } from '../reply.ts';
 import { panoptesVersion } from '../discovery.ts';
 import { parseAccept } from '../negotiate.ts';
 import { pathNotFound } from '../errors.ts';
@@ -62,7 +62,13 @@ interface Built {
 
 const sha512 = (s: string) => createHash('sha512').update(s).digest('hex').toUpperCase();
 const gvKey = (group: string, version: string) => (group ? `apis/${group}/${version}` : `api/${version}`);
-const panoptesHash = createHash('sha256').update(JSON.stringify(panoptesSource.schemas)).digest('hex');
+let panoptesHashOf: { doc: SourceDoc; hash: string } | undefined;
+/** The hash of Panoptes's own definitions (computed once the kinds are registered). */
+function panoptesHash(): string {
+  const doc = panoptesSource();
+  if (panoptesHashOf?.doc !== doc) panoptesHashOf = { doc, hash: createHash('sha256').update(JSON.stringify(doc.schemas)).digest('hex') };
+  return panoptesHashOf.hash;
+}
 
 export class OpenAPIService {
   readonly sources: OpenAPISources;
@@ -127,7 +133,7 @@ export class OpenAPIService {
           builderRevision,
           panoptesVersion,
           key,
-          kinds.map((k) => [k.gv.resource, k.gv.kind, k.gv.namespaced, k.gv.verbs ?? null, k.ref === 'panoptes' ? panoptesHash : (k.ref?.hash ?? null)]),
+          kinds.map((k) => [k.gv.resource, k.gv.kind, k.gv.namespaced, k.gv.verbs ?? null, k.ref === 'panoptes' ? panoptesHash() : (k.ref?.hash ?? null)]),
         ]);
         out.push({ key, group: g.name, version: v.version, kinds, etag: sha512(name) });
       }
@@ -141,7 +147,7 @@ export class OpenAPIService {
     return {
       group: p.group,
       version: p.version,
-      kinds: p.kinds.map((k) => ({ info: k.gv, source: k.ref === 'panoptes' ? panoptesSource : k.ref ? docs.get(k.ref.hash) : undefined })),
+      kinds: p.kinds.map((k) => ({ info: k.gv, source: k.ref === 'panoptes' ? panoptesSource() : k.ref ? docs.get(k.ref.hash) : undefined })),
     };
   }
 
