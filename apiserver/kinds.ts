@@ -1,27 +1,28 @@
 // The composition root of panoptes.io's kinds: each own kind's strategy, Table and OpenAPI
 // definitions, and the read-only resources with handlers of their own, registered with the
-// generic machinery that serves them (own-kinds.ts, table.ts, openapi/build.ts, routes.ts),
+// generic machinery that serves them (registry/generic/kinds.ts, read/table.ts,
+// openapi/build.ts, endpoints/routes.ts),
 // as kube-apiserver's kinds fill its generic registry. The generic modules import no kind;
 // importing this module (server.ts does) installs every kind, once.
-import { clusterKind } from './cluster-object.ts';
-import { clusterTable } from './cluster-table.ts';
-import { clusterSourceKind } from './cluster-source-object.ts';
-import { clusterSourceTable } from './cluster-source-table.ts';
+import { clusterKind } from './registry/cluster/strategy.ts';
+import { clusterTable } from './registry/cluster/table.ts';
+import { clusterSourceKind } from './registry/clustersource/strategy.ts';
+import { clusterSourceTable } from './registry/clustersource/table.ts';
 import { collectionDefinitions } from './openapi/collection-schema.ts';
 import { collectionObjectsTable } from './collections/table.ts';
-import { mcsKind } from './mcs-object.ts';
-import { mcsTable } from './mcs-table.ts';
-import { clusterDefinitions } from './openapi/cluster-schema.ts';
-import { clusterSourceDefinitions } from './openapi/cluster-source-schema.ts';
-import { mcsDefinitions } from './openapi/mcs-schema.ts';
-import { synchroMemberDefinitions } from './openapi/synchro-member-schema.ts';
+import { mcsKind } from './registry/multiclusterservice/strategy.ts';
+import { mcsTable } from './registry/multiclusterservice/table.ts';
+import { clusterDefinitions } from './registry/cluster/schema.ts';
+import { clusterSourceDefinitions } from './registry/clustersource/schema.ts';
+import { mcsDefinitions } from './registry/multiclusterservice/schema.ts';
+import { synchroMemberDefinitions } from './registry/synchromembers/schema.ts';
 import { registerDefinitions } from './openapi/build.ts';
-import { registerOwnKind } from './own-kinds.ts';
-import { collectionResourcesInfo, synchroMembersInfo } from './panoptes-group.ts';
-import { registerGroupRoute } from './routes.ts';
-import { serveSynchroMembers, synchroMembersPath } from './synchro-members.ts';
-import { synchroMemberTable } from './synchro-members-table.ts';
-import { registerTable } from './table.ts';
+import { registerOwnKind } from './registry/generic/kinds.ts';
+import { collectionResourcesInfo, synchroMembersInfo } from './discovery/panoptes-group.ts';
+import { registerGroupRoute } from './endpoints/routes.ts';
+import { serveSynchroMembers, synchroMembersPath } from './registry/synchromembers/serve.ts';
+import { synchroMemberTable } from './registry/synchromembers/table.ts';
+import { registerTable } from './read/table.ts';
 
 // The writable kinds: strategy, Table, OpenAPI definitions.
 for (const [kind, table, definitions] of [

@@ -6,8 +6,8 @@
 // (any fields) with its group-version-kind, so kubectl neither rejects nor misses it.
 import { closure, convertSchema, refPrefix, type JsonObject, type OpenAPIForm } from '../../kube/openapi-convert.ts';
 import { kubeListParams, prettyParam, resourcePaths, type ParamSpec } from '../../kube/openapi-paths.ts';
-import { servedVerbs, type ResourceInfo } from '../catalog.ts';
-import { panoptesVersion } from '../discovery.ts';
+import { servedVerbs, type ResourceInfo } from '../discovery/catalog.ts';
+import { panoptesVersion } from '../discovery/documents.ts';
 import { listMetaName, metaDefinitions, objectMetaName, watchEventName } from './own-schema.ts';
 import { sourceDoc, type SourceDoc } from './sources.ts';
 
@@ -39,7 +39,7 @@ export function panoptesSource(): SourceDoc {
   return (panoptesDoc ??= sourceDoc('panoptes.io/v1alpha1', 'v2', { definitions: { ...metaDefinitions, ...ownDefinitions } }, 0));
 }
 
-/** The query parameters of Panoptes's list and watch (apiserver/params.ts). */
+/** The query parameters of Panoptes's list and watch (apiserver/read/params.ts). */
 const panoptesListParams: ParamSpec[] = [
   ...kubeListParams,
   { name: 'includeObject', in: 'query', type: 'string', description: 'With a Table answer: what rows[].object holds: None, Metadata (default) or Object.' },

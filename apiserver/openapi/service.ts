@@ -17,12 +17,12 @@ import { StatusError } from '../../kube/status.ts';
 import { encodeOpenAPIV2, openapiV2ProtobufSubtypes, openapiV2ProtobufType } from '../../kube/openapi-proto.ts';
 import type { JsonObject } from '../../kube/openapi-convert.ts';
 import type { Store } from '../../storage/store.ts';
-import type { GroupEntry } from '../catalog.ts';
-import type { Compression } from '../compression.ts';
-import type { Reply } from '../reply.ts';
-import { panoptesVersion } from '../discovery.ts';
-import { parseAccept } from '../negotiate.ts';
-import { pathNotFound } from '../errors.ts';
+import type { GroupEntry } from '../discovery/catalog.ts';
+import type { Compression } from '../endpoints/compression.ts';
+import type { Reply } from '../endpoints/reply.ts';
+import { panoptesVersion } from '../discovery/documents.ts';
+import { parseAccept } from '../endpoints/negotiate.ts';
+import { pathNotFound } from '../endpoints/errors.ts';
 import { buildGroupVersionV3, buildV2, panoptesSource, type ServedGroupVersion } from './build.ts';
 import { OpenAPISources, type SourceDoc, type SourceRef, type SourcesOptions } from './sources.ts';
 
@@ -115,7 +115,7 @@ export class OpenAPIService {
     throw pathNotFound();
   }
 
-  /** `compression`: v2 is gzipped as kube-openapi's gziphandler does, v3 never (apiserver/compression.ts). */
+  /** `compression`: v2 is gzipped as kube-openapi's gziphandler does, v3 never (apiserver/endpoints/compression.ts). */
   private reply(req: OpenAPIRequest, etag: string, type: string, compression: Compression, body: () => string | Buffer, extra?: Record<string, string>): Reply {
     const headers: Record<string, string> = { ETag: `"${etag}"`, Vary: 'Accept', 'Cache-Control': 'no-cache, private', ...extra };
     if (req.ifNoneMatch && req.ifNoneMatch.split(',').some((t) => t.trim() === `"${etag}"` || t.trim() === '*')) return { status: 304, type, body: '', headers, compression };

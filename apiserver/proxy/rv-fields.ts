@@ -20,7 +20,7 @@
 import { isDocument, parseDocument } from 'yaml';
 import { StatusError } from '../../kube/status.ts';
 import { jsonEqual, maxYamlBodyBytes, requestEntityTooLarge } from '../../kube/json-limits.ts';
-import { mediaType } from '../write-request.ts';
+import { mediaType } from '../endpoints/write-request.ts';
 import { stampedAnnotations } from '../../storage/write.ts';
 import { dropProtobufAnnotations, protobufType, rewriteProtobufRv } from './rv-protobuf.ts';
 import type { BodyShape, MapRv, RvPlace } from './rv-shapes.ts';
