@@ -25,14 +25,15 @@ import { Catalog, type CatalogOptions } from './discovery/catalog.ts';
 import { defaultLimits, type ApiserverLimits, type Deps, type Reply } from './endpoints/deps.ts';
 import { encodeReply } from './endpoints/compression.ts';
 import { readOnly, toStatus, writeStatus } from './endpoints/errors.ts';
-import { catalogCheck, pingCheck, readStorageCheck, serveHealth, storageCheck, type HealthCheck } from './endpoints/health.ts';
+import { fixedRoutes } from './endpoints/fixed-routes.ts';
+import { catalogCheck, pingCheck, readStorageCheck, storageCheck, type HealthCheck } from './endpoints/health.ts';
 import { ApiserverMetrics } from './endpoints/metrics.ts';
 import { OpenAPIService, type OpenAPIServiceOptions } from './openapi/service.ts';
 import { RulesSource } from './external/rules-source.ts';
 import { clusterObjectsCluster, clusterResource } from '../storage/cluster-objects.ts';
 import type { Change } from '../storage/types.ts';
 import { isOwnWritePath } from './discovery/panoptes-group.ts';
-import type { MetricLabels } from './endpoints/routed.ts';
+import type { MetricLabels, Routed } from './endpoints/routed.ts';
 import { isResourcesPath, route } from './endpoints/routes.ts';
 import type { UserInfo } from './auth/authn.ts';
 import type { WriteConsistency } from './proxy/consistency.ts';
@@ -222,27 +223,25 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
   // Writes in flight, each of which may hold a body and its decoding.
   app.use(limitWritesInFlight(limits.maxMutatingInFlight));
 
-  // Bounds, health and metrics, then the API.
-  app.use(async (ctx) => {
+  // Bounds.
+  app.use(async (ctx, next) => {
     if (Buffer.byteLength(ctx.url) > limits.maxUrlBytes) throw new StatusError('BadRequest', `request URL is too long (${Buffer.byteLength(ctx.url)} bytes; at most ${limits.maxUrlBytes})`);
     if (Number(ctx.get('Content-Length') || 0) > limits.maxBodyBytes) throw bodyTooLarge(ctx, limits.maxBodyBytes);
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && !isOwnWritePath(ctx.path) && !isResourcesPath(ctx.path)) throw readOnly(ctx.method);
-    const first = ctx.path.split('/')[1];
-    if (first === 'healthz' || first === 'livez' || first === 'readyz') {
-      (ctx.state as { metric?: MetricLabels }).metric = { verb: 'health', group: '', resource: '' };
-      return serveHealth(ctx, first, checks[first]);
-    }
-    if (ctx.path === '/metrics') {
-      (ctx.state as { metric?: MetricLabels }).metric = { verb: 'metrics', group: '', resource: '' };
-      ctx.type = metrics.registry.contentType;
-      ctx.body = await metrics.registry.metrics();
-      return;
-    }
-    const routed = await beforeDeadline(route(ctx, deps), requestDeadline(ctx));
-    if ('watch' in routed) return routed.watch();
-    if ('proxy' in routed) return routed.proxy();
-    await writeReply(ctx, routed.reply);
+    await next();
   });
+
+  // A routed answer, within the request's deadline.
+  const answer = async (ctx: Context, routed: Routed | Promise<Routed>): Promise<void> => {
+    const r = await beforeDeadline(Promise.resolve(routed), requestDeadline(ctx));
+    if ('watch' in r) return r.watch();
+    if ('proxy' in r) return r.proxy();
+    await writeReply(ctx, r.reply);
+  };
+
+  // The fixed paths (health, metrics, version, OpenAPI), then the resource URL space.
+  app.use(fixedRoutes({ deps, checks, metrics, answer }));
+  app.use((ctx) => answer(ctx, route(ctx, deps)));
 
   const sockets = new Set<Socket>();
   const streams = new UpgradeProxy(deps, opts.secure?.authenticator, { ...defaultStreamLimits, ...opts.streams }, metrics.registry);

@@ -86,12 +86,23 @@ async function openapi(ctx: Context, deps: Deps, groups: GroupEntry[], segs: str
   return { reply: await deps.openapi.serve(groups, { segs: segs.slice(1), accept: ctx.get('Accept'), ifNoneMatch: ctx.get('If-None-Match'), hash, prefix }) };
 }
 
+/** /version: the server's (also served at the root by the fixed routes, fixed-routes.ts) or a view's. */
+export function serveVersion(ctx: Context): Routed {
+  label(ctx, { verb: 'discovery', group: '', resource: '' });
+  return json(versionInfo());
+}
+
+/** /openapi/v2 and /openapi/v3[/...] of the server root: panoptes.io's own kinds (the fixed routes, fixed-routes.ts). */
+export function serveRootOpenAPI(ctx: Context, deps: Deps): Promise<Routed> {
+  return openapi(ctx, deps, [panoptesGroup], pathSegments(ctx.path), '');
+}
+
 /** Discovery, /version and OpenAPI of one set of groups (a view, or the server root); undefined when not such a path. */
 function discovery(ctx: Context, deps: Deps, groups: GroupEntry[], segs: string[], prefix: string): Routed | Promise<Routed> | undefined {
   const accept = ctx.get('Accept');
   const d = () => label(ctx, { verb: 'discovery', group: '', resource: '' });
   if (segs.length === 0) return d(), rootPaths(groups, prefix);
-  if (segs[0] === 'version' && segs.length === 1) return d(), json(versionInfo());
+  if (segs[0] === 'version' && segs.length === 1) return serveVersion(ctx);
   if (segs[0] === 'openapi') return openapi(ctx, deps, groups, segs, prefix);
   if (segs[0] === 'api' && segs.length <= 2) {
     d();

@@ -4,6 +4,7 @@
 // it (list, get, watch, and writes only where the resource's verbs have them), each with
 // x-kubernetes-group-version-kind. A kind no member document describes gets an open schema
 // (any fields) with its group-version-kind, so kubectl neither rejects nor misses it.
+import type { OpenAPIV2, OpenAPIV3 } from 'openapi-types';
 import { closure, convertSchema, refPrefix, type JsonObject, type OpenAPIForm } from '../../kube/openapi-convert.ts';
 import { kubeListParams, prettyParam, resourcePaths, type ParamSpec } from '../../kube/openapi-paths.ts';
 import { servedVerbs, type ResourceInfo } from '../discovery/catalog.ts';
@@ -130,18 +131,19 @@ function paths(kinds: ServedKind[], names: Collected['names'], form: OpenAPIForm
   return sortKeys(out);
 }
 
-const info = () => ({ title: 'Panoptes', version: `v${panoptesVersion}` });
+const info = (): OpenAPIV2.InfoObject & OpenAPIV3.InfoObject => ({ title: 'Panoptes', version: `v${panoptesVersion}` });
 
 /** The OpenAPI 3.0 document of one group version. */
-export function buildGroupVersionV3(gv: ServedGroupVersion): JsonObject {
+export function buildGroupVersionV3(gv: ServedGroupVersion): OpenAPIV3.Document {
   const c = collect(gv.kinds, 'v3');
-  return { openapi: '3.0.0', info: info(), paths: paths(gv.kinds, c.names, 'v3'), components: { schemas: c.schemas } };
+  // The paths and schemas are kube's, converted from the member documents as JSON (kube/openapi-convert.ts): typed here, where the document is assembled.
+  return { openapi: '3.0.0', info: info(), paths: paths(gv.kinds, c.names, 'v3') as OpenAPIV3.PathsObject, components: { schemas: c.schemas as Record<string, OpenAPIV3.SchemaObject> } };
 }
 
 /** The Swagger 2.0 document of every group version of a view. */
-export function buildV2(gvs: ServedGroupVersion[]): JsonObject {
+export function buildV2(gvs: ServedGroupVersion[]): OpenAPIV2.Document {
   const kinds = gvs.flatMap((g) => g.kinds);
   const c = collect(kinds, 'v2');
-  return { swagger: '2.0', info: info(), paths: paths(kinds, c.names, 'v2'), definitions: c.schemas };
+  return { swagger: '2.0', info: info(), paths: paths(kinds, c.names, 'v2') as OpenAPIV2.PathsObject, definitions: c.schemas as OpenAPIV2.DefinitionsObject };
 }
 

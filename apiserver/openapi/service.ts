@@ -11,6 +11,7 @@
 // ?hash=) is the sha512 of that, so the v3 root and 304s need no building; documents are
 // built on first request and cached by that name (bounded by size), so views and replicas
 // with the same members share them.
+import type { OpenAPIV2, OpenAPIV3 } from 'openapi-types';
 import { createHash } from 'node:crypto';
 import type { Logger } from '../../lib/log.ts';
 import { StatusError } from '../../kube/status.ts';
@@ -152,7 +153,7 @@ export class OpenAPIService {
   }
 
   /** A built document from the cache, or built once (concurrent requests share the build). */
-  private async document(name: string, build: () => Promise<JsonObject>): Promise<Built> {
+  private async document(name: string, build: () => Promise<OpenAPIV2.Document | OpenAPIV3.Document>): Promise<Built> {
     const hit = this.built.get(name);
     if (hit) {
       this.built.delete(name);
