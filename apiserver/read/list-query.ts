@@ -1,5 +1,5 @@
 // The storage query of a resource request: the view's, the path's and the search's terms,
-// intersected (request.ts says what a request is; this is how the read path asks storage).
+// intersected (apiserver/endpoints/request.ts says what a request is; this is how the read path asks storage).
 import type { ListQuery } from '../../storage/types.ts';
 import { ownerTerms } from './owners.ts';
 import type { ResourceRequest } from '../endpoints/request.ts';

@@ -3,7 +3,7 @@
 // The watch parameters are checked before the 200 (400/422 Status); then the process's
 // WatchHub streams the events (apiserver/watch/), encoded as the request's output format,
 // one JSON document per line, chunked, never pretty-printed, written to the response outside
-// Koa (watch-response.ts).
+// Koa (apiserver/endpoints/watch-response.ts).
 import type { Context } from 'koa';
 import { checkTermBudget } from '../../storage/term-budget.ts';
 import type { Deps } from '../endpoints/deps.ts';
@@ -39,7 +39,7 @@ export async function serveWatch(ctx: Context, request: ResourceRequest, deps: D
   const warnings = staleWarnings(deps.catalog, clustersRead(request, request.info.clusters));
   if (warnings.length) ctx.set('Warning', warnings);
   // From here the watch leaves Koa: its stream is written to the response directly, and
-  // destroyed when the client goes (the watcher unregisters). See watch-response.ts.
+  // destroyed when the client goes (the watcher unregisters). See apiserver/endpoints/watch-response.ts.
   ctx.respond = false;
   // Send the 200 and headers now: a client waits for them before it reads any event, also
   // when nothing happens for a while.
