@@ -7,7 +7,7 @@
 //     entry says false;
 //   - a Cluster of the API: neither, unless its spec says true, and a write that grants a role
 //     needs `update` on `clusters/multiclusterservices` of that Cluster besides the write itself
-//     (apiserver/own-writes.ts; revoking needs nothing more);
+//     (apiserver/registry/generic/own-writes.ts; revoking needs nothing more);
 //   - a Cluster a ClusterSource imports: what the ClusterSource's spec.defaults.multiClusterServices
 //     says (neither unless true), granted the same way on `clustersources/multiclusterservices`.
 // A provider's endpoints are dispatched into consumers; a consumer is written to with

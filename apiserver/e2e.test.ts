@@ -8,7 +8,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import t, { type Test } from 'tap';
 import { writeKubeconfig } from '../cli/commands/kubeconfig.ts';
 import { stringify } from 'yaml';
-import { freePort } from '../hack/postgres.ts';
+import { freePort } from '../storage/testing/postgres.ts';
 import { startSimClusters, type SimCluster } from '../hack/sim/cluster.ts';
 import { get } from '../hack/sim/testutil.ts';
 import { emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/testing.ts';

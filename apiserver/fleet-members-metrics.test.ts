@@ -4,7 +4,7 @@
 import t from 'tap';
 import { Registry } from 'prom-client';
 import { openTestStore } from '../storage/testing.ts';
-import { ApiserverMetrics } from './metrics.ts';
+import { ApiserverMetrics } from './endpoints/metrics.ts';
 
 t.test('members by state and their configuration errors', async (t) => {
   const { store, close } = await openTestStore('sqlite');

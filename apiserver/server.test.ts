@@ -262,7 +262,7 @@ t.test('apiserver read path', async (t) => {
     const big = await http('GET', `${base}${P}/api/v1/pods`, 'x'.repeat(4 * 1024 * 1024));
     t.match(big, { status: 413, json: { reason: 'RequestEntityTooLarge', message: 'Request entity too large: limit is 3145728' } }, "a body over kube's 3 MiB, even on a read");
     await status(t, `${P}/api/v1/pods?labelSelector=${'a'.repeat(20_000)}`, 400, 'BadRequest');
-    // Watches are served (apiserver/watch-http.test.ts); their parameter errors are Status answers too.
+    // Watches are served (apiserver/read/watch-http.test.ts); their parameter errors are Status answers too.
     await status(t, `${P}/api/v1/pods?watch=1&sendInitialEvents=true`, 422, 'Invalid');
     const legacy = await GET(`${P}/api/v1/watch/pods?timeoutSeconds=1&resourceVersion=0`);
     t.equal(legacy.status, 200, 'legacy /watch/ path');

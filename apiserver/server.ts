@@ -8,6 +8,7 @@
 // the server's limit), so thousands of watches arrive as streams of a few TLS connections
 // instead of a TLS connection each (tens of KB of OpenSSL buffers per connection). Up to 1000
 // concurrent streams per connection, as k8s.io/apiserver's RecommendedOptions set for aggregated API servers.
+import './kinds.ts';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { createSecureServer, type Http2SecureServer } from 'node:http2';
@@ -20,18 +21,20 @@ import { MemberNetworks } from '../member/networks.ts';
 import { StatusError } from '../kube/status.ts';
 import { ReadPool } from '../storage/read-pool.ts';
 import type { Store } from '../storage/store.ts';
-import { Catalog, type CatalogOptions } from './catalog.ts';
-import { defaultLimits, type ApiserverLimits, type Deps, type Reply } from './deps.ts';
-import { encodeReply } from './compression.ts';
-import { readOnly, toStatus, writeStatus } from './errors.ts';
-import { catalogCheck, pingCheck, readStorageCheck, serveHealth, storageCheck, type HealthCheck } from './health.ts';
-import { ApiserverMetrics } from './metrics.ts';
+import { Catalog, type CatalogOptions } from './discovery/catalog.ts';
+import { defaultLimits, type ApiserverLimits, type Deps, type Reply } from './endpoints/deps.ts';
+import { encodeReply } from './endpoints/compression.ts';
+import { readOnly, toStatus, writeStatus } from './endpoints/errors.ts';
+import { fixedRoutes } from './endpoints/fixed-routes.ts';
+import { catalogCheck, pingCheck, readStorageCheck, storageCheck, type HealthCheck } from './endpoints/health.ts';
+import { ApiserverMetrics } from './endpoints/metrics.ts';
 import { OpenAPIService, type OpenAPIServiceOptions } from './openapi/service.ts';
 import { RulesSource } from './external/rules-source.ts';
 import { clusterObjectsCluster, clusterResource } from '../storage/cluster-objects.ts';
 import type { Change } from '../storage/types.ts';
-import { isOwnWritePath } from './panoptes-group.ts';
-import { isResourcesPath, route, type MetricLabels } from './routes.ts';
+import { isOwnWritePath } from './discovery/panoptes-group.ts';
+import type { MetricLabels, Routed } from './endpoints/routed.ts';
+import { isResourcesPath, route } from './endpoints/routes.ts';
 import type { UserInfo } from './auth/authn.ts';
 import type { WriteConsistency } from './proxy/consistency.ts';
 import { createWriteConsistency, syncedInCatalog } from './proxy/write-consistency.ts';
@@ -39,8 +42,8 @@ import { MemberPool, noMemberCredentials, type MemberCredentials } from './proxy
 import type { ConnectOptions } from '../member/client.ts';
 import { defaultStreamLimits, UpgradeProxy, type StreamLimits } from './proxy/upgrade.ts';
 import { builtinCollections, type CollectionDefinition } from './collections/definitions.ts';
-import { bodyTooLarge, limitWritesInFlight } from './write-request.ts';
-import { beforeDeadline, requestDeadline, withRequestDeadline } from './request-deadline.ts';
+import { bodyTooLarge, limitWritesInFlight } from './endpoints/write-request.ts';
+import { beforeDeadline, requestDeadline, withRequestDeadline } from './endpoints/request-deadline.ts';
 import { WatchHub, type HubOptions } from './watch/index.ts';
 
 export interface ApiserverOptions {
@@ -220,27 +223,25 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
   // Writes in flight, each of which may hold a body and its decoding.
   app.use(limitWritesInFlight(limits.maxMutatingInFlight));
 
-  // Bounds, health and metrics, then the API.
-  app.use(async (ctx) => {
+  // Bounds.
+  app.use(async (ctx, next) => {
     if (Buffer.byteLength(ctx.url) > limits.maxUrlBytes) throw new StatusError('BadRequest', `request URL is too long (${Buffer.byteLength(ctx.url)} bytes; at most ${limits.maxUrlBytes})`);
     if (Number(ctx.get('Content-Length') || 0) > limits.maxBodyBytes) throw bodyTooLarge(ctx, limits.maxBodyBytes);
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD' && !isOwnWritePath(ctx.path) && !isResourcesPath(ctx.path)) throw readOnly(ctx.method);
-    const first = ctx.path.split('/')[1];
-    if (first === 'healthz' || first === 'livez' || first === 'readyz') {
-      (ctx.state as { metric?: MetricLabels }).metric = { verb: 'health', group: '', resource: '' };
-      return serveHealth(ctx, first, checks[first]);
-    }
-    if (ctx.path === '/metrics') {
-      (ctx.state as { metric?: MetricLabels }).metric = { verb: 'metrics', group: '', resource: '' };
-      ctx.type = metrics.registry.contentType;
-      ctx.body = await metrics.registry.metrics();
-      return;
-    }
-    const routed = await beforeDeadline(route(ctx, deps), requestDeadline(ctx));
-    if ('watch' in routed) return routed.watch();
-    if ('proxy' in routed) return routed.proxy();
-    await writeReply(ctx, routed.reply);
+    await next();
   });
+
+  // A routed answer, within the request's deadline.
+  const answer = async (ctx: Context, routed: Routed | Promise<Routed>): Promise<void> => {
+    const r = await beforeDeadline(Promise.resolve(routed), requestDeadline(ctx));
+    if ('watch' in r) return r.watch();
+    if ('proxy' in r) return r.proxy();
+    await writeReply(ctx, r.reply);
+  };
+
+  // The fixed paths (health, metrics, version, OpenAPI), then the resource URL space.
+  app.use(fixedRoutes({ deps, checks, metrics, answer }));
+  app.use((ctx) => answer(ctx, route(ctx, deps)));
 
   const sockets = new Set<Socket>();
   const streams = new UpgradeProxy(deps, opts.secure?.authenticator, { ...defaultStreamLimits, ...opts.streams }, metrics.registry);

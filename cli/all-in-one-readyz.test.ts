@@ -1,7 +1,7 @@
 // all-in-one's one listener: /readyz fails, naming the synchro half's check, while that half
 // cannot work (its clusters file does not parse at start), and passes once it can; /livez stays ok.
 import { writeFileSync } from 'node:fs';
-import { freePort } from '../hack/postgres.ts';
+import { freePort } from '../storage/testing/postgres.ts';
 import t from 'tap';
 import { spawnPanoptes, tempDir, waitUntil, writeClusters, type PanoptesProcess } from '../synchro/testutil.ts';
 

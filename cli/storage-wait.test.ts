@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as wait } from 'node:timers/promises';
-import { freePort } from '../hack/postgres.ts';
+import { freePort } from '../storage/testing/postgres.ts';
 import t, { type Test } from 'tap';
 import { spawnPanoptes, tempDir, waitUntil, type PanoptesProcess } from '../synchro/testutil.ts';
 

@@ -28,7 +28,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createGunzip } from 'node:zlib';
 import { secureServingFromFlags } from '../apiserver/auth/config.ts';
-import { apiObjectThresholdBytes } from '../apiserver/compression.ts';
+import { apiObjectThresholdBytes } from '../apiserver/endpoints/compression.ts';
 import { createApiserver } from '../apiserver/server.ts';
 import { logger, setLogLevel } from '../lib/log.ts';
 import { openTestStore, seedCluster, stopTestPostgres } from '../storage/testing.ts';

@@ -30,7 +30,7 @@ import { emptyStorageUrl, stopTestPostgres } from '../storage/testing.ts';
 import { percentile } from './fixtures.ts';
 import { SimProcess } from './bench-sim-process.ts';
 import { killChildren, procMemory, spawnPanoptes, type PanoptesProcess } from './panoptes-process.ts';
-import { freePort } from './postgres.ts';
+import { freePort } from '../storage/testing/postgres.ts';
 import { cpuMs } from './process-cpu.ts';
 import type { FleetFigures } from './report/figures.ts';
 import { recordRun } from './report/record.ts';

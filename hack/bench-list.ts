@@ -28,7 +28,7 @@ import { startSimClusters } from './sim/cluster.ts';
 import type { KObject } from './sim/types.ts';
 import type { ListBackendFigures, ListCpuFigures, ListFilteredFigures, ListKubectlFigures } from './report/figures.ts';
 import { spawnPanoptes } from './panoptes-process.ts';
-import { freePort } from './postgres.ts';
+import { freePort } from '../storage/testing/postgres.ts';
 import { cpuDuring } from './process-cpu.ts';
 import { recordRun } from './report/record.ts';
 import { benchSearchTerms } from './bench-list/search-terms.ts';

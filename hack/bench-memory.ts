@@ -44,7 +44,7 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { SimProcess } from './bench-sim-process.ts';
 import { imageNodeOptions, procMemory as procStatus, repoRoot, spawnPanoptes, type PanoptesProcess } from './panoptes-process.ts';
-import { freePort } from './postgres.ts';
+import { freePort } from '../storage/testing/postgres.ts';
 import { recordRun } from './report/record.ts';
 import type { MemoryProcessFigures, MemorySetupFigures } from './report/figures.ts';
 import { get } from './sim/testutil.ts';

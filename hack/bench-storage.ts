@@ -10,7 +10,7 @@ import { parseLabelSelector } from '../kube/labels.ts';
 import { Store } from '../storage/store.ts';
 import type { UpstreamEvent } from '../storage/types.ts';
 import { percentile, realisticPod } from './fixtures.ts';
-import { createDatabase, startPostgres } from './postgres.ts';
+import { createDatabase, startPostgres } from '../storage/testing/postgres.ts';
 import { recordRun } from './report/record.ts';
 
 const { values } = parseArgs({

@@ -18,7 +18,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { setLogLevel } from '../lib/log.ts';
-import { createDatabase, startPostgres, type PostgresServer } from './postgres.ts';
+import { createDatabase, startPostgres, type PostgresServer } from '../storage/testing/postgres.ts';
 import { percentile } from './fixtures.ts';
 import { instanceCpuSeconds, postmasterOf } from './process-cpu.ts';
 import { rowsOf } from '../storage/rows.ts';

@@ -44,7 +44,7 @@ import { emptyStorageUrl, seedCluster, stopTestPostgres } from '../storage/testi
 import { makeCertSet, type CertSet } from './certs.ts';
 import { LatencyHistogram, now, PodWorkload, RateWriter } from './fanout-workload.ts';
 import { imageNodeOptions, openFileLimits, procMemory, spawnNode, spawnPanoptes, type PanoptesProcess } from './panoptes-process.ts';
-import { freePort } from './postgres.ts';
+import { freePort } from '../storage/testing/postgres.ts';
 import { recordRun } from './report/record.ts';
 import type { WatchConnectionsModeFigures, WatchConnectionsPhaseFigures } from './report/figures.ts';
 import { get } from './sim/testutil.ts';

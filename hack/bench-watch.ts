@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { killChildren, spawnPanoptes, type PanoptesProcess } from './panoptes-process.ts';
-import { freePort } from './postgres.ts';
+import { freePort } from '../storage/testing/postgres.ts';
 import { startSimCluster, type SimCluster } from './sim/cluster.ts';
 import { get } from './sim/testutil.ts';
 import { setLogLevel } from '../lib/log.ts';

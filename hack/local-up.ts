@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import { authenticationConfigMap, startFakeHost } from './testing/fakehost.ts';
 import { startSimClusters } from './sim/cluster.ts';
 import { makeCertSet, writeCertSet } from './certs.ts';
-import { createDatabase, freePort, startPostgres } from './postgres.ts';
+import { createDatabase, freePort, startPostgres } from '../storage/testing/postgres.ts';
 
 const { values } = parseArgs({ options: { dir: { type: 'string' }, clusters: { type: 'string' }, check: { type: 'boolean' } }, strict: true });
 const dir = resolve(values.dir ?? './data/local-up');

@@ -9,7 +9,7 @@ import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { asPostgresUser, freePort } from './postgres.ts';
+import { asPostgresUser, freePort } from '../storage/testing/postgres.ts';
 
 export interface PgNode {
   /** URL of the `postgres` database on this server. */

@@ -3,7 +3,7 @@
 // Columns: kube-apiserver's for the built-in kinds that have printers (reference/
 // table-columns.json, captured from v1.28, + printers.ts), a CRD's additionalPrinterColumns
 // (or Age when it declares none), or Name / Created At (kube's default table convertor).
-// Printing only: no HTTP, no Panoptes views (apiserver/table.ts adds the Cluster column).
+// Printing only: no HTTP, no Panoptes views (apiserver/read/table.ts adds the Cluster column).
 import { readFileSync } from 'node:fs';
 import { humanDuration, podRowConditions, printers, type Printer } from './printers.ts';
 

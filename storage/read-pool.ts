@@ -4,7 +4,7 @@
 // wait until the copy has it, then read the copy.
 //
 // `read(freshness, ...)` is the one entry point of that rule: lists, gets, external metrics
-// (apiserver/rv.ts) and every start of a watch (apiserver/watch/hub.ts: its snapshot, its
+// (apiserver/read/rv.ts) and every start of a watch (apiserver/watch/hub.ts: its snapshot, its
 // start rv) say what they need in kube's terms (most recent, any, not older than N) and get a
 // read that reflects it, on a standby when one has it, else on the primary.
 //
@@ -62,7 +62,7 @@ export interface ReadPoolOptions {
 }
 
 /**
- * What a read must reflect, in kube's resourceVersion terms (apiserver/rv.ts maps a list's or
+ * What a read must reflect, in kube's resourceVersion terms (apiserver/read/rv.ts maps a list's or
  * get's parameters to it, apiserver/watch/hub.ts a watch's start).
  */
 export type Freshness =

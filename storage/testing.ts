@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createDatabase, startPostgres, type PostgresServer } from '../hack/postgres.ts';
+import { createDatabase, startPostgres, type PostgresServer } from './testing/postgres.ts';
 import { clusterLease, compactorLease, type Fence } from './leases.ts';
 import { Store } from './store.ts';
 import type { RetentionPolicy, UpstreamEvent } from './types.ts';

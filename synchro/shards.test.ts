@@ -7,7 +7,7 @@
 // log never go back for a cluster (no row from a writer that lost its lease), and at the end
 // storage and the watch client's view equal every member's own list.
 import t from 'tap';
-import { createDatabase, freePort, startPostgres, type PostgresServer } from '../hack/postgres.ts';
+import { createDatabase, freePort, startPostgres, type PostgresServer } from '../storage/testing/postgres.ts';
 import { startSimCluster, type SimCluster } from '../hack/sim/cluster.ts';
 import { get } from '../hack/sim/testutil.ts';
 import { httpWatch, type HttpWatch, type HttpWatchEvent } from '../hack/testing/watch-http.ts';

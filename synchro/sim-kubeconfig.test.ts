@@ -5,7 +5,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { freePort } from '../hack/postgres.ts';
+import { freePort } from '../storage/testing/postgres.ts';
 import { get } from '../hack/sim/testutil.ts';
 import { tempDir, waitUntil } from './testutil.ts';
 

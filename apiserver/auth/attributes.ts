@@ -12,7 +12,7 @@
 // (kube/path-segments.ts), so what is authorized is what is routed and forwarded.
 import { pathSegments } from '../../kube/path-segments.ts';
 import { queryBool } from '../../kube/query.ts';
-import { fleetInfos, panoptesGroupName, panoptesVersion } from '../panoptes-group.ts';
+import { fleetInfos, panoptesGroupName, panoptesVersion } from '../discovery/panoptes-group.ts';
 
 export const resourcesPrefix = `/apis/${panoptesGroupName}/${panoptesVersion}/resources`;
 

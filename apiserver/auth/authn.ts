@@ -16,14 +16,10 @@ import type { Logger } from '../../lib/log.ts';
 import { StatusError } from '../../kube/status.ts';
 import { TtlCache } from './cache.ts';
 import { clearAuthHeaders, requestHeaderUser, type RequestHeaderNames } from './request-header.ts';
-import type { HostClient } from './hostclient.ts';
+import type { UserInfo } from './user.ts';
 
-export interface UserInfo {
-  name: string;
-  uid?: string;
-  groups: string[];
-  extra: Record<string, string[]>;
-}
+export type { UserInfo } from './user.ts';
+import type { HostClient } from './hostclient.ts';
 
 /** The front proxy: its CA, and the headers it may name the user with (request-header.ts, the one rule of which headers are read). */
 export interface RequestHeaderConfig extends RequestHeaderNames {

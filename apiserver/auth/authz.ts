@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from '../../lib/log.ts';
 import { StatusError } from '../../kube/status.ts';
 import type { RequestAttributes, ResourceAttributes } from './attributes.ts';
-import { panoptesGroupName, panoptesVersion } from '../panoptes-group.ts';
+import { panoptesGroupName, panoptesVersion } from '../discovery/panoptes-group.ts';
 import type { UserInfo } from './authn.ts';
 import { TtlCache } from './cache.ts';
 import type { HostClient } from './hostclient.ts';

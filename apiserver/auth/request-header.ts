@@ -16,7 +16,7 @@
 // starting with an extra prefix (the key after it lowercased, then percent-decoded). Then every
 // named header is removed from the request.
 import type { IncomingMessage } from 'node:http';
-import type { UserInfo } from './authn.ts';
+import type { UserInfo } from './user.ts';
 
 /** Which headers carry the user, and which front-proxy certificate names may set them. */
 export interface RequestHeaderNames {

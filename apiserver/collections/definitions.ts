@@ -14,6 +14,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { CollectionKind } from '../../storage/types.ts';
+import type { Authorizer } from '../auth/authz.ts';
 import { parseResourceName, resourceMetricName } from '../external/rules.ts';
 
 export interface CollectionDefinition {
@@ -113,4 +114,12 @@ export function loadCollections(file?: string): CollectionDefinition[] {
     throw new Error(`${file}: ${(err as Error).message}`);
   }
   return [...builtinCollections, ...parseCollections(text, file)];
+}
+
+/** What serving collectionresources needs (serve.ts). */
+export interface CollectionsDeps {
+  /** The built-in collections and the operator's (definitions.ts). */
+  definitions: CollectionDefinition[];
+  /** Secure serving: authorizes each kind a collection reads. */
+  authorizer?: Authorizer;
 }

@@ -10,10 +10,10 @@
 import { formatLabelSelector, parseLabelSelector } from '../../kube/labels.ts';
 import { badRequest } from '../../kube/status.ts';
 import type { CollectionKind } from '../../storage/types.ts';
-import type { ViewCatalog } from '../catalog.ts';
+import type { ViewCatalog } from '../discovery/catalog.ts';
 import { findResource } from '../external/resolve.ts';
 import { parseResourceName } from '../external/rules.ts';
-import { searchLabelPrefix } from '../params.ts';
+import { searchLabelPrefix } from '../read/params.ts';
 import { anyCollection, kindName, maxKinds } from './definitions.ts';
 
 const terms = ['groups', 'resources', 'collection'] as const;

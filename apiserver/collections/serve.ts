@@ -24,30 +24,25 @@ import type { CollectionKind, KubeObject, ListQuery } from '../../storage/types.
 import type { ResourceAttributes } from '../auth/attributes.ts';
 import type { AuthState } from '../auth/middleware.ts';
 import type { Authorizer } from '../auth/authz.ts';
-import type { ResourceInfo, ViewCatalog } from '../catalog.ts';
-import type { Deps, Reply } from '../deps.ts';
-import { readOnly } from '../errors.ts';
+import type { ResourceInfo, ViewCatalog } from '../discovery/catalog.ts';
+import type { Deps, Reply } from '../endpoints/deps.ts';
+import { readOnly } from '../endpoints/errors.ts';
 import { findResource } from '../external/resolve.ts';
-import { readList } from '../list.ts';
-import { negotiateOutput } from '../negotiate.ts';
-import { tableJson as collectionTableJson, tableRowJson as collectionRowJson } from '../table.ts';
+import { readList } from '../read/list.ts';
+import { negotiateOutput } from '../endpoints/negotiate.ts';
+import { tableJson as collectionTableJson, tableRowJson as collectionRowJson } from '../read/table.ts';
 import { collectionListColumns, collectionObjectsTable } from './table.ts';
-import { collectionResourcesInfo, panoptesApiVersion, panoptesGroupName } from '../panoptes-group.ts';
-import { parseListParams } from '../params.ts';
-import { clustersRead, toListQuery, type ResourceRequest, type View } from '../request.ts';
-import { staleWarnings } from '../warnings.ts';
-import type { MetricLabels, Routed } from '../routes.ts';
-import { checkSearchClusters } from '../routes.ts';
-import { serveWatch } from '../watch-route.ts';
-import { anyCollection, kindName, type CollectionDefinition } from './definitions.ts';
+import { collectionResourcesInfo, panoptesApiVersion, panoptesGroupName } from '../discovery/panoptes-group.ts';
+import { parseListParams } from '../read/params.ts';
+import { clustersRead, toListQuery } from '../read/list-query.ts';
+import type { ResourceRequest, View } from '../endpoints/request.ts';
+import { staleWarnings } from '../endpoints/warnings.ts';
+import type { MetricLabels, Routed } from '../endpoints/routed.ts';
+import { checkSearchClusters } from '../read/search-clusters.ts';
+import { serveWatch } from '../read/watch.ts';
+import { anyCollection, kindName, type CollectionDefinition, type CollectionsDeps } from './definitions.ts';
 import { resolveKindTerms, takeKindTerms } from './params.ts';
 
-export interface CollectionsDeps {
-  /** The built-in collections and the operator's (definitions.ts). */
-  definitions: CollectionDefinition[];
-  /** Secure serving: authorizes each kind a collection reads. */
-  authorizer?: Authorizer;
-}
 
 /** A collections path below /apis/panoptes.io/v1alpha1/: [watch/]collectionresources[/<name>]. */
 export function collectionPath(segs: string[]): { name?: string; legacyWatch: boolean } | undefined {

@@ -4,7 +4,7 @@
 import { since } from '../../kube/printers.ts';
 import type { TableColumnDefinition } from '../../kube/table.ts';
 import type { KubeObject } from '../../storage/types.ts';
-import type { TableRenderer } from '../table.ts';
+import type { TableRenderer } from '../read/table.ts';
 
 const column = (name: string, description: string, format = ''): TableColumnDefinition => ({ name, type: 'string', format, description, priority: 0 });
 

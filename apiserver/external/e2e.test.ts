@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { stringify } from 'yaml';
 import { writeKubeconfig } from '../../cli/commands/kubeconfig.ts';
-import { freePort } from '../../hack/postgres.ts';
+import { freePort } from '../../storage/testing/postgres.ts';
 import { startSimClusters, type SimCluster } from '../../hack/sim/cluster.ts';
 import { get } from '../../hack/sim/testutil.ts';
 import type { KObject } from '../../hack/sim/types.ts';

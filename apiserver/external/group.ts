@@ -3,8 +3,8 @@
 // kind ExternalMetricValueList — as metrics adapters (custom-metrics-apiserver) list them.
 // Built from memory (the rules and the catalog), so the APIService's availability check does
 // not depend on storage.
-import type { GroupEntry, ResourceInfo, ViewCatalog } from '../catalog.ts';
-import { panoptesGroupName } from '../panoptes-group.ts';
+import type { GroupEntry, ResourceInfo, ViewCatalog } from '../discovery/catalog.ts';
+import { panoptesGroupName } from '../discovery/panoptes-group.ts';
 import { resourceMetricName, type RuleSet } from './rules.ts';
 
 export const externalMetricsGroupName = 'external.metrics.k8s.io';

@@ -3,7 +3,7 @@
 // name. Names that are neither: 404; a rule that is declared but invalid, or reads a resource
 // no cluster syncs: 503 naming the problem.
 import { notFound, StatusError } from '../../kube/status.ts';
-import type { Catalog, ResourceInfo, ViewCatalog } from '../catalog.ts';
+import type { Catalog, ResourceInfo, ViewCatalog } from '../discovery/catalog.ts';
 import { externalMetricsGroupName } from './group.ts';
 import type { RulesSource } from './rules-source.ts';
 import { parseResourceName, resourceMetricName, type MetricRule } from './rules.ts';

@@ -13,7 +13,7 @@ import type { FieldRequirement, FieldSelector } from '../../kube/fields.ts';
 import { parseFieldSelector } from '../../kube/fields.ts';
 import { parseLabelSelector, type LabelSelector } from '../../kube/labels.ts';
 import { badRequest } from '../../kube/status.ts';
-import { checkSearchValues, searchLabelPrefix } from '../params.ts';
+import { checkSearchValues, searchLabelPrefix } from '../read/params.ts';
 
 export const fieldLabelPrefix = 'field.panoptes.io/';
 export const allNamespacesKey = `${searchLabelPrefix}all-namespaces`;

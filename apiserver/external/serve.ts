@@ -21,26 +21,18 @@ import { formatQuantity } from '../../kube/quantity.ts';
 import { badRequest, StatusError } from '../../kube/status.ts';
 import type { AggregateQuery } from '../../storage/aggregate.ts';
 import type { ResourceAttributes } from '../auth/attributes.ts';
-import type { Authorizer } from '../auth/authz.ts';
 import type { AuthState } from '../auth/middleware.ts';
-import type { Deps, Reply } from '../deps.ts';
-import { pathNotFound } from '../errors.ts';
-import type { ApiserverMetrics } from '../metrics.ts';
-import { notAcceptable, parseAccept } from '../negotiate.ts';
-import { readFresh } from '../rv.ts';
-import { staleWarnings } from '../warnings.ts';
+import type { Deps, Reply } from '../endpoints/deps.ts';
+import { pathNotFound } from '../endpoints/errors.ts';
+import { notAcceptable, parseAccept } from '../endpoints/negotiate.ts';
+import { readFresh } from '../read/rv.ts';
+import { staleWarnings } from '../endpoints/warnings.ts';
 import { externalMetricsApiVersion, externalMetricsGroupName, externalMetricsVersion } from './group.ts';
 import { findResource, resolveMetric, type MetricTarget } from './resolve.ts';
-import type { RulesSource } from './rules-source.ts';
+import type { ExternalMetricsDeps } from './deps.ts';
 import { combine, parseSelection, withFieldSelector, type Selection } from './selector.ts';
 
 /** What the external metrics handler needs beyond the usual Deps. */
-export interface ExternalMetricsDeps {
-  rules: RulesSource;
-  metrics: ApiserverMetrics;
-  /** Secure serving: re-authorizes requests whose selector reads other namespaces. */
-  authorizer?: Authorizer;
-}
 
 const knownParams = new Set(['labelSelector', 'fieldSelector', 'pretty', 'timeout']);
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -132,7 +124,7 @@ async function answer(ctx: Context, deps: Deps, ext: ExternalMetricsDeps, namesp
     });
   }
 
-  // A metric has no resourceVersion parameter: it is a most-recent read (apiserver/rv.ts).
+  // A metric has no resourceVersion parameter: it is a most-recent read (apiserver/read/rv.ts).
   const aq: AggregateQuery = { select, match: rule?.match, fn: rule?.aggregate ?? 'count', path: rule?.path, byCluster: rule?.perCluster ?? false };
   const { value: result, warnings: readWarnings } = await readFresh(deps, { resourceVersion: '' }, (store, minRv) => store.aggregate(minRv === undefined ? aq : { ...aq, minRv }));
   const timestamp = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');

@@ -4,15 +4,11 @@
 // it (list, get, watch, and writes only where the resource's verbs have them), each with
 // x-kubernetes-group-version-kind. A kind no member document describes gets an open schema
 // (any fields) with its group-version-kind, so kubectl neither rejects nor misses it.
+import type { OpenAPIV2, OpenAPIV3 } from 'openapi-types';
 import { closure, convertSchema, refPrefix, type JsonObject, type OpenAPIForm } from '../../kube/openapi-convert.ts';
 import { kubeListParams, prettyParam, resourcePaths, type ParamSpec } from '../../kube/openapi-paths.ts';
-import { servedVerbs, type ResourceInfo } from '../catalog.ts';
-import { panoptesVersion } from '../discovery.ts';
-import { clusterDefinitions } from './cluster-schema.ts';
-import { collectionDefinitions } from './collection-schema.ts';
-import { mcsDefinitions } from './mcs-schema.ts';
-import { clusterSourceDefinitions } from './cluster-source-schema.ts';
-import { synchroMemberDefinitions } from './synchro-member-schema.ts';
+import { servedVerbs, type ResourceInfo } from '../discovery/catalog.ts';
+import { panoptesVersion } from '../discovery/documents.ts';
 import { listMetaName, metaDefinitions, objectMetaName, watchEventName } from './own-schema.ts';
 import { sourceDoc, type SourceDoc } from './sources.ts';
 
@@ -28,10 +24,23 @@ export interface ServedGroupVersion {
   kinds: ServedKind[];
 }
 
-/** Panoptes's own definitions: the Cluster, MultiClusterService, ClusterSource, CollectionResource and SynchroMember kinds and the metadata kinds, as one source document. */
-export const panoptesSource: SourceDoc = sourceDoc('panoptes.io/v1alpha1', 'v2', { definitions: { ...metaDefinitions, ...clusterDefinitions, ...mcsDefinitions, ...clusterSourceDefinitions, ...collectionDefinitions, ...synchroMemberDefinitions } }, 0);
+/** The definitions of Panoptes's own kinds, each registered by its kind (apiserver/kinds.ts, the composition root). */
+const ownDefinitions: Record<string, JsonObject> = {};
+let panoptesDoc: SourceDoc | undefined;
 
-/** The query parameters of Panoptes's list and watch (apiserver/params.ts). */
+/** Registers the OpenAPI v2 definitions of an own kind of panoptes.io (its kind, its list, what they refer to). */
+export function registerDefinitions(definitions: Record<string, JsonObject>): void {
+  for (const name of Object.keys(definitions)) if (name in ownDefinitions) throw new Error(`the OpenAPI definition ${name} is already registered`);
+  Object.assign(ownDefinitions, definitions);
+  panoptesDoc = undefined;
+}
+
+/** Panoptes's own definitions: the registered kinds (Cluster, MultiClusterService, ClusterSource, CollectionResource, SynchroMember) and the metadata kinds, as one source document. */
+export function panoptesSource(): SourceDoc {
+  return (panoptesDoc ??= sourceDoc('panoptes.io/v1alpha1', 'v2', { definitions: { ...metaDefinitions, ...ownDefinitions } }, 0));
+}
+
+/** The query parameters of Panoptes's list and watch (apiserver/read/params.ts). */
 const panoptesListParams: ParamSpec[] = [
   ...kubeListParams,
   { name: 'includeObject', in: 'query', type: 'string', description: 'With a Table answer: what rows[].object holds: None, Metadata (default) or Object.' },
@@ -99,7 +108,7 @@ function collect(kinds: ServedKind[], form: OpenAPIForm): Collected {
     }
     names.set(k, { kind, list });
   }
-  add(panoptesSource, [objectMetaName, listMetaName, watchEventName]);
+  add(panoptesSource(), [objectMetaName, listMetaName, watchEventName]);
   return { schemas: sortKeys(schemas), names };
 }
 
@@ -122,18 +131,19 @@ function paths(kinds: ServedKind[], names: Collected['names'], form: OpenAPIForm
   return sortKeys(out);
 }
 
-const info = () => ({ title: 'Panoptes', version: `v${panoptesVersion}` });
+const info = (): OpenAPIV2.InfoObject & OpenAPIV3.InfoObject => ({ title: 'Panoptes', version: `v${panoptesVersion}` });
 
 /** The OpenAPI 3.0 document of one group version. */
-export function buildGroupVersionV3(gv: ServedGroupVersion): JsonObject {
+export function buildGroupVersionV3(gv: ServedGroupVersion): OpenAPIV3.Document {
   const c = collect(gv.kinds, 'v3');
-  return { openapi: '3.0.0', info: info(), paths: paths(gv.kinds, c.names, 'v3'), components: { schemas: c.schemas } };
+  // The paths and schemas are kube's, converted from the member documents as JSON (kube/openapi-convert.ts): typed here, where the document is assembled.
+  return { openapi: '3.0.0', info: info(), paths: paths(gv.kinds, c.names, 'v3') as OpenAPIV3.PathsObject, components: { schemas: c.schemas as Record<string, OpenAPIV3.SchemaObject> } };
 }
 
 /** The Swagger 2.0 document of every group version of a view. */
-export function buildV2(gvs: ServedGroupVersion[]): JsonObject {
+export function buildV2(gvs: ServedGroupVersion[]): OpenAPIV2.Document {
   const kinds = gvs.flatMap((g) => g.kinds);
   const c = collect(kinds, 'v2');
-  return { swagger: '2.0', info: info(), paths: paths(kinds, c.names, 'v2'), definitions: c.schemas };
+  return { swagger: '2.0', info: info(), paths: paths(kinds, c.names, 'v2') as OpenAPIV2.PathsObject, definitions: c.schemas as OpenAPIV2.DefinitionsObject };
 }
 

@@ -11,18 +11,19 @@
 // ?hash=) is the sha512 of that, so the v3 root and 304s need no building; documents are
 // built on first request and cached by that name (bounded by size), so views and replicas
 // with the same members share them.
+import type { OpenAPIV2, OpenAPIV3 } from 'openapi-types';
 import { createHash } from 'node:crypto';
 import type { Logger } from '../../lib/log.ts';
 import { StatusError } from '../../kube/status.ts';
 import { encodeOpenAPIV2, openapiV2ProtobufSubtypes, openapiV2ProtobufType } from '../../kube/openapi-proto.ts';
 import type { JsonObject } from '../../kube/openapi-convert.ts';
 import type { Store } from '../../storage/store.ts';
-import type { GroupEntry } from '../catalog.ts';
-import type { Compression } from '../compression.ts';
-import type { Reply } from '../deps.ts';
-import { panoptesVersion } from '../discovery.ts';
-import { parseAccept } from '../negotiate.ts';
-import { pathNotFound } from '../errors.ts';
+import type { GroupEntry } from '../discovery/catalog.ts';
+import type { Compression } from '../endpoints/compression.ts';
+import type { Reply } from '../endpoints/reply.ts';
+import { panoptesVersion } from '../discovery/documents.ts';
+import { parseAccept } from '../endpoints/negotiate.ts';
+import { pathNotFound } from '../endpoints/errors.ts';
 import { buildGroupVersionV3, buildV2, panoptesSource, type ServedGroupVersion } from './build.ts';
 import { OpenAPISources, type SourceDoc, type SourceRef, type SourcesOptions } from './sources.ts';
 
@@ -62,7 +63,13 @@ interface Built {
 
 const sha512 = (s: string) => createHash('sha512').update(s).digest('hex').toUpperCase();
 const gvKey = (group: string, version: string) => (group ? `apis/${group}/${version}` : `api/${version}`);
-const panoptesHash = createHash('sha256').update(JSON.stringify(panoptesSource.schemas)).digest('hex');
+let panoptesHashOf: { doc: SourceDoc; hash: string } | undefined;
+/** The hash of Panoptes's own definitions (computed once the kinds are registered). */
+function panoptesHash(): string {
+  const doc = panoptesSource();
+  if (panoptesHashOf?.doc !== doc) panoptesHashOf = { doc, hash: createHash('sha256').update(JSON.stringify(doc.schemas)).digest('hex') };
+  return panoptesHashOf.hash;
+}
 
 export class OpenAPIService {
   readonly sources: OpenAPISources;
@@ -109,7 +116,7 @@ export class OpenAPIService {
     throw pathNotFound();
   }
 
-  /** `compression`: v2 is gzipped as kube-openapi's gziphandler does, v3 never (apiserver/compression.ts). */
+  /** `compression`: v2 is gzipped as kube-openapi's gziphandler does, v3 never (apiserver/endpoints/compression.ts). */
   private reply(req: OpenAPIRequest, etag: string, type: string, compression: Compression, body: () => string | Buffer, extra?: Record<string, string>): Reply {
     const headers: Record<string, string> = { ETag: `"${etag}"`, Vary: 'Accept', 'Cache-Control': 'no-cache, private', ...extra };
     if (req.ifNoneMatch && req.ifNoneMatch.split(',').some((t) => t.trim() === `"${etag}"` || t.trim() === '*')) return { status: 304, type, body: '', headers, compression };
@@ -127,7 +134,7 @@ export class OpenAPIService {
           builderRevision,
           panoptesVersion,
           key,
-          kinds.map((k) => [k.gv.resource, k.gv.kind, k.gv.namespaced, k.gv.verbs ?? null, k.ref === 'panoptes' ? panoptesHash : (k.ref?.hash ?? null)]),
+          kinds.map((k) => [k.gv.resource, k.gv.kind, k.gv.namespaced, k.gv.verbs ?? null, k.ref === 'panoptes' ? panoptesHash() : (k.ref?.hash ?? null)]),
         ]);
         out.push({ key, group: g.name, version: v.version, kinds, etag: sha512(name) });
       }
@@ -141,12 +148,12 @@ export class OpenAPIService {
     return {
       group: p.group,
       version: p.version,
-      kinds: p.kinds.map((k) => ({ info: k.gv, source: k.ref === 'panoptes' ? panoptesSource : k.ref ? docs.get(k.ref.hash) : undefined })),
+      kinds: p.kinds.map((k) => ({ info: k.gv, source: k.ref === 'panoptes' ? panoptesSource() : k.ref ? docs.get(k.ref.hash) : undefined })),
     };
   }
 
   /** A built document from the cache, or built once (concurrent requests share the build). */
-  private async document(name: string, build: () => Promise<JsonObject>): Promise<Built> {
+  private async document(name: string, build: () => Promise<OpenAPIV2.Document | OpenAPIV3.Document>): Promise<Built> {
     const hit = this.built.get(name);
     if (hit) {
       this.built.delete(name);

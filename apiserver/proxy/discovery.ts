@@ -7,8 +7,8 @@
 // PodMetrics and NodeMetrics (kubectl top). The all-clusters view serves get, list and watch
 // of what is synced, and metrics.k8s.io from every member (fleet-metrics.ts: kubectl top pods -A).
 import { readFileSync } from 'node:fs';
-import type { GroupEntry, ResourceInfo } from '../catalog.ts';
-import { panoptesGroupName } from '../panoptes-group.ts';
+import type { GroupEntry, ResourceInfo } from '../discovery/catalog.ts';
+import { panoptesGroupName } from '../discovery/panoptes-group.ts';
 
 type Verbs = Record<string, Record<string, { verbs: string[]; subresources: NonNullable<ResourceInfo['subresources']> }>>;
 const builtin = JSON.parse(readFileSync(new URL('../reference/builtin-verbs.json', import.meta.url), 'utf8')) as Verbs;

@@ -10,7 +10,7 @@ import { readBounded } from '../../member/answer-size.ts';
 import type { Context } from 'koa';
 import { StatusError, badRequest, notFound } from '../../kube/status.ts';
 import type { ResourceAttributes } from '../auth/attributes.ts';
-import type { Deps, Reply } from '../deps.ts';
+import type { Deps, Reply } from '../endpoints/deps.ts';
 import { proxyUser } from './forward.ts';
 import { memberRequest } from './member-request.ts';
 import { notReady } from './members.ts';

@@ -8,10 +8,10 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { StatusError, notFound } from '../../kube/status.ts';
 import { describeError, memberRequestPath, send, type MemberEndpoint } from '../../member/client.ts';
 import type { MemberResponse } from '../../member/http2.ts';
-import { panoptesGroupName } from '../panoptes-group.ts';
+import { panoptesGroupName } from '../discovery/panoptes-group.ts';
 import type { UserInfo } from '../auth/authn.ts';
-import type { Deps } from '../deps.ts';
-import { requestTimeout } from '../request-deadline.ts';
+import type { Deps } from '../endpoints/deps.ts';
+import { requestTimeout } from '../endpoints/request-deadline.ts';
 import { proxiedHeaders } from './impersonation.ts';
 import { memberUnavailable } from './members.ts';
 

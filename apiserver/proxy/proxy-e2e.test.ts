@@ -12,7 +12,7 @@ import t, { type Test } from 'tap';
 import { Registry } from 'prom-client';
 import { stringify } from 'yaml';
 import { makeCertSet } from '../../hack/certs.ts';
-import { freePort } from '../../hack/postgres.ts';
+import { freePort } from '../../storage/testing/postgres.ts';
 import { impersonatorRules, readVerbs } from '../../hack/sim/auth.ts';
 import { startSimCluster, type SimCluster } from '../../hack/sim/cluster.ts';
 import { get, tempDir } from '../../hack/sim/testutil.ts';

@@ -20,18 +20,12 @@
 import { isDocument, parseDocument } from 'yaml';
 import { StatusError } from '../../kube/status.ts';
 import { jsonEqual, maxYamlBodyBytes, requestEntityTooLarge } from '../../kube/json-limits.ts';
-import { mediaType } from '../write-request.ts';
+import { mediaType } from '../endpoints/write-request.ts';
 import { stampedAnnotations } from '../../storage/write.ts';
 import { dropProtobufAnnotations, protobufType, rewriteProtobufRv } from './rv-protobuf.ts';
+import type { BodyShape, MapRv, RvPlace } from './rv-shapes.ts';
 
-/** What a resourceVersion in a body means: the object's version, a delete precondition, or a JSON patch test (with its path). */
-export type RvPlace = { kind: 'object' } | { kind: 'precondition' } | { kind: 'test'; path: string };
-
-/** Maps one resourceVersion found in a body to the value to send (or throws a StatusError). */
-export type MapRv = (rv: string, place: RvPlace) => Promise<string>;
-
-/** What a write's body is: an object (update, patch), DeleteOptions (delete) or an Eviction. */
-export type BodyShape = 'object' | 'deleteOptions' | 'eviction';
+export type { BodyShape, MapRv, RvPlace } from './rv-shapes.ts';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -8,7 +8,7 @@
 // `resourceVersion`; DeleteOptions has Preconditions as field 2, whose field 2 is
 // `resourceVersion`; an Eviction has its DeleteOptions as field 2.
 import { StatusError } from '../../kube/status.ts';
-import type { BodyShape, MapRv, RvPlace } from './rv-fields.ts';
+import type { BodyShape, MapRv, RvPlace } from './rv-shapes.ts';
 
 export const protobufType = 'application/vnd.kubernetes.protobuf';
 

@@ -25,7 +25,7 @@ import { refuseUpgrade } from '../../kube/upgrade-refusal.ts';
 import { describeError } from '../../member/client.ts';
 import type { Authenticator } from '../auth/authn.ts';
 import { resourcesPrefix } from '../auth/attributes.ts';
-import type { Deps } from '../deps.ts';
+import type { Deps } from '../endpoints/deps.ts';
 import { proxyUserOf } from './forward.ts';
 import { memberTarget } from './member-request.ts';
 import { memberUnavailable } from './members.ts';

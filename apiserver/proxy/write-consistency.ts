@@ -43,7 +43,7 @@ import { isNewer } from '../../storage/decide.ts';
 import type { Store } from '../../storage/store.ts';
 import type { Change, ObjectKey, StoredObject } from '../../storage/types.ts';
 import { upstreamRvAnnotation } from '../../storage/write.ts';
-import type { Catalog } from '../catalog.ts';
+import type { Catalog } from '../discovery/catalog.ts';
 import type { ProxiedWrite, WriteConsistency } from './consistency.ts';
 import { refuseCollectionPrecondition, rewriteRvs, withoutStamps, type BodyShape, type RvPlace } from './rv-fields.ts';
 

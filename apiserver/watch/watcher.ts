@@ -101,7 +101,7 @@ export class Watcher extends Readable {
 
   /**
    * The hub's dispatch is over: a watcher that was sent events since the last one emits
-   * 'flush', and the HTTP layer writes them to its socket now (apiserver/watch-response.ts),
+   * 'flush', and the HTTP layer writes them to its socket now (apiserver/endpoints/watch-response.ts),
    * one write for all of them. Returns whether it had any.
    */
   flush(): boolean {

@@ -2,8 +2,8 @@
 // via better-sqlite3 is synchronous: two Stores on one file in one process could deadlock on
 // the file lock) and one metrics registry, served at /metrics of the apiserver.
 import { Registry } from 'prom-client';
-import type { HealthCheck } from '../../apiserver/health.ts';
-import { ApiserverMetrics } from '../../apiserver/metrics.ts';
+import type { HealthCheck } from '../../apiserver/endpoints/health.ts';
+import { ApiserverMetrics } from '../../apiserver/endpoints/metrics.ts';
 import { logger } from '../../lib/log.ts';
 import { SynchroMetrics } from '../../synchro/metrics.ts';
 import { startSynchro } from '../../synchro/synchro.ts';

@@ -1,10 +1,10 @@
-// `panoptes apiserver`: serves discovery, list and get (watch: apiserver/watch-route.ts)
+// `panoptes apiserver`: serves discovery, list and get (watch: apiserver/read/watch.ts)
 // from storage. Stateless: run any number of replicas on one PostgreSQL.
-import type { HealthCheck } from '../../apiserver/health.ts';
+import type { HealthCheck } from '../../apiserver/endpoints/health.ts';
 import { createApiserver } from '../../apiserver/server.ts';
 import { secureFlagHelp, secureFlagSpec, secureServingFromFlags, type SecureFlagValues } from '../../apiserver/auth/config.ts';
-import { ApiserverMetrics } from '../../apiserver/metrics.ts';
-import type { ApiserverLimits } from '../../apiserver/deps.ts';
+import { ApiserverMetrics } from '../../apiserver/endpoints/metrics.ts';
+import type { ApiserverLimits } from '../../apiserver/endpoints/deps.ts';
 import { defaultProxyWriteWaitMs } from '../../apiserver/proxy/write-consistency.ts';
 import { logger, type Logger } from '../../lib/log.ts';
 import type { Store } from '../../storage/store.ts';

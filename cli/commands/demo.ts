@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Registry } from 'prom-client';
 import { stringify } from 'yaml';
-import { ApiserverMetrics } from '../../apiserver/metrics.ts';
+import { ApiserverMetrics } from '../../apiserver/endpoints/metrics.ts';
 import { logger } from '../../lib/log.ts';
 import { MemberNetworks } from '../../member/networks.ts';
 import { SynchroMetrics } from '../../synchro/metrics.ts';

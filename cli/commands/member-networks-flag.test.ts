@@ -5,7 +5,7 @@ import t from 'tap';
 import { http } from '../../hack/sim/testutil.ts';
 import { logger, setLogLevel } from '../../lib/log.ts';
 import { openTestStore } from '../../storage/testing.ts';
-import { freePort } from '../../hack/postgres.ts';
+import { freePort } from '../../storage/testing/postgres.ts';
 import { UsageError } from '../command.ts';
 import { startServing } from './apiserver.ts';
 import { memberNetworksFlag } from './member-networks-flag.ts';

@@ -4,7 +4,7 @@ import t from 'tap';
 import { logger, setLogLevel } from '../../lib/log.ts';
 import { openTestStore, podEvent } from '../../storage/testing.ts';
 import { sizeFlag, UsageError } from '../command.ts';
-import { freePort } from '../../hack/postgres.ts';
+import { freePort } from '../../storage/testing/postgres.ts';
 import { startServing } from './apiserver.ts';
 import { memoryFlags } from './memory-flags.ts';
 import { defaultWindowBytes } from '../../apiserver/watch/index.ts';

@@ -9,7 +9,7 @@ import { createServer, request, type IncomingMessage, type ServerResponse } from
 import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { createApiserver } from '../../apiserver/server.ts';
-import { freePort } from '../../hack/postgres.ts';
+import { freePort } from '../../storage/testing/postgres.ts';
 import { impersonatorRules, readOnlyUser, readVerbs } from '../../hack/sim/auth.ts';
 import { startSimCluster } from '../../hack/sim/cluster.ts';
 import { get, http } from '../../hack/sim/testutil.ts';

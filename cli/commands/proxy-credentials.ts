@@ -18,7 +18,7 @@
 // Clusters are 503s naming why), so at most the list's 30 s timeout. A proxied request to a
 // Cluster whose Secret is not listed yet waits for that list (at most `secretsWaitMs`).
 import type { UserInfo } from '../../apiserver/auth/authn.ts';
-import type { HealthCheck } from '../../apiserver/health.ts';
+import type { HealthCheck } from '../../apiserver/endpoints/health.ts';
 import { UsageError } from '../command.ts';
 import type { MemberConnectionInfo, MemberCredentials } from '../../apiserver/proxy/members.ts';
 import type { Logger } from '../../lib/log.ts';

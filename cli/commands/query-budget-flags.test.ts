@@ -1,7 +1,7 @@
 // The budget flags of lists with unindexed JSON path terms: parsing, and a running apiserver
 // that refuses such a list past --field-path-max-objects and --field-path-max-bytes.
 import t from 'tap';
-import { freePort } from '../../hack/postgres.ts';
+import { freePort } from '../../storage/testing/postgres.ts';
 import { logger, setLogLevel } from '../../lib/log.ts';
 import { openTestStore, podEvent } from '../../storage/testing.ts';
 import { startServing } from './apiserver.ts';

@@ -2,7 +2,7 @@
 // (apiserver, all-in-one): how many objects their terms on unindexed JSON paths may read, how
 // many bytes of documents such a list (or an orderBy on a JSON path) may read, and on
 // PostgreSQL how long each of its statements may run.
-import type { ApiserverLimits } from '../../apiserver/deps.ts';
+import type { ApiserverLimits } from '../../apiserver/endpoints/deps.ts';
 import { defaultQueryBudget } from '../../storage/json-fields.ts';
 import { durationFlag, intFlag, sizeFlag, UsageError } from '../command.ts';
 

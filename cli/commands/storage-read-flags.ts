@@ -1,6 +1,6 @@
 // `panoptes apiserver --storage-read URL[,URL...]` (env PANOPTES_STORAGE_READ) and
 // `--storage-read-max-lag DURATION`: PostgreSQL hot standbys lists, gets, external metrics
-// and watches read from (storage/read-pool.ts, apiserver/rv.ts).
+// and watches read from (storage/read-pool.ts, apiserver/read/rv.ts).
 import { parseStorageUrl, StorageUrlError } from '../../storage/connect.ts';
 import { durationFlag, UsageError } from '../command.ts';
 

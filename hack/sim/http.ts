@@ -1,5 +1,5 @@
 // HTTP plumbing of the simulator: bodies, JSON and Status answers (Accept negotiation:
-// output.ts and apiserver/negotiate.ts).
+// output.ts and apiserver/endpoints/negotiate.ts).
 import { stringifyJson } from '../../kube/json-text.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';

@@ -2,14 +2,14 @@
 // from the Accept header: the object (or list) as JSON, a meta.k8s.io Table (v1 or v1beta1,
 // includeObject None|Metadata|Object, the kind's columns or the CRD version's
 // additionalPrinterColumns), or PartialObjectMetadata / PartialObjectMetadataList.
-// Negotiation is Panoptes' (apiserver/negotiate.ts) and printing kube/table.ts, so the
+// Negotiation is Panoptes' (apiserver/endpoints/negotiate.ts) and printing kube/table.ts, so the
 // simulator and Panoptes render one way. A single cluster's Table has no Cluster column.
 // Every answer is `Content-Type: application/json`: kube-apiserver writes Tables and
 // PartialObjectMetadata with the JSON serializer's own media type, without the `as=`
 // parameters (WriteObjectNegotiated), and watches as application/json too.
 import { stringifyJson } from '../../kube/json-text.ts';
-import { negotiateOutput } from '../../apiserver/negotiate.ts';
-import type { OutputFormat, Verb } from '../../apiserver/request.ts';
+import { negotiateOutput } from '../../apiserver/endpoints/negotiate.ts';
+import type { OutputFormat, Verb } from '../../apiserver/endpoints/request.ts';
 import { partialObjectMetadataListJson, tableJson, tablePrinter, tableRowJson, toPartialObjectMetadata, type PrintedResource, type TablePrinter } from '../../kube/table.ts';
 import type { ResourceInfo } from './resources.ts';
 import type { KObject } from './types.ts';

@@ -3,8 +3,8 @@
 // deletecollection, status and scale subresources), answered as JSON, Table or
 // PartialObjectMetadata as the Accept header asks (output.ts). /_sim/ goes to control.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { negotiateDiscovery } from '../../apiserver/negotiate.ts';
-import type { Verb } from '../../apiserver/request.ts';
+import { negotiateDiscovery } from '../../apiserver/endpoints/negotiate.ts';
+import type { Verb } from '../../apiserver/endpoints/request.ts';
 import { checkFieldSelector, matchesFields, parseFieldSelector } from '../../kube/fields.ts';
 import { matchesLabels, parseLabelSelector } from '../../kube/labels.ts';
 import { StatusError } from '../../kube/status.ts';

@@ -1,7 +1,7 @@
 // Test helpers: a `panoptes apiserver` process on a free loopback port (plain HTTP), started
 // and waited for (bounded), and a bounded wait for a condition.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { freePort } from '../postgres.ts';
+import { freePort } from '../../storage/testing/postgres.ts';
 import { get } from '../sim/testutil.ts';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

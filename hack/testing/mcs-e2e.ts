@@ -15,7 +15,7 @@ import { dispatchedSliceName, dispatchManagedBy, installationLabel, managedByLab
 import { StatusError } from '../../kube/status.ts';
 import { emptyStorageUrl, type Backend } from '../../storage/testing.ts';
 import { spawnPanoptes, tempDir, waitUntil, type PanoptesProcess } from '../../synchro/testutil.ts';
-import { freePort } from '../postgres.ts';
+import { freePort } from '../../storage/testing/postgres.ts';
 import { get } from '../sim/testutil.ts';
 import type { KObject } from '../sim/types.ts';
 import {

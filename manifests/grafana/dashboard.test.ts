@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { Registry } from 'prom-client';
-import { ApiserverMetrics } from '../../apiserver/metrics.ts';
+import { ApiserverMetrics } from '../../apiserver/endpoints/metrics.ts';
 import { watchMetrics } from '../../apiserver/watch/metrics.ts';
 import { SynchroMetrics } from '../../synchro/metrics.ts';
 
