@@ -172,6 +172,8 @@ console.log(JSON.stringify({ apiVersion: info.apiVersion, kind: 'ExecCredential'
       t.match(condition(shared, 'Joined'), { status: 'True', reason: 'Reached' });
       t.match(shared.status, { accessProviders: [{ name: 'panoptes', cluster: { server: sim('shared').url } }] });
       t.match(shared.status?.properties, [{ name: 'panoptes.io/phase', value: 'Ready' }]);
+      t.match(shared.status?.version, { kubernetes: /^v1\.\d+/ }, 'the Kubernetes version Panoptes observes');
+      t.equal((shared.status?.version as { kubernetes: string }).kubernetes, (await a.get('shared'))?.status?.kubernetesVersion);
       t.notOk(JSON.stringify(await published()).match(/token-[12]/), 'no credential in any profile');
       t.ok(await waitUntil('broken published, unhealthy', async () => condition(await byName('broken'), 'ControlPlaneHealthy')?.status === 'False', 30_000));
 
