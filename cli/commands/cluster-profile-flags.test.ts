@@ -24,8 +24,8 @@ t.test('--clusterprofile-provider-file: the exec providers, as upstream writes t
   const { dir, cleanup } = tempDir();
   t.teardown(cleanup);
   const file = `${dir}/providers.json`;
-  writeFileSync(file, JSON.stringify({ providers: [{ name: 'secretreader', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: './bin/secretreader-plugin', args: null, env: null, provideClusterInfo: true } }] }));
-  t.same(parseSynchroFlags({ 'clusterprofile-provider-file': file }).clusterProfileProviders, [{ name: 'secretreader', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: './bin/secretreader-plugin', args: [], env: [], provideClusterInfo: true } }]);
+  writeFileSync(file, JSON.stringify({ providers: [{ name: 'secretreader', servers: ['https://*.example.com'], execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: './bin/secretreader-plugin', args: null, env: null, provideClusterInfo: true } }] }));
+  t.same(parseSynchroFlags({ 'clusterprofile-provider-file': file }).clusterProfileProviders, [{ name: 'secretreader', servers: ['https://*.example.com'], execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: './bin/secretreader-plugin', args: [], env: [], provideClusterInfo: true } }]);
   writeFileSync(file, '{"providers": [{"name": "x"}]}');
   t.throws(() => parseSynchroFlags({ 'clusterprofile-provider-file': file }), /providers\[0\]: needs execConfig.command/);
   t.throws(() => parseSynchroFlags({ 'clusterprofile-provider-file': `${dir}/missing.json` }), /ENOENT|no such file/);

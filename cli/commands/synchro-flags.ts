@@ -44,8 +44,9 @@ export const synchroFlagHelp = `  --clusters FILE               clusters.yaml: m
   --clusterprofile-provider-file FILE
                                 ClusterProfile access (KEP-5339): the exec credential plugins ClusterSources
                                 of type clusterProfiles may use, as upstream's pkg/access reads them
-                                ({"providers": [{"name", "execConfig": {"command", ...}}]}); the only
-                                commands synchro runs for them
+                                ({"providers": [{"name", "servers": [URL, ...], "execConfig": {"command",
+                                ...}}]}; servers: where its credentials may go, https://*.example.com for a
+                                domain); the only commands synchro runs for them
   --publish-cluster-profiles NS a ClusterProfile per Cluster in namespace NS of the host cluster, as a
                                 cluster manager (x-k8s.io/cluster-manager=panoptes); off by default
   --kubeconfig FILE             instead of --clusters: one member cluster per kubeconfig context

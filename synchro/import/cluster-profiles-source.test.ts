@@ -84,7 +84,7 @@ t.test('ExecCredentials runs the configured command with KUBERNETES_EXEC_INFO an
   writeFileSync(script, `const info = JSON.parse(process.env.KUBERNETES_EXEC_INFO);
 if (info.spec.cluster.server.includes('fail')) { console.error('no credentials for ' + info.spec.cluster.server); process.exit(3); }
 console.log(JSON.stringify({ apiVersion: info.apiVersion, kind: 'ExecCredential', status: { token: process.env.PREFIX + info.spec.cluster.config.clusterName, expirationTimestamp: new Date(Date.now() + 3600e3).toISOString() } }));`);
-  const providers = parseProviderFile(JSON.stringify({ providers: [{ name: 'plugin', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [script], env: [{ name: 'PREFIX', value: 'tok-' }], provideClusterInfo: true } }] }), 'providers.json');
+  const providers = parseProviderFile(JSON.stringify({ providers: [{ name: 'plugin', servers: ['https://10.0.0.1', 'https://*.fail.example'], execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [script], env: [{ name: 'PREFIX', value: 'tok-' }], provideClusterInfo: true } }] }), 'providers.json');
   let changes = 0;
   const exec = new ExecCredentials(providers, { onChange: () => changes++, retryMs: 60_000 });
   t.teardown(() => exec.stop());
@@ -95,13 +95,20 @@ console.log(JSON.stringify({ apiVersion: info.apiVersion, kind: 'ExecCredential'
   t.ok(changes >= 1, 'the importer is told');
   exec.get('plugin', cluster);
   t.equal(changes, 1, 'cached: not run again');
-  const failing = { server: 'https://fail.example', config: { clusterName: 'x' } };
+  const failing = { server: 'https://api.fail.example', config: { clusterName: 'x' } };
   exec.get('plugin', failing);
-  t.match(await waitUntil('the failure', () => { const x = exec.get('plugin', failing); return x.state === 'error' ? x : undefined; }, 10_000), { message: /exited with code 3: no credentials for https:\/\/fail.example/ });
+  t.match(await waitUntil('the failure', () => { const x = exec.get('plugin', failing); return x.state === 'error' ? x : undefined; }, 10_000), { message: /exited with code 3: no credentials for https:\/\/api.fail.example/ });
+  const before = changes;
+  for (const server of ['https://attacker.example', 'https://10.0.0.1:8443', 'http://10.0.0.1', 'https://fail.example.attacker.io']) {
+    t.match(exec.get('plugin', { ...cluster, server }), { state: 'error', message: /may not be used for server .*: it is not one of its servers/ }, `${server}: not one of its servers`);
+  }
+  t.equal(changes, before, 'and the plugin is not run for them');
   t.match(exec.get('nope', cluster), { state: 'error', message: /no exec provider nope/ });
 
   t.throws(() => parseProviderFile('{"providers": [{"name": "x"}]}', 'f'), /needs execConfig.command/);
-  t.throws(() => parseProviderFile('{"providers": [{"name": "x", "execConfig": {"command": "c"}, "profileSourcedCLIArgsPolicy": "Append"}]}', 'f'), /never adds arguments/);
+  t.throws(() => parseProviderFile('{"providers": [{"name": "x", "execConfig": {"command": "c"}}]}', 'f'), /needs servers, the server URLs its credentials may be sent to/);
+  t.throws(() => parseProviderFile('{"providers": [{"name": "x", "servers": ["ftp://x"], "execConfig": {"command": "c"}}]}', 'f'), /is not an https:\/\/ or http:\/\/ URL/);
+  t.throws(() => parseProviderFile('{"providers": [{"name": "x", "servers": ["https://x"], "execConfig": {"command": "c"}, "profileSourcedCLIArgsPolicy": "Append"}]}', 'f'), /never adds arguments/);
   t.throws(() => parseProviderFile('nope', 'f'), /not JSON/);
 });
 

@@ -94,7 +94,7 @@ for (const backend of backends) {
     t.teardown(cleanup);
     writeFileSync(`${pluginDir}/plugin.mjs`, `const info = JSON.parse(process.env.KUBERNETES_EXEC_INFO);
 console.log(JSON.stringify({ apiVersion: info.apiVersion, kind: 'ExecCredential', status: { token: info.spec.cluster.config.clusterName + '-token-1' } }));`);
-    const clusterProfileProviders = parseProviderFile(JSON.stringify({ providers: [{ name: 'plugin', execConfig: { command: process.execPath, args: [`${pluginDir}/plugin.mjs`], provideClusterInfo: true } }] }), 'providers.json');
+    const clusterProfileProviders = parseProviderFile(JSON.stringify({ providers: [{ name: 'plugin', servers: [sim('west').url], execConfig: { command: process.execPath, args: [`${pluginDir}/plugin.mjs`], provideClusterInfo: true } }] }), 'providers.json');
     const a = await installation(backend, host, { clusterProfileProviders, publishClusterProfiles: { namespace: 'inventory', intervalMs: 200 } }, (f) => t.teardown(f));
 
     await t.test('import: Secret and exec providers, conditions, a malformed profile alone, a name clash with another source', async (t) => {
@@ -153,6 +153,12 @@ console.log(JSON.stringify({ apiVersion: info.apiVersion, kind: 'ExecCredential'
       t.notOk(sim('north').auth.seen.includes('east-token-2'), 'north never saw east\'s token');
       await setStatus('fleet', 'east', { accessProviders: [access('secretreader', sim('east').url)], conditions: healthy('True') });
       await a.until('east', 'Ready again', (o) => o.status?.ready === true);
+
+      // Nor through the exec provider: the plugin is run only for the servers the operator gave it.
+      await setStatus('fleet', 'west', { accessProviders: [access('plugin', sim('north').url, 'west')] });
+      const redirected = await a.until('west', 'Invalid once its profile points elsewhere', (o) => o.status?.phase === 'Invalid');
+      t.match(redirected.status?.message, /exec provider plugin may not be used for server .*: it is not one of its servers/);
+      t.notOk(sim('north').auth.seen.includes('west-token-1'), "north never saw west's token");
 
       t.equal((await hostCall('DELETE', `${profiles('fleet')}/west`)).status, 200);
       await waitUntil('west removed', async () => (await a.get('west')) === undefined, 30_000);

@@ -8,14 +8,20 @@
 // carry are ignored (upstream's policy Ignore, its default), so whoever writes a ClusterProfile
 // runs no code in synchro. What the plugin is told (provideClusterInfo) is the profile's
 // server, CA and client.authentication.k8s.io/exec extension, as upstream passes them; the
-// credentials it answers are cached for that cluster information only (a profile that points
-// elsewhere gets a run of its own, whose answer the plugin decides), until they expire.
+// credentials it answers are cached for that cluster information only, until they expire.
+// Whoever writes a ClusterProfile chooses its server, and a plugin such as upstream's
+// secretreader answers by the extension's clusterName alone: so each provider also names the
+// servers its credentials may go to (`servers`, Panoptes' addition to the format, which
+// upstream's reader ignores: exact URLs, or https://*.example.com for any host below), and
+// for any other server the plugin is not run at all.
 import { spawn } from 'node:child_process';
 import { canonicalJson } from '../../kube/patch.ts';
 import type { ExecClusterInfo, ExecCredentialResult, ExecCredentialSource } from './candidate.ts';
 
 export interface ExecProvider {
   name: string;
+  /** The servers its credentials may be sent to: URLs, a host may start with `*.`. */
+  servers: string[];
   execConfig: { apiVersion: string; command: string; args: string[]; env: Array<{ name: string; value: string }>; provideClusterInfo: boolean };
 }
 
@@ -46,9 +52,36 @@ export function parseProviderFile(text: string, where: string): ExecProvider[] {
     const env = e.env === undefined || e.env === null ? [] : e.env;
     if (!Array.isArray(env) || !env.every((x) => isRecord(x) && typeof x.name === 'string' && typeof x.value === 'string')) throw new Error(`${at}: execConfig.env must be a list of {name, value}`);
     for (const k of Object.keys(p)) if (k.startsWith('profileSourced') && p[k] !== 'Ignore') throw new Error(`${at}: ${k} ${JSON.stringify(p[k])} is not supported: a ClusterProfile never adds arguments or environment to a command of synchro`);
-    return { name: p.name, execConfig: { apiVersion, command: e.command, args: strings(e.args) ? e.args : [], env: env as Array<{ name: string; value: string }>, provideClusterInfo: e.provideClusterInfo === true } };
+    if (!strings(p.servers) || p.servers.length === 0) throw new Error(`${at}: needs servers, the server URLs its credentials may be sent to (e.g. ["https://*.eks.amazonaws.com"]): a ClusterProfile's writer chooses its server`);
+    for (const x of p.servers) if (!serverPattern(x)) throw new Error(`${at}: servers: ${JSON.stringify(x)} is not an https:// or http:// URL (a host may start with *.)`);
+    return { name: p.name, servers: p.servers, execConfig: { apiVersion, command: e.command, args: strings(e.args) ? e.args : [], env: env as Array<{ name: string; value: string }>, provideClusterInfo: e.provideClusterInfo === true } };
   });
 }
+
+/** A `servers` entry as a matcher: scheme, host (or `*.` and the suffix below which any host matches) and port. */
+function serverPattern(pattern: string): ((server: string) => boolean) | undefined {
+  const wild = pattern.match(/^(https?:\/\/)\*\.(.*)$/);
+  let u: URL;
+  try {
+    u = new URL(wild ? `${wild[1]}${wild[2]}` : pattern);
+  } catch {
+    return undefined;
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') return undefined;
+  return (server: string) => {
+    let s: URL;
+    try {
+      s = new URL(server);
+    } catch {
+      return false;
+    }
+    if (s.protocol !== u.protocol || s.port !== u.port || s.pathname.replace(/\/+$/, '') !== u.pathname.replace(/\/+$/, '')) return false;
+    return wild ? s.hostname.endsWith(`.${u.hostname}`) : s.hostname === u.hostname;
+  };
+}
+
+/** Whether `server` is one of the provider's servers. */
+export const serverAllowed = (p: ExecProvider, server: string): boolean => p.servers.some((x) => serverPattern(x)?.(server) === true);
 
 export interface ExecCredentialsOptions {
   /** Called when a run ends or a credential expires: the importer computes its views again. */
@@ -90,6 +123,8 @@ export class ExecCredentials implements ExecCredentialSource {
   get(provider: string, cluster: ExecClusterInfo): ExecCredentialResult {
     const p = this.providers.get(provider);
     if (!p) return { state: 'error', message: `synchro has no exec provider ${provider} (--clusterprofile-provider-file)` };
+    // The credentials go only to the servers the operator names: for another, the plugin is not even run.
+    if (!serverAllowed(p, cluster.server)) return { state: 'error', message: `exec provider ${provider} may not be used for server ${cluster.server}: it is not one of its servers in --clusterprofile-provider-file` };
     const key = `${provider}\n${canonicalJson(cluster)}`;
     const e = this.entries.get(key);
     const now = Date.now();
