@@ -11,7 +11,7 @@ import t from 'tap';
 import { stringify } from 'yaml';
 import { createApiserver } from '../../apiserver/server.ts';
 import { startSimCluster, type SimCluster } from '../../hack/sim/cluster.ts';
-import { http } from '../../hack/sim/testutil.ts';
+import { http, kubectl, tempDir as simTempDir } from '../../hack/sim/testutil.ts';
 import { MemberNetworks } from '../../member/networks.ts';
 import { backends, openTestStore } from '../../storage/testing.ts';
 import type { Store } from '../../storage/store.ts';
@@ -198,6 +198,12 @@ console.log(JSON.stringify({ apiVersion: info.apiVersion, kind: 'ExecCredential'
       // Deletion follows the Cluster: the west Cluster went with its source profile.
       await waitUntil('no profile for west', async () => (await byName('west')) === undefined, 30_000);
       t.same((await published()).filter(mine).map((p) => p.metadata.name).sort(), ['broken', 'shared'], "this installation's profiles: its Clusters but east, which another manager holds");
+
+      // As every inventory consumer sees it: kubectl against the host, by the upstream CRD.
+      const listed = await kubectl(host, simTempDir(t), ['get', 'clusterprofiles', '-A', '-l', 'x-k8s.io/cluster-manager=panoptes', '-o', 'custom-columns=NS:.metadata.namespace,NAME:.metadata.name,MANAGER:.spec.clusterManager.name,HEALTHY:.status.conditions[?(@.type=="ControlPlaneHealthy")].status', '--no-headers']);
+      t.equal(listed.code, 0, listed.stderr);
+      t.match(listed.stdout, /^inventory\s+broken\s+panoptes\s+False$/m);
+      t.match(listed.stdout, /^inventory\s+shared\s+panoptes\s+True$/m);
     });
 
     await t.test('round trip: a second installation imports what the first publishes and finds the same clusters', async (t) => {
