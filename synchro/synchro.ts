@@ -172,6 +172,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
       log: log.child({ part: 'importer' }),
       resyncMs: opts.importResyncMs,
       ...(opts.clusterProfileProviders ? { execProviders: opts.clusterProfileProviders } : {}),
+      installation,
       onChange: () => {
         timer ??= setTimeout(() => {
           timer = undefined;

@@ -72,6 +72,8 @@ export type ExecCredentialResult = { state: 'ready'; token?: string; clientCertD
 /** What a source module may use besides its objects. */
 export interface CandidateContext {
   exec?: ExecCredentialSource;
+  /** This installation's id: what it publishes itself (synchro/import/publish-profiles.ts) is not imported back. */
+  installation?: string;
 }
 
 /** What a source module reads: the objects of the collections it asked for, by collection. */

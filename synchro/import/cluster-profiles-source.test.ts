@@ -28,6 +28,9 @@ t.test('collections: the profiles of each namespace with the selector; Secrets o
   ]);
   t.equal(clusterProfiles.collections(s)[0].crd?.name, 'clusterprofiles.multicluster.x-k8s.io');
   t.equal(clusterProfiles.collections(spec({ providers: [{ name: 'eks', type: 'Exec' }] })).length, 1, 'no Secret is read without a Secret provider');
+  const own = { ...profile('east', { accessProviders: [provider('secretreader', { server: 'https://e' })] }), metadata: { name: 'east', namespace: 'fleet', labels: { 'x-k8s.io/cluster-manager': 'panoptes', 'panoptes.io/installation': 'inst-a' } } };
+  t.equal(clusterProfiles.candidates(spec(), objects({ clusters: [own] }), { installation: 'inst-a' }).length, 0, 'what this installation publishes is not imported back');
+  t.equal(clusterProfiles.candidates(spec(), objects({ clusters: [own] }), { installation: 'inst-b' }).length, 1, "another installation's is");
 });
 
 t.test('Secret provider: token of the Secret named by clusterName, for the server the Secret names only', async (t) => {

@@ -50,6 +50,8 @@ export interface ImporterOptions {
   resyncMs?: number;
   /** The exec providers of ClusterProfile access the operator configured (--clusterprofile-provider-file). */
   execProviders?: ExecProvider[];
+  /** This installation's id (Store.installationId). */
+  installation?: string;
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -129,7 +131,7 @@ export class Importer {
     const clusters = new Map<string, ImportedCluster>();
     const unnamed: Array<{ object: string; message: string }> = [];
     const duplicates: Array<{ object: string; cluster: string }> = [];
-    const candidates = kind.candidates(spec, objects, { exec: this.exec }).sort((a, b) => describe(a.sourceObject).localeCompare(describe(b.sourceObject)));
+    const candidates = kind.candidates(spec, objects, { exec: this.exec, ...(this.opts.installation ? { installation: this.opts.installation } : {}) }).sort((a, b) => describe(a.sourceObject).localeCompare(describe(b.sourceObject)));
     for (const c of candidates) {
       const n = clusterName(c, naming);
       if ('problem' in n) unnamed.push({ object: describe(c.sourceObject), message: n.problem });

@@ -22,10 +22,8 @@ import type { Logger } from '../../lib/log.ts';
 import { HttpError, type WritableClusterClient } from '../../member/client.ts';
 import type { ClusterRegistration } from '../../storage/cluster-objects.ts';
 import type { KubeObject } from '../../storage/types.ts';
-import { clusterManagerLabel, profileApiVersion, profilesPath } from './sources/cluster-profiles.ts';
+import { clusterManagerLabel, panoptesManager, profileApiVersion, profilesPath } from './sources/cluster-profiles.ts';
 
-/** spec.clusterManager.name and the x-k8s.io/cluster-manager label of what Panoptes publishes. */
-export const panoptesManager = 'panoptes';
 /** The access provider a published profile offers (server and CA): a consumer's ClusterSource names it. */
 export const publishedAccessProvider = 'panoptes';
 

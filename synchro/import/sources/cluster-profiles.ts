@@ -15,8 +15,10 @@
 //   whoever may write a ClusterProfile cannot send a token to an endpoint of their choosing.
 // - Exec: the exec plugin of that name configured on synchro (exec-credentials.ts), told the
 //   profile's server, CA and that extension, as upstream tells it.
-// The profile's conditions (ControlPlaneHealthy, Joined, …) are shown on the Cluster.
+// The profile's conditions (ControlPlaneHealthy, Joined, …) are shown on the Cluster. A profile
+// this installation publishes of its own Clusters (publish-profiles.ts) is not imported back.
 import { selectorQuery, type ClusterSourceSpec } from '../../../api/cluster-source.ts';
+import { installationLabel } from '../../../api/multicluster-service.ts';
 import { describe, secretCollections, sourceConditionPrefix, type Collection, type ImportCandidate, type ImportedConnection, type SourceCondition, type SourceKind } from '../candidate.ts';
 
 export const profileGroup = 'multicluster.x-k8s.io';
@@ -26,6 +28,8 @@ export const profileCRD = `clusterprofiles.${profileGroup}`;
 export const profilesPath = (ns: string): string => `/apis/${profileApiVersion}/namespaces/${encodeURIComponent(ns)}/clusterprofiles`;
 /** Upstream's LabelClusterManagerKey. */
 export const clusterManagerLabel = 'x-k8s.io/cluster-manager';
+/** The cluster manager Panoptes is when it publishes (spec.clusterManager.name and the label's value). */
+export const panoptesManager = 'panoptes';
 /** The extension upstream passes to an exec plugin as ExecCredential spec.cluster.config. */
 export const execExtension = 'client.authentication.k8s.io/exec';
 /** Keys of a Secret provider's Secret: upstream secretreader's token, and the server it is for. */
@@ -71,6 +75,7 @@ export const clusterProfiles: SourceKind = {
     const providers = spec.clusterProfiles?.providers ?? [];
     const secretsByKey = new Map(secrets.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
     for (const p of clusters) {
+      if (context?.installation && p.metadata.labels?.[clusterManagerLabel] === panoptesManager && p.metadata.labels?.[installationLabel] === context.installation) continue;
       const namespace = p.metadata.namespace ?? '';
       const ref = { apiVersion: profileApiVersion, kind: 'ClusterProfile', namespace, name: p.metadata.name };
       const status = isRecord(p.status) ? p.status : {};
