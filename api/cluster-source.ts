@@ -1,7 +1,7 @@
 // The `ClusterSource` kind (clustersources.panoptes.io/v1alpha1, cluster-scoped): where on the
 // host cluster Panoptes finds member clusters that are already described somewhere, so that
 // they join by themselves — Cluster API's kubeconfig Secrets, Argo CD's cluster Secrets,
-// Karmada's `Cluster` objects, or any Secret holding a kubeconfig. synchro's importer
+// Karmada's `Cluster` objects, SIG Multicluster's ClusterProfiles, or any Secret holding a kubeconfig. synchro's importer
 // (synchro/import/) turns each source object into an ordinary `Cluster` whose spec.source names
 // the ClusterSource (`clustersource/<name>`) and whose credentials stay in the source Secret
 // (named by reference, never copied, never served).
@@ -9,7 +9,7 @@
 // This module is the contract the apiserver and synchro share: the types, the defaults, the
 // validation of a spec, the allowlist of what is served of it, and the names imported
 // Clusters get. Pure: no I/O.
-import { fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired, uniqueStrings, type FieldError } from '../kube/field-errors.ts';
+import { fieldDuplicate, fieldForbidden, fieldInvalid, fieldNotSupported, fieldRequired, uniqueStrings, type FieldError } from '../kube/field-errors.ts';
 import { objectMetaShape, type Shape } from '../kube/known-fields.ts';
 import { invalidLabelKey, invalidLabelValue } from '../kube/labels.ts';
 import { dnsLabelProblem } from '../kube/names.ts';
@@ -19,7 +19,7 @@ import { parsePattern, PatternError } from './resource-patterns.ts';
 export const clusterSourceResource = 'clustersources';
 export const clusterSourceKind = 'ClusterSource';
 
-export const sourceTypes = ['clusterAPI', 'argoCD', 'karmada', 'kubeconfigSecrets'] as const;
+export const sourceTypes = ['clusterAPI', 'argoCD', 'karmada', 'kubeconfigSecrets', 'clusterProfiles'] as const;
 export type SourceType = (typeof sourceTypes)[number];
 
 /** What happens to an imported Cluster whose source object goes: deleted (its objects DELETED), or kept (Invalid, its data kept). */
@@ -31,6 +31,20 @@ export const invalidNameRules = ['Sanitize', 'Reject'] as const;
 export type InvalidNameRule = (typeof invalidNameRules)[number];
 
 export const kubeconfigContexts = ['Current', 'All'] as const;
+
+/**
+ * How a ClusterSource of type clusterProfiles obtains the credentials of a ClusterProfile's
+ * access provider (KEP-5339): Secret (Panoptes reads them from a Secret of the profile's
+ * namespace, which must name the server they are for) or Exec (the exec plugin of that name
+ * that synchro's --clusterprofile-provider-file configures; never a command of the profile).
+ */
+export const profileProviderTypes = ['Secret', 'Exec'] as const;
+export type ProfileProviderType = (typeof profileProviderTypes)[number];
+export interface ProfileProvider {
+  /** The name of the access provider in the profile's status.accessProviders (credentialProviders). */
+  name: string;
+  type: ProfileProviderType;
+}
 
 export const selectorOperators = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
 
@@ -54,6 +68,8 @@ export interface ClusterSourceSpec {
   onSourceRemoval?: RemovalPolicy;
   clusterAPI?: { provisionedOnly?: boolean };
   kubeconfigSecrets?: { key?: string; contexts?: (typeof kubeconfigContexts)[number] };
+  /** The access providers used, first match wins (as upstream's pkg/access picks the first provider of its configuration the profile offers). */
+  clusterProfiles?: { providers: ProfileProvider[] };
 }
 
 export interface ClusterSourceFailure {
@@ -103,6 +119,7 @@ export const clusterSourceShape: Shape = {
     onSourceRemoval: true,
     clusterAPI: { provisionedOnly: true },
     kubeconfigSecrets: { key: true, contexts: true },
+    clusterProfiles: { providers: { '[]': { name: true, type: true } } },
   },
   status: true,
 };
@@ -136,6 +153,23 @@ function validateSelector(errs: FieldError[], v: unknown): void {
     // metav1.LabelSelectorRequirement: In/NotIn need values, Exists/DoesNotExist take none.
     if ((e.operator === 'In' || e.operator === 'NotIn') && values.length === 0) errs.push(fieldRequired(`${q}.values`, 'must be specified when `operator` is \'In\' or \'NotIn\''));
     if ((e.operator === 'Exists' || e.operator === 'DoesNotExist') && values.length > 0) errs.push(fieldForbidden(`${q}.values`, 'may not be specified when `operator` is \'Exists\' or \'DoesNotExist\''));
+  });
+}
+
+function validateProfileProviders(errs: FieldError[], v: unknown): void {
+  const p = 'spec.clusterProfiles.providers';
+  const providers = isRecord(v) ? v.providers : undefined;
+  if (v !== undefined && !isRecord(v)) return void errs.push(fieldInvalid('spec.clusterProfiles', v, 'must be an object with providers'));
+  if (!Array.isArray(providers) || providers.length === 0) return void errs.push(fieldRequired(p, `the access providers to use, each a name and a type (${profileProviderTypes.join(' or ')})`));
+  const seen = new Set<string>();
+  providers.forEach((x, i) => {
+    const q = `${p}[${i}]`;
+    if (!isRecord(x)) return void errs.push(fieldInvalid(q, x, 'must be an object with name and type'));
+    if (typeof x.name !== 'string' || !/^[-._a-zA-Z0-9]{1,253}$/.test(x.name)) errs.push(fieldInvalid(`${q}.name`, x.name, "must be an access provider's name: alphanumerics, '-', '_' or '.'"));
+    else if (seen.has(x.name)) errs.push(fieldDuplicate(`${q}.name`, x.name));
+    else seen.add(x.name);
+    if (x.type === undefined) errs.push(fieldRequired(`${q}.type`, profileProviderTypes.join(' or ')));
+    else oneOf(errs, `${q}.type`, x.type, profileProviderTypes);
   });
 }
 
@@ -206,11 +240,13 @@ export function validateClusterSourceSpec(spec: unknown): FieldError[] {
   validateNaming(errs, spec.naming);
   validateDefaults(errs, spec.defaults);
   oneOf(errs, 'spec.onSourceRemoval', spec.onSourceRemoval, removalPolicies);
-  const only = (field: 'clusterAPI' | 'kubeconfigSecrets', type: SourceType) => {
+  const only = (field: 'clusterAPI' | 'kubeconfigSecrets' | 'clusterProfiles', type: SourceType) => {
     if (spec[field] !== undefined && spec.type !== type) errs.push(fieldForbidden(`spec.${field}`, `only for spec.type ${type}`));
   };
   only('clusterAPI', 'clusterAPI');
   only('kubeconfigSecrets', 'kubeconfigSecrets');
+  only('clusterProfiles', 'clusterProfiles');
+  if (spec.type === 'clusterProfiles') validateProfileProviders(errs, spec.clusterProfiles);
   if (spec.clusterAPI !== undefined) {
     if (!isRecord(spec.clusterAPI)) errs.push(fieldInvalid('spec.clusterAPI', spec.clusterAPI, 'must be an object'));
     else if (spec.clusterAPI.provisionedOnly !== undefined && typeof spec.clusterAPI.provisionedOnly !== 'boolean') errs.push(fieldInvalid('spec.clusterAPI.provisionedOnly', spec.clusterAPI.provisionedOnly, 'must be true or false'));

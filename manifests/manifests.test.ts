@@ -252,12 +252,17 @@ t.test('kustomizations render and pass kubectl apply --dry-run=client', async (t
   t.same(find(all, 'ClusterRole', 'panoptes:cluster-source-reader')?.rules, [
     { apiGroups: [''], resources: ['secrets'], verbs: read3 },
     { apiGroups: ['cluster.x-k8s.io'], resources: ['clusters'], verbs: read3 },
+    { apiGroups: ['multicluster.x-k8s.io'], resources: ['clusterprofiles'], verbs: read3 },
+  ]);
+  t.same(find(all, 'ClusterRole', 'panoptes:cluster-profile-publisher')?.rules, [
+    { apiGroups: ['multicluster.x-k8s.io'], resources: ['clusterprofiles'], verbs: [...read3, 'create', 'update', 'delete'] },
+    { apiGroups: ['multicluster.x-k8s.io'], resources: ['clusterprofiles/status'], verbs: ['update'] },
   ]);
   t.same(find(all, 'ClusterRole', 'panoptes:karmada-cluster-reader')?.rules, [{ apiGroups: ['cluster.karmada.io'], resources: ['clusters'], verbs: read3 }]);
   t.notOk(all.some((o) => (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') && JSON.stringify(o).includes('cluster-source-reader')), 'the base binds the source reader nowhere');
   const imp = rendered['examples/cluster-import'];
   const sources = imp.filter((o) => o.kind === 'ClusterSource');
-  t.same(sources.map((o) => (o.spec as { type: string }).type).sort(), ['argoCD', 'clusterAPI', 'karmada', 'kubeconfigSecrets'], 'one example per source kind');
+  t.same(sources.map((o) => (o.spec as { type: string }).type).sort(), ['argoCD', 'clusterAPI', 'clusterProfiles', 'karmada', 'kubeconfigSecrets'], 'one example per source kind');
   for (const o of sources) t.same(validateClusterSourceSpec(o.spec), [], `the example ClusterSource ${o.metadata.name} is valid`);
   const bound = imp.filter((o) => o.kind === 'RoleBinding' && (o as unknown as { roleRef: { name: string } }).roleRef.name === 'panoptes:cluster-source-reader').map((o) => o.metadata.namespace).sort();
   t.same(bound, [...new Set(sources.flatMap((o) => (o.spec as { namespaces: string[] }).namespaces))].sort(), 'a RoleBinding in exactly the namespaces the sources name');

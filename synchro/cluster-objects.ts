@@ -17,6 +17,7 @@ import type { CredentialsSource } from '../member/cluster-config.ts';
 import { clusterFinalizer } from '../api/cluster.ts';
 import { isFileObject } from './registrations.ts';
 import { importConflictCondition } from './import/apply.ts';
+import { sourceConditionPrefix } from './import/candidate.ts';
 
 /** Where a cluster's configuration comes from, as its object shows it. */
 export interface ObjectSource {
@@ -89,8 +90,8 @@ export class ClusterObjectWriter {
       const since = before && before.status === accepted.status && before.reason === accepted.reason ? before.lastTransitionTime : kubeTime(new Date());
       conditions.push({ ...accepted, lastTransitionTime: since });
     }
-    // The importer's condition on a Cluster whose name a ClusterSource wants: the importer's to set and clear.
-    conditions.push(...(Array.isArray(previous.conditions) ? previous.conditions : []).filter((c) => isRecord(c) && c.type === importConflictCondition));
+    // The importer's conditions — on a Cluster whose name a ClusterSource wants, and its source object's own (a ClusterProfile's health): the importer's to set and clear.
+    conditions.push(...(Array.isArray(previous.conditions) ? previous.conditions : []).filter((c) => isRecord(c) && (c.type === importConflictCondition || (typeof c.type === 'string' && c.type.startsWith(sourceConditionPrefix)))));
     out.conditions = conditions;
     return out;
   }

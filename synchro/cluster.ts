@@ -25,7 +25,7 @@ import { probe, probeFailure, type ProbeFailure } from './health.ts';
 import type { SynchroMetrics } from './metrics.ts';
 import { OpenAPIFetcher, groupVersionKey, type OpenAPIStatus } from './openapi.ts';
 import { Reflector, type ResourceStatus } from './reflector.ts';
-import { duplicateConditionOf, duplicateReason, identifyCluster, sameMember, type ClusterIDSource, type ClusterIdentity, type RecordedIdentity, type SameMember } from './identity.ts';
+import { duplicateConditionOf, duplicateReason, identifyCluster, kubernetesVersion, sameMember, type ClusterIDSource, type ClusterIdentity, type RecordedIdentity, type SameMember } from './identity.ts';
 import { isWildcard, resourceId, resourceLabel, selectResources, type ApiResource } from './resources.ts';
 
 /** Duplicate: the member is registered under another name, which syncs it; this registration does not. Unauthorized, Forbidden: its probe's 401, 403. */
@@ -130,6 +130,8 @@ export interface ClusterStatus {
   clusterIDSource?: ClusterIDSource;
   /** The Panoptes installation syncing it: the panoptes.io/installation label of what it dispatches there. */
   installation?: string;
+  /** The member's Kubernetes version (GET /version gitVersion), read at connect and at each reconnect. */
+  kubernetesVersion?: string;
 }
 
 const crdId = 'apiextensions.k8s.io/customresourcedefinitions';
@@ -182,6 +184,7 @@ export class ClusterSync {
   private generation?: number;
   /** Which member this is; read before the first discovery and after each reconnect (`reidentify`). */
   private identity?: ClusterIdentity;
+  private version?: string;
   private reidentify = true;
   /** The other registrations of the same member, since when; `duplicateOf`: the one that syncs it, when not this one. */
   private same?: SameMember;
@@ -336,6 +339,7 @@ export class ClusterSync {
       s.clusterIDSource = this.identity.source;
     }
     if (this.deps.installation) s.installation = this.deps.installation;
+    if (this.version) s.kubernetesVersion = this.version;
     const warnings = [...(this.client?.warnings ?? []), ...(this.identity?.warning ? [this.identity.warning] : [])];
     if (warnings.length) s.warnings = warnings;
     if (this.discoveryErrors) s.discoveryErrors = this.discoveryErrors;
@@ -616,8 +620,10 @@ export class ClusterSync {
    */
   private async identify(): Promise<void> {
     const id = await identifyCluster(this.client!, this.abort.signal);
+    const version = await kubernetesVersion(this.client!, this.abort.signal);
     this.reidentify = false;
-    const changed = id.clusterID !== this.identity?.clusterID || id.warning !== this.identity?.warning;
+    const changed = id.clusterID !== this.identity?.clusterID || id.warning !== this.identity?.warning || version !== this.version;
+    this.version = version;
     if (id.warning && changed) this.log.warn('member cluster identified by its server URL', { clusterID: id.clusterID, reason: id.warning });
     this.identity = id;
     if (changed) await this.writeStatus();

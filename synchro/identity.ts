@@ -69,6 +69,21 @@ export async function identifyCluster(client: ClusterClient, signal?: AbortSigna
   }
 }
 
+/**
+ * The member's Kubernetes version (GET /version: gitVersion), read with the identity; undefined
+ * when it does not say (a refusal or an odd answer is no reason to stop: the version is shown,
+ * e.g. in a published ClusterProfile, not relied on). A connection error throws, as above.
+ */
+export async function kubernetesVersion(client: ClusterClient, signal?: AbortSignal): Promise<string | undefined> {
+  try {
+    const v = await client.get<{ gitVersion?: unknown }>('/version', { timeoutMs: 10_000, signal });
+    return typeof v?.gitVersion === 'string' && /^v?\d+\.\d+[-+.\w]*$/.test(v.gitVersion) ? v.gitVersion : undefined;
+  } catch (err) {
+    if (err instanceof HttpError) return undefined;
+    throw err;
+  }
+}
+
 function fallback(client: ClusterClient, why: string): ClusterIdentity {
   return {
     clusterID: serverIdentity(client.server, client.tlsServerName),

@@ -25,6 +25,8 @@ import { defaultInitialSyncConcurrency, InitialSyncSlots } from './initial-sync-
 import { clusterLease, compactorLease, FencedError, importerLease } from '../storage/leases.ts';
 import { Importer } from './import/importer.ts';
 import { applyImports } from './import/apply.ts';
+import type { ExecProvider } from './import/exec-credentials.ts';
+import { ProfilePublisher } from './import/publish-profiles.ts';
 import { clusterSourceResource } from '../api/cluster-source.ts';
 import { defaultTimings, type ClusterStatus, type ClusterTimings } from './cluster.ts';
 import type { ClusterConnection } from '../member/client.ts';
@@ -59,6 +61,10 @@ export interface SynchroOptions {
   contexts?: 'all' | string[];
   /** How often every ClusterSource's source objects are listed again, even when their watches are quiet (default 10 minutes). */
   importResyncMs?: number;
+  /** --clusterprofile-provider-file: the exec providers of ClusterProfile access (synchro/import/exec-credentials.ts). */
+  clusterProfileProviders?: ExecProvider[];
+  /** --publish-cluster-profiles: a ClusterProfile per Cluster in this namespace of the host cluster (synchro/import/publish-profiles.ts); off by default. */
+  publishClusterProfiles?: { namespace: string; intervalMs?: number };
   /** Resource patterns for kubeconfig clusters (default: the default set). */
   resources?: string[];
   /** HOST:PORT for GET /metrics; unset: no metrics server (the registry is still filled). */
@@ -165,12 +171,33 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
       client: await connectCluster(opts.hostCluster),
       log: log.child({ part: 'importer' }),
       resyncMs: opts.importResyncMs,
+      ...(opts.clusterProfileProviders ? { execProviders: opts.clusterProfileProviders } : {}),
+      installation,
       onChange: () => {
         timer ??= setTimeout(() => {
           timer = undefined;
           void enqueue(reconcile, 'following a change of the cluster sources').catch(() => undefined);
         }, 50);
       },
+    });
+  }
+
+  // The fleet as ClusterProfiles on the host cluster, written by the holder of the importer lease.
+  let publisher: ProfilePublisher | undefined;
+  if (opts.hostCluster && opts.publishClusterProfiles) {
+    publisher = new ProfilePublisher({
+      client: await connectCluster(opts.hostCluster),
+      namespace: opts.publishClusterProfiles.namespace,
+      installation,
+      clusters: () => store.listClusterRegistrations(),
+      lease: {
+        held: () => {
+          const fence = membership.fence(importerLease);
+          return fence ? { epoch: fence.epoch, remainingMs: membership.remainingMs(importerLease) } : undefined;
+        },
+      },
+      log: log.child({ part: 'publisher' }),
+      ...(opts.publishClusterProfiles.intervalMs ? { intervalMs: opts.publishClusterProfiles.intervalMs } : {}),
     });
   }
 
@@ -226,6 +253,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     config.close();
     await hostSecrets?.stop();
     await importer?.stop();
+    await publisher?.stop();
     await dispatcher?.stop();
     await work.stopAll();
     await committer.close();
@@ -250,6 +278,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
   });
   membership.start();
   dispatcher?.start();
+  publisher?.start();
   let loaded = false;
   try {
     loaded = config.read();

@@ -6,6 +6,7 @@ import { defaultDispatcherOptions } from '../../synchro/mcs/dispatcher.ts';
 import { defaultInitialSyncConcurrency } from '../../synchro/initial-sync-slots.ts';
 import type { ClusterConnection } from '../../member/client.ts';
 import type { SynchroOptions } from '../../synchro/synchro.ts';
+import { parseProviderFile } from '../../synchro/import/exec-credentials.ts';
 import { durationFlag, intFlag, UsageError } from '../command.ts';
 import { memberHttp2Flag, memberHttp2FlagSpec } from './member-http2-flag.ts';
 import { memberNetworksFlag, memberNetworksFlagSpec } from './member-networks-flag.ts';
@@ -27,6 +28,8 @@ export const synchroFlagSpec = {
   'mcs-allow-system-services': { type: 'string' },
   'host-kubeconfig': { type: 'string' },
   'credentials-namespace': { type: 'string' },
+  'clusterprofile-provider-file': { type: 'string' },
+  'publish-cluster-profiles': { type: 'string' },
   ...memberNetworksFlagSpec,
   ...memberHttp2FlagSpec,
 } as const;
@@ -38,6 +41,14 @@ export const synchroFlagHelp = `  --clusters FILE               clusters.yaml: m
                                 credentials (env PANOPTES_HOST_KUBECONFIG; default: in-cluster configuration)
   --credentials-namespace NS    the namespace of those Secrets (default: the pod's namespace in a cluster,
                                 else panoptes)
+  --clusterprofile-provider-file FILE
+                                ClusterProfile access (KEP-5339): the exec credential plugins ClusterSources
+                                of type clusterProfiles may use, as upstream's pkg/access reads them
+                                ({"providers": [{"name", "servers": [URL, ...], "execConfig": {"command",
+                                ...}}]}; servers: where its credentials may go, https://*.example.com for a
+                                domain); the only commands synchro runs for them
+  --publish-cluster-profiles NS a ClusterProfile per Cluster in namespace NS of the host cluster, as a
+                                cluster manager (x-k8s.io/cluster-manager=panoptes); off by default
   --kubeconfig FILE             instead of --clusters: one member cluster per kubeconfig context
   --contexts a,b|all            with --kubeconfig: which contexts (default all)
   --resources LIST              with --kubeconfig: resource patterns, comma-separated (default: the default set)
@@ -92,7 +103,7 @@ export function credentialsNamespace(flag: string | undefined, saDir = serviceAc
 /** Where the member clusters come from, timings and retention; bad combinations are UsageErrors. */
 export function parseSynchroFlags(
   values: SynchroFlagValues,
-): Pick<SynchroOptions, 'clustersFile' | 'kubeconfig' | 'contexts' | 'resources' | 'timings' | 'compaction' | 'shards' | 'hostCluster' | 'credentialsNamespace' | 'memberNetworks' | 'memberHttp2' | 'mcs' | 'initialSyncConcurrency'> {
+): Pick<SynchroOptions, 'clustersFile' | 'kubeconfig' | 'contexts' | 'resources' | 'timings' | 'compaction' | 'shards' | 'hostCluster' | 'credentialsNamespace' | 'memberNetworks' | 'memberHttp2' | 'mcs' | 'initialSyncConcurrency' | 'clusterProfileProviders' | 'publishClusterProfiles'> {
   const clustersFile = values.clusters ?? (values.kubeconfig ? undefined : process.env.PANOPTES_CLUSTERS);
   if (clustersFile && values.kubeconfig) throw new UsageError('give --clusters or --kubeconfig, not both');
   const ns = values['credentials-namespace'];
@@ -115,10 +126,25 @@ export function parseSynchroFlags(
   for (const a of allowedSystemServices) {
     if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\/[a-z]([-a-z0-9]*[a-z0-9])?)?$/.test(a)) throw new UsageError(`--mcs-allow-system-services: ${JSON.stringify(a)} is not a namespace or namespace/name`);
   }
+  const hostCluster = hostClusterConnection(hostKubeconfig);
+  const publish = values['publish-cluster-profiles'];
+  if (publish !== undefined && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(publish)) throw new UsageError(`--publish-cluster-profiles ${JSON.stringify(publish)} is not a namespace name`);
+  if (publish !== undefined && !hostCluster) throw new UsageError('--publish-cluster-profiles needs the host cluster: --host-kubeconfig, or run in the host cluster');
+  const providerFile = values['clusterprofile-provider-file'];
+  let clusterProfileProviders: SynchroOptions['clusterProfileProviders'];
+  if (providerFile !== undefined) {
+    try {
+      clusterProfileProviders = parseProviderFile(readFileSync(providerFile, 'utf8'), `--clusterprofile-provider-file ${providerFile}`);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   return {
     clustersFile,
     kubeconfig: values.kubeconfig,
-    hostCluster: hostClusterConnection(hostKubeconfig),
+    hostCluster,
+    ...(clusterProfileProviders ? { clusterProfileProviders } : {}),
+    ...(publish ? { publishClusterProfiles: { namespace: publish } } : {}),
     credentialsNamespace: credentialsNamespace(ns),
     memberNetworks: memberNetworksFlag(values),
     memberHttp2: memberHttp2Flag(values),

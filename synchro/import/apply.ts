@@ -18,7 +18,7 @@ import type { Fence } from '../../storage/leases.ts';
 import type { OwnObjectState } from '../../storage/own-objects.ts';
 import type { Store } from '../../storage/store.ts';
 import type { KubeObject } from '../../storage/types.ts';
-import { describe } from './candidate.ts';
+import { describe, sourceConditionPrefix, type SourceCondition } from './candidate.ts';
 import type { ImportedCluster, Importer, SourceView } from './importer.ts';
 
 /** The label every imported Cluster carries: `kubectl get clusters -l panoptes.io/cluster-source=<name>`. */
@@ -115,6 +115,7 @@ export async function applyImports(inp: ApplyInput): Promise<void> {
         if (c.invalid) failures.push({ object: describe(c.sourceObject), cluster: name, reason: 'Invalid', message: c.invalid });
         const want = importedSpec(src.name, c, spec.defaults as never);
         if (!c.invalid) imported++;
+        if (existing && !existing.object.metadata?.deletionTimestamp) await markSourceConditions(store, existing, src.name, c.conditions, fence);
         // Most passes change nothing: decided on what was read, the write transaction only when it differs.
         if (existing && (existing.object.metadata?.deletionTimestamp || canonicalJson(existing.object.spec) === canonicalJson(want))) continue;
         await store.writeImportedClusterObject(
@@ -122,7 +123,8 @@ export async function applyImports(inp: ApplyInput): Promise<void> {
           (cur): ClusterObjectWrite => {
             if (!cur) {
               const md = { name, uid: randomUUID(), generation: 1, creationTimestamp: kubeTime(now), labels: { [clusterSourceLabel]: src.name }, finalizers: [clusterFinalizer] };
-              return { action: 'put', object: { apiVersion: 'panoptes.io/v1alpha1', kind: 'Cluster', metadata: md, spec: want } };
+              const conditions = sourceConditions([], c.conditions, now);
+              return { action: 'put', object: { apiVersion: 'panoptes.io/v1alpha1', kind: 'Cluster', metadata: md, spec: want, ...(conditions.length ? { status: { conditions } } : {}) } };
             }
             if (importedFrom(cur.object.spec) !== src.name || cur.object.metadata?.deletionTimestamp) return { action: 'none' };
             if (canonicalJson(cur.object.spec) === canonicalJson(want)) return { action: 'none' };
@@ -204,12 +206,50 @@ async function markConflicts(store: Store, registrations: ClusterRegistration[],
       r.name,
       (cur): ClusterObjectWrite => {
         if (!cur) return { action: 'none' };
-        const s = isRecord(cur.object.status) ? cur.object.status : {};
-        const others = (Array.isArray(s.conditions) ? s.conditions : []).filter((c) => !isRecord(c) || c.type !== importConflictCondition);
         const added = message === undefined ? [] : [{ type: importConflictCondition, status: 'True', reason: 'NameClaimedByClusterSource', message, lastTransitionTime: kubeTime(new Date()) }];
-        return { action: 'put', object: { ...cur.object, status: { ...s, conditions: [...others, ...added] } } };
+        return { action: 'put', object: { ...cur.object, status: withConditions(cur.object, (t) => t === importConflictCondition, added) } };
       },
       fence,
     );
   }
+}
+
+const conditionsOf = (o: KubeObject): Obj[] => {
+  const s = isRecord(o.status) ? o.status : {};
+  return (Array.isArray(s.conditions) ? s.conditions : []).filter(isRecord);
+};
+
+/** The status of `o` with its conditions of the types `mine` selects replaced by `added`. */
+function withConditions(o: KubeObject, mine: (type: unknown) => boolean, added: Obj[]): Obj {
+  const s = isRecord(o.status) ? o.status : {};
+  const others = (Array.isArray(s.conditions) ? s.conditions : []).filter((c) => !isRecord(c) || !mine(c.type));
+  return { ...s, conditions: [...others, ...added] };
+}
+
+const isSourceCondition = (type: unknown): boolean => typeof type === 'string' && type.startsWith(sourceConditionPrefix);
+
+/** A source object's conditions as the Cluster shows them: the source's time of transition, else the time kept while the condition holds, else now. */
+function sourceConditions(had: Obj[], conditions: SourceCondition[] | undefined, now: Date): Obj[] {
+  return (conditions ?? []).map((c) => {
+    const before = had.find((h) => h.type === c.type);
+    const since = c.lastTransitionTime || (before && before.status === c.status && typeof before.lastTransitionTime === 'string' ? before.lastTransitionTime : kubeTime(now));
+    return redactDeep({ ...c, lastTransitionTime: since }) as Obj;
+  });
+}
+
+/** The source object's conditions (a ClusterProfile's health) on its Cluster, when they changed. */
+async function markSourceConditions(store: Store, existing: ClusterRegistration, source: string, conditions: SourceCondition[] | undefined, fence: Fence): Promise<void> {
+  const had = conditionsOf(existing.object).filter((c) => isSourceCondition(c.type));
+  if (canonicalJson(had) === canonicalJson(sourceConditions(had, conditions, new Date()))) return;
+  await store.writeImportedClusterObject(
+    existing.name,
+    (cur): ClusterObjectWrite => {
+      if (!cur || importedFrom(cur.object.spec) !== source || cur.object.metadata?.deletionTimestamp) return { action: 'none' };
+      const before = conditionsOf(cur.object).filter((c) => isSourceCondition(c.type));
+      const want = sourceConditions(before, conditions, new Date());
+      if (canonicalJson(before) === canonicalJson(want)) return { action: 'none' };
+      return { action: 'put', object: { ...cur.object, status: withConditions(cur.object, isSourceCondition, want) } };
+    },
+    fence,
+  );
 }

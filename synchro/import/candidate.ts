@@ -31,12 +31,55 @@ export interface ImportCandidate {
   connection?: ImportedConnection;
   /** Why the source object cannot be used (the Cluster is Invalid with it). */
   invalid?: string;
+  /** The credentials are being obtained (an exec plugin runs): the Cluster waits, it is not Invalid. */
+  pending?: string;
+  /** The source object's own health conditions (a ClusterProfile's), shown on the Cluster beside Panoptes' own. */
+  conditions?: SourceCondition[];
+}
+
+/** The prefix of the type of a source object's condition on its Cluster: the importer's to set and clear. */
+export const sourceConditionPrefix = 'ClusterProfile';
+
+/** A condition as the source object states it (metav1.Condition's fields, strings only). */
+export interface SourceCondition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+}
+
+/** Credentials only running code can produce: an exec plugin the operator configured on synchro (exec-credentials.ts). */
+export interface ExecCredentialSource {
+  /** Whether synchro has an exec provider of this name. */
+  has(provider: string): boolean;
+  /** The credentials of `provider` for this cluster: obtained (cached until they expire), being obtained, or why not. */
+  get(provider: string, cluster: ExecClusterInfo): ExecCredentialResult;
+}
+
+/** What an exec plugin is told of the cluster (ExecCredential spec.cluster, with provideClusterInfo). */
+export interface ExecClusterInfo {
+  server: string;
+  caData?: string;
+  tlsServerName?: string;
+  insecureSkipTLSVerify?: boolean;
+  /** The extension client.authentication.k8s.io/exec of the access provider's cluster. */
+  config?: unknown;
+}
+
+export type ExecCredentialResult = { state: 'ready'; token?: string; clientCertData?: string; clientKeyData?: string } | { state: 'pending' } | { state: 'error'; message: string };
+
+/** What a source module may use besides its objects. */
+export interface CandidateContext {
+  exec?: ExecCredentialSource;
+  /** This installation's id: what it publishes itself (synchro/import/publish-profiles.ts) is not imported back. */
+  installation?: string;
 }
 
 /** What a source module reads: the objects of the collections it asked for, by collection. */
 export interface SourceObjects {
   secrets: HostObject[];
-  /** Cluster API `Cluster`s, or Karmada `Cluster`s. */
+  /** Cluster API `Cluster`s, Karmada `Cluster`s, or ClusterProfiles. */
   clusters: HostObject[];
 }
 
@@ -52,7 +95,7 @@ export interface Collection {
 /** One kind of source: what it lists, and the candidates it makes of them. */
 export interface SourceKind {
   collections(spec: ClusterSourceSpec): Collection[];
-  candidates(spec: ClusterSourceSpec, objects: SourceObjects): ImportCandidate[];
+  candidates(spec: ClusterSourceSpec, objects: SourceObjects, context?: CandidateContext): ImportCandidate[];
 }
 
 export const secretRef = (o: HostObject): SourceObjectRef => ({ apiVersion: 'v1', kind: 'Secret', namespace: o.metadata.namespace ?? '', name: o.metadata.name });

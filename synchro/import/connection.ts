@@ -35,6 +35,7 @@ export function importedConfig(reg: ClusterRegistration, importer: Importer | un
     const what = spec.sourceObject ? describe(spec.sourceObject) : 'its source object';
     return { state: 'invalid', message: `${what} of ClusterSource ${source} is gone; the Cluster is kept (onSourceRemoval: Keep) with its data` };
   }
+  if (c.pending && !c.invalid) return { state: 'pending' };
   if (c.invalid || !c.connection) return { state: 'invalid', message: c.invalid ?? `${describe(c.sourceObject)} gives no connection` };
   const conn = c.connection;
   rememberSecrets(conn.token, conn.clientKeyData, conn.clientKeyData && Buffer.from(conn.clientKeyData, 'base64').toString('utf8'));

@@ -10,12 +10,13 @@
 import t from 'tap';
 import { stringify } from 'yaml';
 import { createApiserver } from '../../apiserver/server.ts';
-import { startSimCluster, type SimCluster } from '../../hack/sim/cluster.ts';
+import { startSimCluster } from '../../hack/sim/cluster.ts';
 import { http, openWatch } from '../../hack/sim/testutil.ts';
 import { MemberNetworks } from '../../member/networks.ts';
 import { backends, openTestStore } from '../../storage/testing.ts';
 import { startSynchro } from '../synchro.ts';
 import { fastTimings, tempDir, waitForCopy, waitUntil, writeClusters } from '../testutil.ts';
+import { startMembers } from './testutil.ts';
 
 const C = '/apis/panoptes.io/v1alpha1/clusters';
 const CS = '/apis/panoptes.io/v1alpha1/clustersources';
@@ -35,13 +36,7 @@ const kubeconfig = (contexts: Array<{ name: string; server: string; token: strin
 
 for (const backend of backends) {
   t.test(`${backend}: clusters imported from Cluster API, Argo CD, Karmada and kubeconfig Secrets`, async (t) => {
-    const names = ['capi-a', 'capi-b', 'argo-a', 'karmada-a', 'kc-a', 'kc-b', 'clash', 'filed'];
-    const sims = new Map<string, SimCluster>();
-    for (const n of names) {
-      const s = await startSimCluster({ name: n });
-      s.auth.tokens = [`${n}-token-1`];
-      sims.set(n, s);
-    }
+    const sims = await startMembers(['capi-a', 'capi-b', 'argo-a', 'karmada-a', 'kc-a', 'kc-b', 'clash', 'filed']);
     const host = await startSimCluster({ name: 'host', importCRDs: true });
     const { store, close } = await openTestStore(backend);
     const { dir, cleanup } = tempDir();

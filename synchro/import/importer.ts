@@ -17,8 +17,10 @@ import { argoCD } from './sources/argocd.ts';
 import { clusterAPI } from './sources/cluster-api.ts';
 import { karmada } from './sources/karmada.ts';
 import { kubeconfigSecrets } from './sources/kubeconfig-secrets.ts';
+import { clusterProfiles } from './sources/cluster-profiles.ts';
+import { ExecCredentials, type ExecProvider } from './exec-credentials.ts';
 
-const kinds: Record<SourceType, SourceKind> = { clusterAPI, argoCD, karmada, kubeconfigSecrets };
+const kinds: Record<SourceType, SourceKind> = { clusterAPI, argoCD, karmada, kubeconfigSecrets, clusterProfiles };
 
 /** One Cluster a source imports: its candidate, under its name. */
 export interface ImportedCluster extends ImportCandidate {
@@ -46,6 +48,10 @@ export interface ImporterOptions {
   onChange: () => void;
   /** Full relist of every collection this often, even when its watch is quiet (default 10 minutes). */
   resyncMs?: number;
+  /** The exec providers of ClusterProfile access the operator configured (--clusterprofile-provider-file). */
+  execProviders?: ExecProvider[];
+  /** This installation's id (Store.installationId). */
+  installation?: string;
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -55,8 +61,11 @@ export class Importer {
   private sources = new Map<string, ClusterSourceSpec>();
   /** Views computed since the last change (a pass asks for each many times). */
   private readonly views = new Map<string, SourceView>();
+  private readonly exec: ExecCredentials;
 
-  constructor(private readonly opts: ImporterOptions) {}
+  constructor(private readonly opts: ImporterOptions) {
+    this.exec = new ExecCredentials(opts.execProviders ?? [], { onChange: () => this.changed() });
+  }
 
   /** Follows these ClusterSources (each pass): the collections they read are watched, the others stopped. */
   follow(objects: OwnObjectState[]): void {
@@ -87,6 +96,7 @@ export class Importer {
   }
 
   async stop(): Promise<void> {
+    this.exec.stop();
     const all = [...this.watches.values()];
     this.watches.clear();
     await Promise.all(all.map((w) => w.stop()));
@@ -121,7 +131,7 @@ export class Importer {
     const clusters = new Map<string, ImportedCluster>();
     const unnamed: Array<{ object: string; message: string }> = [];
     const duplicates: Array<{ object: string; cluster: string }> = [];
-    const candidates = kind.candidates(spec, objects).sort((a, b) => describe(a.sourceObject).localeCompare(describe(b.sourceObject)));
+    const candidates = kind.candidates(spec, objects, { exec: this.exec, ...(this.opts.installation ? { installation: this.opts.installation } : {}) }).sort((a, b) => describe(a.sourceObject).localeCompare(describe(b.sourceObject)));
     for (const c of candidates) {
       const n = clusterName(c, naming);
       if ('problem' in n) unnamed.push({ object: describe(c.sourceObject), message: n.problem });

@@ -2,7 +2,7 @@
 // simulated host cluster, the apiserver serving the writes, on SQLite, its members allowed on
 // loopback; everything stopped by the teardown the caller registers.
 import { createApiserver } from '../../apiserver/server.ts';
-import type { SimCluster } from '../../hack/sim/cluster.ts';
+import { startSimCluster, type SimCluster } from '../../hack/sim/cluster.ts';
 import { MemberNetworks } from '../../member/networks.ts';
 import { openTestStore } from '../../storage/testing.ts';
 import type { Store } from '../../storage/store.ts';
@@ -34,4 +34,15 @@ export async function importSetting(o: { host: SimCluster; sims: SimCluster[]; c
     cleanup();
   });
   return { store, base, setClusters: (clusters) => writeClusters(file, clusters) };
+}
+
+/** Simulated members by name, each accepting only its token `<name>-token-1`. */
+export async function startMembers(names: string[]): Promise<Map<string, SimCluster>> {
+  const sims = new Map<string, SimCluster>();
+  for (const n of names) {
+    const s = await startSimCluster({ name: n });
+    s.auth.tokens = [`${n}-token-1`];
+    sims.set(n, s);
+  }
+  return sims;
 }

@@ -117,6 +117,7 @@ export const clusterDefinitions: Record<string, JsonObject> = {
       server: str('The member API server URL.'),
       clusterID: str('Which member cluster this is: the uid of its kube-system namespace, or server:URL when that namespace cannot be read. Registrations with one clusterID are one member.'),
       clusterIDSource: str('KubeSystemNamespace or Server.', { enum: ['KubeSystemNamespace', 'Server'] }),
+      kubernetesVersion: str("The member's Kubernetes version (gitVersion of its /version), read at connect and at each reconnect."),
       installation: str('The Panoptes installation that syncs the cluster (one per storage database): what it dispatches into the cluster carries the label panoptes.io/installation=<this>, and it never changes what another installation wrote.'),
       conditions: list('ClusterCondition', 'The Ready condition; Duplicate (reason SameClusterAs) when the member is also registered under another name; ObjectsQuarantined; ResourcesForbidden (reason Forbidden) naming the selected resources the credentials may not list.'),
       initialSync: ref(`${p}ClusterInitialSync`, 'Progress of the first list of every selected resource.'),

@@ -1,14 +1,14 @@
 // The OpenAPI schemas (Swagger 2.0 form) of the ClusterSource kind and its list
 // (panoptes.io/v1alpha1, cluster-scoped): the spec of api/cluster-source.ts (what its
 // validation accepts: kubectl explain shows it) and the status synchro's importer writes.
-import { clusterSourceFinalizer, invalidNameRules, kubeconfigContexts, removalPolicies, selectorOperators, sourceTypes } from '../../../api/cluster-source.ts';
+import { clusterSourceFinalizer, invalidNameRules, kubeconfigContexts, profileProviderTypes, removalPolicies, selectorOperators, sourceTypes } from '../../../api/cluster-source.ts';
 import type { JsonObject } from '../../../kube/openapi-convert.ts';
 import { bool, conditionDefinition, gvk, int, list, listDefinition, objectMetaName, p, ref, str, strings, typeMeta } from '../../openapi/own-schema.ts';
 
 export const clusterSourceDefinitions: Record<string, JsonObject> = {
   [`${p}ClusterSource`]: {
     description:
-      'ClusterSource names where on the host cluster member clusters are already described — Cluster API kubeconfig Secrets, Argo CD cluster Secrets, Karmada Clusters, or Secrets holding a kubeconfig — so that each becomes a Cluster (spec.source: clustersource/<name>) without registering it by hand.',
+      'ClusterSource names where on the host cluster member clusters are already described — Cluster API kubeconfig Secrets, Argo CD cluster Secrets, Karmada Clusters, SIG Multicluster ClusterProfiles, or Secrets holding a kubeconfig — so that each becomes a Cluster (spec.source: clustersource/<name>) without registering it by hand.',
     type: 'object',
     properties: {
       ...typeMeta,
@@ -25,7 +25,7 @@ export const clusterSourceDefinitions: Record<string, JsonObject> = {
     required: ['type', 'namespaces'],
     properties: {
       type: str(
-        'clusterAPI: Secrets of type cluster.x-k8s.io/secret labelled cluster.x-k8s.io/cluster-name (key value: a kubeconfig); argoCD: Secrets labelled argocd.argoproj.io/secret-type=cluster (name, server, config); karmada: cluster.karmada.io/v1alpha1 Clusters in Push mode (apiEndpoint, and caBundle and token of their secretRef); kubeconfigSecrets: Secrets with a kubeconfig key.',
+        'clusterAPI: Secrets of type cluster.x-k8s.io/secret labelled cluster.x-k8s.io/cluster-name (key value: a kubeconfig); argoCD: Secrets labelled argocd.argoproj.io/secret-type=cluster (name, server, config); karmada: cluster.karmada.io/v1alpha1 Clusters in Push mode (apiEndpoint, and caBundle and token of their secretRef); kubeconfigSecrets: Secrets with a kubeconfig key; clusterProfiles: multicluster.x-k8s.io/v1alpha1 ClusterProfiles (the server and CA of an access provider, credentials from spec.clusterProfiles.providers).',
         { enum: [...sourceTypes] },
       ),
       namespaces: strings('The namespaces of the host cluster read (for karmada: where the Secrets its Clusters name are). Panoptes reads nowhere else.'),
@@ -35,6 +35,7 @@ export const clusterSourceDefinitions: Record<string, JsonObject> = {
       onSourceRemoval: str('Delete (the default): a Cluster whose source object goes is removed (its objects DELETED to watchers); Keep: it stays, Invalid, with its data.', { enum: [...removalPolicies] }),
       clusterAPI: ref(`${p}ClusterSourceClusterAPI`, 'Cluster API options.'),
       kubeconfigSecrets: ref(`${p}ClusterSourceKubeconfigSecrets`, 'kubeconfigSecrets options.'),
+      clusterProfiles: ref(`${p}ClusterSourceClusterProfiles`, 'clusterProfiles options (required for that type).'),
     },
   },
   [`${p}ClusterSourceSelector`]: {
@@ -73,6 +74,21 @@ export const clusterSourceDefinitions: Record<string, JsonObject> = {
     description: 'Cluster API options.',
     type: 'object',
     properties: { provisionedOnly: bool('Only clusters whose cluster.x-k8s.io Cluster is provisioned (status.phase Provisioned, or infrastructureReady and controlPlaneReady).') },
+  },
+  [`${p}ClusterSourceClusterProfiles`]: {
+    description: 'clusterProfiles options: the access providers used (KEP-5339).',
+    type: 'object',
+    required: ['providers'],
+    properties: { providers: list('ClusterSourceProfileProvider', 'The access providers, in order: the first a profile offers (status.accessProviders) is used.') },
+  },
+  [`${p}ClusterSourceProfileProvider`]: {
+    description: 'An access provider of ClusterProfiles, and where its credentials come from.',
+    type: 'object',
+    required: ['name', 'type'],
+    properties: {
+      name: str('The name of the access provider in the profiles\' status.accessProviders.'),
+      type: str('Secret: key token of the Secret named by clusterName of the extension client.authentication.k8s.io/exec (default: the profile\'s name), in the profile\'s namespace, whose key server must be the server of the access provider; Exec: the exec plugin of that name configured on synchro (--clusterprofile-provider-file).', { enum: [...profileProviderTypes] }),
+    },
   },
   [`${p}ClusterSourceKubeconfigSecrets`]: {
     description: 'kubeconfigSecrets options.',
