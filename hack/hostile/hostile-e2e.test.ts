@@ -111,6 +111,19 @@ for (const backend of backends) {
       30_000,
       200,
     );
+    // The apiserver learns which resources are synced from storage, on its own schedule: until
+    // it knows the CRD's, a one-cluster read of it goes to the member through the proxy (which
+    // this server, authenticating nobody, refuses with 403). Wait for discovery, not for a time.
+    for (const view of [R, `${R}/clusters/east`])
+      await waitUntil(
+        `${blobResource.resource}.${blobResource.group} in the discovery of ${view}`,
+        async () => {
+          const r = await http('GET', `${base}${view}/apis/${blobResource.group}/${blobResource.version}`);
+          return r.status === 200 && (r.json.resources as Array<{ name: string }>).some((x) => x.name === blobResource.resource);
+        },
+        30_000,
+        200,
+      );
 
     t.test('the refused objects are quarantined and named; everything else of their round and of the other cluster commits', async (t) => {
       const cluster = await waitUntil(
