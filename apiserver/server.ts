@@ -96,7 +96,10 @@ export interface Apiserver {
 }
 
 async function writeReply(ctx: Context, reply: Reply): Promise<void> {
-  const encoded = await encodeReply(reply.compression ?? 'api-object', ctx.get('Accept-Encoding'), reply.body);
+  // A text answer is encoded to UTF-8 once here: the compression decision, Koa's Content-Length
+  // and the socket would otherwise each encode or scan the string again.
+  const body = typeof reply.body === 'string' ? Buffer.from(reply.body) : reply.body;
+  const encoded = await encodeReply(reply.compression ?? 'api-object', ctx.get('Accept-Encoding'), body);
   ctx.status = reply.status ?? 200;
   for (const [k, v] of Object.entries(reply.headers ?? {})) ctx.set(k, v);
   if (encoded.vary) ctx.vary('Accept-Encoding');

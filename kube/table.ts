@@ -6,6 +6,7 @@
 // Printing only: no HTTP, no Panoptes views (apiserver/read/table.ts adds the Cluster column).
 import { readFileSync } from 'node:fs';
 import { humanDuration, podRowConditions, printers, type Printer } from './printers.ts';
+import { jsonArrayString, type JsonArrayText } from './json-array.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -188,10 +189,15 @@ export function toPartialObjectMetadata(obj: PrintableObject, version: 'v1' | 'v
   return { kind: 'PartialObjectMetadata', apiVersion: `meta.k8s.io/${version}`, metadata: obj.metadata ?? {} };
 }
 
+/** A PartialObjectMetadataList of objects, its items as JSON text. */
+export function partialObjectMetadataListDocument(objects: PrintableObject[], version: 'v1' | 'v1beta1', listMeta: Obj): JsonArrayText {
+  const items = objects.map((o) => JSON.stringify(toPartialObjectMetadata(o, version)));
+  return { head: `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/${version}","metadata":${JSON.stringify(listMeta)},"items":[`, items, tail: ']}' };
+}
+
 /** A PartialObjectMetadataList of objects as JSON text. */
 export function partialObjectMetadataListJson(objects: PrintableObject[], version: 'v1' | 'v1beta1', listMeta: Obj): string {
-  const items = objects.map((o) => JSON.stringify(toPartialObjectMetadata(o, version)));
-  return `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/${version}","metadata":${JSON.stringify(listMeta)},"items":[${items.join(',')}]}`;
+  return jsonArrayString(partialObjectMetadataListDocument(objects, version, listMeta));
 }
 
 /**
@@ -210,6 +216,11 @@ export function tableRowJson(cells: unknown[], r: PrintedResource, obj: Printabl
 }
 
 /** The Table envelope around rendered rows; `columns` null in watch events after the first (kube's NoHeaders). */
-export function tableJson(columns: TableColumnDefinition[] | null, metaVersion: 'v1' | 'v1beta1', listMeta: Obj, rows: string[]): string {
-  return `{"kind":"Table","apiVersion":"meta.k8s.io/${metaVersion}","metadata":${JSON.stringify(listMeta)},"columnDefinitions":${JSON.stringify(columns)},"rows":[${rows.join(',')}]}`;
+export function tableDocument(columns: TableColumnDefinition[] | null, metaVersion: 'v1' | 'v1beta1', listMeta: Obj, rows: readonly string[]): JsonArrayText {
+  return { head: `{"kind":"Table","apiVersion":"meta.k8s.io/${metaVersion}","metadata":${JSON.stringify(listMeta)},"columnDefinitions":${JSON.stringify(columns)},"rows":[`, items: rows, tail: ']}' };
+}
+
+/** The Table envelope around rendered rows as JSON text. */
+export function tableJson(columns: TableColumnDefinition[] | null, metaVersion: 'v1' | 'v1beta1', listMeta: Obj, rows: readonly string[]): string {
+  return jsonArrayString(tableDocument(columns, metaVersion, listMeta, rows));
 }

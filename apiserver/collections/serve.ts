@@ -19,7 +19,8 @@ import { parseFieldSelector } from '../../kube/fields.ts';
 import { matchesLabels } from '../../kube/labels.ts';
 import { queryBool } from '../../kube/query.ts';
 import { StatusError, badRequest, notFound } from '../../kube/status.ts';
-import { partialObjectMetadataListJson, tableJson, tableRowJson } from '../../kube/table.ts';
+import { partialObjectMetadataListDocument, partialObjectMetadataListJson, tableJson, tableRowJson } from '../../kube/table.ts';
+import { jsonArrayBytes } from '../../kube/json-array.ts';
 import type { CollectionKind, KubeObject, ListQuery } from '../../storage/types.ts';
 import type { ResourceAttributes } from '../auth/attributes.ts';
 import type { AuthState } from '../auth/middleware.ts';
@@ -30,7 +31,7 @@ import { readOnly } from '../endpoints/errors.ts';
 import { findResource } from '../external/resolve.ts';
 import { readList } from '../read/list.ts';
 import { negotiateOutput } from '../endpoints/negotiate.ts';
-import { tableJson as collectionTableJson, tableRowJson as collectionRowJson } from '../read/table.ts';
+import { tableDocument as collectionTableDocument, tableRowJson as collectionRowJson } from '../read/table.ts';
 import { collectionListColumns, collectionObjectsTable } from './table.ts';
 import { collectionResourcesInfo, panoptesApiVersion, panoptesGroupName } from '../discovery/panoptes-group.ts';
 import { parseListParams } from '../read/params.ts';
@@ -168,20 +169,20 @@ async function serveCollection(ctx: Context, deps: Deps, name: string, taken: Re
   const { result, listMeta, warnings: readWarnings } = await readList(deps, paged, q);
   const metadata = { name: def.name, resourceVersion: listMeta.resourceVersion };
   const warnings = [...readWarnings, ...staleWarnings(deps.catalog, clustersRead(req, info.clusters))];
-  const reply = (body: string): Routed => ({ reply: { type: output.contentType, body, headers: warnings.length ? { Warning: warnings } : undefined } });
+  const reply = (body: string | Buffer): Routed => ({ reply: { type: output.contentType, body, headers: warnings.length ? { Warning: warnings } : undefined } });
   if (output.kind === 'table') {
     const now = Date.now();
     const rows = result.items.map((i) => collectionRowJson(collectionObjectsTable, info, JSON.parse(i.object) as KubeObject, i.object, i.cluster, output, now));
-    return reply(collectionTableJson(collectionObjectsTable, output.metaVersion, listMeta, rows));
+    return reply(jsonArrayBytes(collectionTableDocument(collectionObjectsTable, output.metaVersion, listMeta, rows)));
   }
   if (output.kind === 'partial') {
-    if (verb === 'list') return reply(partialObjectMetadataListJson(result.items.map((i) => JSON.parse(i.object) as KubeObject), output.metaVersion, listMeta));
+    if (verb === 'list') return reply(jsonArrayBytes(partialObjectMetadataListDocument(result.items.map((i) => JSON.parse(i.object) as KubeObject), output.metaVersion, listMeta)));
     return reply(JSON.stringify({ kind: 'PartialObjectMetadata', apiVersion: `meta.k8s.io/${output.metaVersion}`, metadata }));
   }
-  const items = `"items":[${result.items.map((i) => i.object).join(',')}]`;
+  const items = result.items.map((i) => i.object);
   // The list form: the objects as kube's generic List (what kubectl -o yaml prints of any list), paged by its ListMeta.
-  if (verb === 'list') return reply(`{"kind":"List","apiVersion":"v1","metadata":${JSON.stringify(listMeta)},${items}}`);
+  if (verb === 'list') return reply(jsonArrayBytes({ head: `{"kind":"List","apiVersion":"v1","metadata":${JSON.stringify(listMeta)},"items":[`, items, tail: ']}' }));
   const head = { kind: 'CollectionResource', apiVersion: panoptesApiVersion, metadata, resourceTypes: served.map(resourceType) };
   const tail = (result.continue ? `,"continue":${JSON.stringify(result.continue)}` : '') + (listMeta.remainingItemCount !== undefined ? `,"remainingItemCount":${JSON.stringify(listMeta.remainingItemCount)}` : '');
-  return reply(`${JSON.stringify(head).slice(0, -1)},${items}${tail}}`);
+  return reply(jsonArrayBytes({ head: `${JSON.stringify(head).slice(0, -1)},"items":[`, items, tail: `]${tail}}` }));
 }

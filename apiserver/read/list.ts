@@ -9,8 +9,9 @@ import type { Deps, Reply } from '../endpoints/deps.ts';
 import { clustersRead, toListQuery } from './list-query.ts';
 import { apiVersionOf, type ResourceRequest } from '../endpoints/request.ts';
 import { readFresh } from './rv.ts';
-import { partialObjectMetadataListJson } from '../../kube/table.ts';
-import { tableJson, tableRenderer, tableRowJson } from './table.ts';
+import { partialObjectMetadataListDocument } from '../../kube/table.ts';
+import { jsonArrayBytes } from '../../kube/json-array.ts';
+import { tableDocument, tableRenderer, tableRowJson } from './table.ts';
 import { staleWarnings } from '../endpoints/warnings.ts';
 
 /**
@@ -39,17 +40,18 @@ export async function serveList(deps: Deps, req: ResourceRequest): Promise<Reply
   const { result, listMeta, warnings: readWarnings } = await readList(deps, req.params, toListQuery(req));
 
   const out = req.output;
-  let body: string;
+  // Each item's JSON text as stored, encoded into the answer one by one (kube/json-array.ts).
+  let body: Buffer;
   if (out.kind === 'json') {
     const head = `{"kind":${JSON.stringify(`${req.info.kind}List`)},"apiVersion":${JSON.stringify(apiVersionOf(req.info))},"metadata":${JSON.stringify(listMeta)},"items":[`;
-    body = head + result.items.map((i) => i.object).join(',') + ']}';
+    body = jsonArrayBytes({ head, items: result.items.map((i) => i.object), tail: ']}' });
   } else if (out.kind === 'table') {
     const renderer = tableRenderer(req.info, req.view);
     const now = Date.now();
     const rows = result.items.map((i) => tableRowJson(renderer, req.info, JSON.parse(i.object) as KubeObject, i.object, i.cluster, out, now));
-    body = tableJson(renderer, out.metaVersion, listMeta, rows);
+    body = jsonArrayBytes(tableDocument(renderer, out.metaVersion, listMeta, rows));
   } else {
-    body = partialObjectMetadataListJson(result.items.map((i) => JSON.parse(i.object) as KubeObject), out.metaVersion, listMeta);
+    body = jsonArrayBytes(partialObjectMetadataListDocument(result.items.map((i) => JSON.parse(i.object) as KubeObject), out.metaVersion, listMeta));
   }
   const warnings = [...readWarnings, ...staleWarnings(deps.catalog, clustersRead(req, req.info.clusters))];
   return { type: out.contentType, body, headers: warnings.length ? { Warning: warnings } : undefined };

@@ -1,7 +1,8 @@
 // The Table of a Panoptes view: kube-apiserver's columns and cells (kube/table.ts), with a
 // leading Cluster column in the all-clusters view. The same for list, get and every watch event.
 import type { KubeObject } from '../../storage/types.ts';
-import { tableJson as kubeTableJson, tablePrinter, tableRowJson as kubeTableRowJson, type TableColumnDefinition, type TableOutput } from '../../kube/table.ts';
+import { tableDocument as kubeTableDocument, tableJson as kubeTableJson, tablePrinter, tableRowJson as kubeTableRowJson, type TableColumnDefinition, type TableOutput } from '../../kube/table.ts';
+import type { JsonArrayText } from '../../kube/json-array.ts';
 import { ownGroup } from '../../storage/own-objects.ts';
 import type { ResourceInfo } from '../discovery/catalog.ts';
 import type { View } from '../endpoints/request.ts';
@@ -52,4 +53,9 @@ export function tableRowJson(r: TableRenderer, info: ResourceInfo, obj: KubeObje
 /** The Table envelope around rendered rows; `columnDefinitions` null when `withColumns` is false (watch events after the first). */
 export function tableJson(r: TableRenderer, metaVersion: 'v1' | 'v1beta1', listMeta: Record<string, unknown>, rows: string[], withColumns = true): string {
   return kubeTableJson(withColumns ? r.columns : null, metaVersion, listMeta, rows);
+}
+
+/** The same Table with its rows apart, to be encoded row by row (kube/json-array.ts). */
+export function tableDocument(r: TableRenderer, metaVersion: 'v1' | 'v1beta1', listMeta: Record<string, unknown>, rows: string[]): JsonArrayText {
+  return kubeTableDocument(r.columns, metaVersion, listMeta, rows);
 }
