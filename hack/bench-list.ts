@@ -11,10 +11,10 @@
 // Panoptes against `kubectl get pods -A` on each simulated cluster one after the other.
 import { percentile } from './fixtures.ts';
 import { benchCollections } from './bench-list/search-collections.ts';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
@@ -26,7 +26,7 @@ import { startSynchro } from '../synchro/synchro.ts';
 import { benchSearchOwners } from './bench-list/search-owners.ts';
 import { startSimClusters } from './sim/cluster.ts';
 import type { KObject } from './sim/types.ts';
-import type { ListBackendFigures, ListCpuFigures, ListFilteredFigures, ListKubectlFigures } from './report/figures.ts';
+import type { ListBackendFigures, ListCpuFigures, ListFilteredFigures, ListKubectlFigures, ListNeighbourFigures } from './report/figures.ts';
 import { spawnPanoptes } from './panoptes-process.ts';
 import { freePort } from '../storage/testing/postgres.ts';
 import { cpuDuring } from './process-cpu.ts';
@@ -221,9 +221,42 @@ async function apiserverCpuPerPage(backend: Backend, storage: string): Promise<L
     const out: ListCpuFigures = { json, table, allPagesJson: all.ms / all.value.ms.length, pages: all.value.ms.length };
     const met = (v: number, target: number) => `${v.toFixed(2)} ms (target <= ${target} ms: ${v <= target ? 'MET' : 'MISSED'})`;
     console.log(`${backend}: apiserver CPU per page of 500 pods (a panoptes apiserver process, process_cpu_seconds_total): first page JSON ${met(json, cpuTargets.json)}, Table ${met(table, cpuTargets.table)}; every page as JSON ${out.allPagesJson.toFixed(2)} ms (${out.pages} pages)`);
+    out.neighbour = await busyNeighbour(backend, first);
     return out;
   } finally {
     await proc.stop();
+  }
+}
+
+const neighbourTarget = 2;
+
+/**
+ * The same first pages with a busy neighbour on the same cores: one process per core spinning
+ * (CPU-bound work of another tenant), against the same requests just before without it. Their
+ * latency ratio says whether the apiserver's work per request is short and bounded (the
+ * scheduler then shares the cores fairly) or holds the event loop long enough to queue
+ * requests behind it.
+ */
+async function busyNeighbour(backend: Backend, first: string): Promise<ListNeighbourFigures> {
+  const runs = Math.min(samples, 100);
+  const sample = async (accept?: string) => {
+    const ms: number[] = [];
+    for (let i = 0; i < runs; i++) ms.push((await httpGet(first, accept)).ms);
+    return { p50: pct(ms, 50), p99: pct(ms, 99) };
+  };
+  const idle = { json: await sample(), table: await sample(TABLE) };
+  const spinners = Array.from({ length: cpus().length }, () => spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
+  try {
+    await new Promise((r) => setTimeout(r, 500)); // the spinners scheduled
+    const busy = { json: await sample(), table: await sample(TABLE) };
+    const ratio = (f: 'json' | 'table', p: 'p50' | 'p99') => busy[f][p] / idle[f][p];
+    const line = (f: 'json' | 'table') =>
+      `${f === 'json' ? 'JSON' : 'Table'} p50 ${idle[f].p50.toFixed(1)} -> ${busy[f].p50.toFixed(1)} ms (${ratio(f, 'p50').toFixed(2)}x), p99 ${idle[f].p99.toFixed(1)} -> ${busy[f].p99.toFixed(1)} ms (${ratio(f, 'p99').toFixed(2)}x)`;
+    const worst = Math.max(ratio('json', 'p50'), ratio('table', 'p50'));
+    console.log(`${backend}: first page with a busy neighbour (${spinners.length} processes spinning on the ${cpus().length} cores, ${runs} requests each): ${line('json')}; ${line('table')}; target p50 within ${neighbourTarget}x of idle: ${worst <= neighbourTarget ? 'MET' : 'MISSED'}`);
+    return { spinners: spinners.length, idle, busy };
+  } finally {
+    for (const s of spinners) s.kill('SIGKILL');
   }
 }
 

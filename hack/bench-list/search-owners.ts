@@ -91,11 +91,12 @@ export async function benchSearchOwners(backend: string, store: Store, base: str
   const within = (ms: number[], target: number) => `; target <= ${target} ms: ${p50(ms) <= target ? 'MET' : 'MISSED'}; ${(p50(ms) / p50(plain)).toFixed(2)}x the reference (target <= 3x: ${p50(ms) <= 3 * p50(plain) ? 'MET' : 'MISSED'})`;
 
   const chain = '&ownerName=app-7&ownerGR=deployments.apps&ownerSeniority=1';
-  const one = await http(`${chain}&clusters=c3`);
-  line(`ancestors: pods of Deployment app-7 in one cluster (${nClusters > 3 ? 'c3' : '-'}), through its ReplicaSet`, one, within(one, 20));
+  const oneCluster = `c${Math.min(3, nClusters - 1)}`;
+  const one = await http(`${chain}&clusters=${oneCluster}`);
+  line(`ancestors: pods of Deployment app-7 in one cluster (${oneCluster}), through its ReplicaSet`, one, within(one, 20));
   const all = await http(chain);
   line('ancestors: pods of Deployment app-7 in every cluster', all, within(all, 20));
-  const baseOne = await direct(() => ancestorsOverJson(store, ['c3'], 501));
+  const baseOne = await direct(() => ancestorsOverJson(store, [oneCluster], 501));
   line('baseline, plain unindexed SQL over JSON: the same pods in one cluster, level by level', baseOne, `; Panoptes ${(p50(baseOne) / p50(one)).toFixed(1)}x faster`);
   const baseAll = await direct(() => ancestorsOverJson(store, undefined, 501));
   line('baseline, plain unindexed SQL over JSON: the same pods in every cluster, level by level', baseAll, `; Panoptes ${(p50(baseAll) / p50(all)).toFixed(1)}x faster`);

@@ -72,6 +72,14 @@ export interface ListCpuFigures {
   table: number;
   allPagesJson: number;
   pages: number;
+  /** First-page latency (ms) just before and with a process spinning on each core. */
+  neighbour?: ListNeighbourFigures;
+}
+
+export interface ListNeighbourFigures {
+  spinners: number;
+  idle: Record<'json' | 'table', { p50: number; p99: number }>;
+  busy: Record<'json' | 'table', { p50: number; p99: number }>;
 }
 
 export interface ListFilteredFigures {
