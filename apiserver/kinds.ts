@@ -18,26 +18,31 @@ import { mcsDefinitions } from './registry/multiclusterservice/schema.ts';
 import { synchroMemberDefinitions } from './registry/synchromembers/schema.ts';
 import { registerDefinitions } from './openapi/build.ts';
 import { registerOwnKind } from './registry/generic/kinds.ts';
-import { collectionResourcesInfo, synchroMembersInfo } from './discovery/panoptes-group.ts';
+import { registerPanoptesResource } from './discovery/panoptes-group.ts';
+import { collectionResourcesInfo } from './collections/resource-info.ts';
+import { synchroMembersInfo } from './registry/synchromembers/info.ts';
 import { registerGroupRoute } from './endpoints/routes.ts';
 import { serveSynchroMembers, synchroMembersPath } from './registry/synchromembers/serve.ts';
 import { synchroMemberTable } from './registry/synchromembers/table.ts';
 import { registerTable } from './read/table.ts';
 
-// The writable kinds: strategy, Table, OpenAPI definitions.
+// The writable kinds: discovery, strategy, Table, OpenAPI definitions.
 for (const [kind, table, definitions] of [
   [clusterKind, clusterTable, clusterDefinitions],
   [mcsKind, mcsTable, mcsDefinitions],
   [clusterSourceKind, clusterSourceTable, clusterSourceDefinitions],
 ] as const) {
+  registerPanoptesResource({ info: kind.info, writable: true, fleet: true });
   registerOwnKind(kind);
   registerTable(kind.info.resource, table);
   registerDefinitions(definitions);
 }
 // Collections (apiserver/collections/): a Table of their objects, their OpenAPI definitions.
+registerPanoptesResource({ info: collectionResourcesInfo, writable: false, fleet: false });
 registerTable(collectionResourcesInfo.resource, collectionObjectsTable);
 registerDefinitions(collectionDefinitions);
 // Synchro members: read-only, served by their own handler from storage's member rows.
+registerPanoptesResource({ info: synchroMembersInfo, writable: false, fleet: true });
 registerTable(synchroMembersInfo.resource, synchroMemberTable);
 registerDefinitions(synchroMemberDefinitions);
 registerGroupRoute({ path: synchroMembersPath, serve: serveSynchroMembers });

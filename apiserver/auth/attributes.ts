@@ -103,7 +103,7 @@ export function requestAttributes(method: string, path: string, querystring: str
     const attrs = resourceAttrs(method, q, k.group, k.version, k.rest);
     if (!attrs) return nonResource();
     // Panoptes' own objects in a view (Clusters, MultiClusterServices, SynchroMembers) need no per-cluster data check beyond themselves.
-    if (k.group === panoptesGroupName && k.version === panoptesVersion && fleetInfos.some((i) => i.resource === attrs.resource)) return { kind: 'resource', attrs };
+    if (k.group === panoptesGroupName && k.version === panoptesVersion && fleetInfos().some((i) => i.resource === attrs.resource)) return { kind: 'resource', attrs };
     if (cluster && proxiedByPath(attrs)) return { kind: 'resource', attrs, proxy: { cluster } };
     return { kind: 'resource', attrs, view: { cluster } };
   }

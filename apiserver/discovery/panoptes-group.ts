@@ -1,19 +1,14 @@
-// Panoptes's own group, panoptes.io/v1alpha1, and its writable kinds, stored as Panoptes' own
-// objects (storage/own-objects.ts) under a reserved cluster name:
-//  - `Cluster` (clusters, cluster-scoped): one object per member cluster, registered through
-//    this API or from clusters.yaml by synchro (`spec.source: file`);
-//  - `MultiClusterService` (multiclusterservices, namespaced, short name mcs): a Service of
-//    some member clusters exported to others (api/multicluster-service.ts);
-//  - `ClusterSource` (clustersources, cluster-scoped): where on the host cluster synchro's
-//    importer finds clusters to register by themselves (api/cluster-source.ts).
-// They are written like a custom resource with a status subresource (apiserver/registry/generic/:
-// own-writes.ts, own-object.ts, with each kind's strategy: apiserver/registry/<kind>/strategy.ts),
-// their status by synchro alone. Reads are those of every served resource — list, get and watch
-// from `objects` and the change log (apiserver/read/: list.ts, get.ts, watch.ts) — under the
-// reserved cluster name; `.../status` answers the object too.
-import { clusterSourceKind, clusterSourceResource } from '../../api/cluster-source.ts';
-import { mcsKind, mcsResource } from '../../api/multicluster-service.ts';
-import { clusterGroup, clusterObjectsCluster, clusterResource, clusterVersion } from '../../storage/cluster-objects.ts';
+// Panoptes's own group, panoptes.io/v1alpha1: the resources its kinds register (apiserver/kinds.ts,
+// the composition root), in the order they register, as kube-apiserver's discovery lists what
+// its registry installs. The writable kinds are stored as Panoptes' own objects
+// (storage/own-objects.ts) under a reserved cluster name; each has its folder under
+// apiserver/registry/<kind>/ with its ResourceInfo (made by `ownInfo` here), strategy, Table and
+// OpenAPI schema. They are written like a custom resource with a status subresource
+// (apiserver/registry/generic/), their status by synchro alone. Reads are those of every served
+// resource — list, get and watch from `objects` and the change log (apiserver/read/) — under
+// the reserved cluster name; `.../status` answers the object too. The read-only resources
+// (collections, synchro members) have handlers of their own.
+import { clusterGroup, clusterObjectsCluster, clusterVersion } from '../../storage/cluster-objects.ts';
 import type { GroupEntry, ResourceInfo } from './catalog.ts';
 
 export const panoptesGroupName = clusterGroup;
@@ -26,7 +21,8 @@ export const ownVerbs = ['delete', 'get', 'list', 'patch', 'create', 'update', '
 /** The PATCH bodies accepted: JSON patch and merge patch (a custom resource takes no strategic merge patch; server-side apply is not served). */
 export const ownPatchTypes = ['application/json-patch+json', 'application/merge-patch+json'];
 
-const ownInfo = (resource: string, kind: string, namespaced: boolean, shortNames?: string[]): ResourceInfo => ({
+/** The ResourceInfo of a writable kind of panoptes.io. */
+export const ownInfo = (resource: string, kind: string, namespaced: boolean, shortNames?: string[]): ResourceInfo => ({
   group: panoptesGroupName,
   version: panoptesVersion,
   resource,
@@ -41,46 +37,37 @@ const ownInfo = (resource: string, kind: string, namespaced: boolean, shortNames
   patchTypes: ownPatchTypes,
 });
 
-export const clusterInfo: ResourceInfo = ownInfo(clusterResource, 'Cluster', false);
-export const mcsInfo: ResourceInfo = ownInfo(mcsResource, mcsKind, true, ['mcs']);
-export const clusterSourceInfo: ResourceInfo = ownInfo(clusterSourceResource, clusterSourceKind, false);
+/** How a resource of panoptes.io is served. */
+export interface PanoptesResource {
+  info: ResourceInfo;
+  /** Written through the generic write path (a strategy is registered for it: registry/generic/kinds.ts). */
+  writable: boolean;
+  /** Its objects belong to the fleet, not to a member cluster: a view reads them without a per-cluster check. */
+  fleet: boolean;
+}
+
+const resources: PanoptesResource[] = [];
+
+/** Adds a resource to panoptes.io's discovery (once per resource; in the order discovery lists them). */
+export function registerPanoptesResource(r: PanoptesResource): void {
+  if (resources.some((x) => x.info.resource === r.info.resource)) throw new Error(`${r.info.resource}.${panoptesGroupName} is already registered`);
+  resources.push(r);
+}
 
 /** The writable kinds of panoptes.io. */
-export const ownInfos: readonly ResourceInfo[] = [clusterInfo, mcsInfo, clusterSourceInfo];
-
-/** Collections (apiserver/collections/): read-only, cluster-scoped, not stored. */
-export const collectionResourcesInfo: ResourceInfo = {
-  group: panoptesGroupName,
-  version: panoptesVersion,
-  resource: 'collectionresources',
-  kind: 'CollectionResource',
-  singularName: 'collectionresource',
-  namespaced: false,
-  clusters: [],
-  verbs: ['get', 'list'],
-};
-
-/**
- * The synchro members (apiserver/registry/synchromembers/serve.ts): read-only, cluster-scoped, a view of
- * storage's member rows (not stored as objects). Short name `members` (no kube 1.28 resource
- * has it).
- */
-export const synchroMembersInfo: ResourceInfo = {
-  group: panoptesGroupName,
-  version: panoptesVersion,
-  resource: 'synchromembers',
-  kind: 'SynchroMember',
-  singularName: 'synchromember',
-  namespaced: false,
-  shortNames: ['members'],
-  clusters: [],
-  verbs: ['get', 'list'],
-};
+export function ownInfos(): ResourceInfo[] {
+  return resources.filter((r) => r.writable).map((r) => r.info);
+}
 
 /** The kinds whose objects belong to the fleet, not to a member cluster: a view reads them without a per-cluster check. */
-export const fleetInfos: readonly ResourceInfo[] = [...ownInfos, synchroMembersInfo];
+export function fleetInfos(): ResourceInfo[] {
+  return resources.filter((r) => r.fleet).map((r) => r.info);
+}
 
-export const panoptesGroup: GroupEntry = { name: panoptesGroupName, versions: [{ version: panoptesVersion, resources: [...ownInfos, collectionResourcesInfo, synchroMembersInfo] }] };
+/** panoptes.io/v1alpha1 with every registered resource. */
+export function panoptesGroup(): GroupEntry {
+  return { name: panoptesGroupName, versions: [{ version: panoptesVersion, resources: resources.map((r) => r.info) }] };
+}
 
 /** An own kind's path below /apis/panoptes.io/v1alpha1/. */
 export interface OwnPath {
@@ -99,10 +86,10 @@ export function ownPath(segs: string[]): OwnPath | undefined {
   const legacyWatch = s[0] === 'watch';
   if (legacyWatch) s = s.slice(1);
   if (s[0] === 'namespaces' && s.length >= 3) {
-    const info = ownInfos.find((i) => i.namespaced && i.resource === s[2]);
+    const info = ownInfos().find((i) => i.namespaced && i.resource === s[2]);
     return info ? { info, namespace: s[1], rest: s.slice(3), legacyWatch } : undefined;
   }
-  const info = ownInfos.find((i) => i.resource === s[0]);
+  const info = ownInfos().find((i) => i.resource === s[0]);
   return info ? { info, rest: s.slice(1), legacyWatch } : undefined;
 }
 

@@ -12,10 +12,11 @@ import { fleetMetrics, isFleetMetrics } from '../proxy/fleet-metrics.ts';
 import { forward } from '../proxy/forward.ts';
 import type { GroupEntry, ResourceInfo, ViewCatalog } from '../discovery/catalog.ts';
 import { ownObjectsCluster } from '../../storage/own-objects.ts';
+import { clusterResource } from '../../storage/cluster-objects.ts';
 import { collectionPath, serveCollections } from '../collections/serve.ts';
 import { ownKind } from '../registry/generic/kinds.ts';
 import { serveOwnWrite, writeVerbOf } from '../registry/generic/own-writes.ts';
-import { clusterInfo, ownPath, panoptesGroup, panoptesGroupName, panoptesVersion, type OwnPath } from '../discovery/panoptes-group.ts';
+import { ownPath, panoptesGroup, panoptesGroupName, panoptesVersion, type OwnPath } from '../discovery/panoptes-group.ts';
 import type { Deps } from './deps.ts';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions, versionInfo, viewGroups } from '../discovery/documents.ts';
 import { pathNotFound, readOnly } from './errors.ts';
@@ -94,7 +95,7 @@ export function serveVersion(ctx: Context): Routed {
 
 /** /openapi/v2 and /openapi/v3[/...] of the server root: panoptes.io's own kinds (the fixed routes, fixed-routes.ts). */
 export function serveRootOpenAPI(ctx: Context, deps: Deps): Promise<Routed> {
-  return openapi(ctx, deps, [panoptesGroup], pathSegments(ctx.path), '');
+  return openapi(ctx, deps, [panoptesGroup()], pathSegments(ctx.path), '');
 }
 
 /** Discovery, /version and OpenAPI of one set of groups (a view, or the server root); undefined when not such a path. */
@@ -162,7 +163,7 @@ async function ownRoute(ctx: Context, deps: Deps, p: OwnPath, viewCluster: strin
   label(ctx, { verb, group: panoptesGroupName, resource: info.resource });
   const params = parseListParams(qs, verb, info, deps.limits);
   const s = params.search;
-  const namedAfterClusters = info.resource === clusterInfo.resource;
+  const namedAfterClusters = info.resource === clusterResource;
   if (!namedAfterClusters && s.clusters) throw badRequest(`the clusters search does not apply to ${info.resource}.${panoptesGroupName}: its objects belong to the fleet, not to a member cluster`);
   const clusterNames = namedAfterClusters ? [s.clusters, viewCluster === undefined ? undefined : [viewCluster]] : [];
   const names = [s.names, ...clusterNames].reduce<string[] | undefined>((acc, x) => (x === undefined ? acc : acc === undefined ? [...x] : acc.filter((n) => x.includes(n))), undefined);
@@ -282,7 +283,7 @@ export async function route(ctx: Context, deps: Deps): Promise<Routed> {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
     // Discovery shows what the Cluster objects already say: a change of theirs not yet in the catalog is waited for (bounded).
     await deps.catalog.caughtUp();
-    const synced = viewGroups(deps.catalog.view(view.cluster), [panoptesGroup]);
+    const synced = viewGroups(deps.catalog.view(view.cluster), [panoptesGroup()]);
     // A one-cluster view also lists what its proxy serves (writes, subresources, metrics, access reviews).
     const groups = segs[0] === 'openapi' ? synced : view.cluster === undefined ? fleetGroups(synced) : proxiedGroups(synced);
     const d = discovery(ctx, deps, groups, segs, prefix);
@@ -300,7 +301,7 @@ export async function route(ctx: Context, deps: Deps): Promise<Routed> {
   if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw readOnly(ctx.method);
   if (segs[0] === 'apis' && segs[1] === externalMetricsGroupName && segs[2] === externalMetricsVersion && segs.length > 3) return { reply: await serveExternalMetric(ctx, deps, segs.slice(3)) };
   // The server's own groups: panoptes.io, and external.metrics.k8s.io in discovery (not in OpenAPI: its metrics are not objects).
-  const own = segs[0] === 'openapi' ? [panoptesGroup] : [panoptesGroup, externalMetricsGroup(deps.externalMetrics.rules.current(), deps.catalog.view())];
+  const own = segs[0] === 'openapi' ? [panoptesGroup()] : [panoptesGroup(), externalMetricsGroup(deps.externalMetrics.rules.current(), deps.catalog.view())];
   const d = discovery(ctx, deps, own, segs, '');
   if (d) return d;
   throw pathNotFound();

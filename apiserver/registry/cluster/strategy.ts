@@ -20,10 +20,12 @@ import { mcsRolesOf, type McsRoles } from '../../../api/mcs-roles.ts';
 import { fieldForbidden, type FieldError } from '../../../kube/field-errors.ts';
 import { canonicalJson } from '../../../kube/patch.ts';
 import { secretValuesIn } from '../../../lib/redact.ts';
-import { credentialsDigest, type ClusterCredentials, type ClusterObjectState } from '../../../storage/cluster-objects.ts';
+import { clusterResource, credentialsDigest, type ClusterCredentials, type ClusterObjectState } from '../../../storage/cluster-objects.ts';
 import { forbiddenObject, type Obj, type OwnKind, type ShapedSpec, type WriteRules } from '../generic/own-object.ts';
 import { grantPrivileges } from '../generic/mcs-grants.ts';
-import { clusterInfo } from '../../discovery/panoptes-group.ts';
+import { ownInfo } from '../../discovery/panoptes-group.ts';
+
+export const clusterInfo = ownInfo(clusterResource, 'Cluster', false);
 import { decodeObject } from '../../endpoints/write-request.ts';
 
 const isRecord = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -5,13 +5,15 @@
 // Clusters are gone). Nothing of it is secret: it names where credentials are, never holds them.
 // Granting its Clusters multi-cluster Service roles (spec.defaults.multiClusterServices) also
 // needs `update` on `clustersources/multiclusterservices` of that ClusterSource.
-import { clusterSourceFinalizer, clusterSourceShape, servedClusterSourceSpec, validateClusterSourceSpec } from '../../../api/cluster-source.ts';
+import { clusterSourceFinalizer, clusterSourceKind as clusterSourceKindName, clusterSourceResource, clusterSourceShape, servedClusterSourceSpec, validateClusterSourceSpec } from '../../../api/cluster-source.ts';
 import { importedMcsRoles } from '../../../api/mcs-roles.ts';
 import { dnsLabelProblem } from '../../../kube/names.ts';
 import type { OwnObjectState } from '../../../storage/own-objects.ts';
 import { grantPrivileges } from '../generic/mcs-grants.ts';
 import type { OwnKind } from '../generic/own-object.ts';
-import { clusterSourceInfo } from '../../discovery/panoptes-group.ts';
+import { ownInfo } from '../../discovery/panoptes-group.ts';
+
+export const clusterSourceInfo = ownInfo(clusterSourceResource, clusterSourceKindName, false);
 
 export const clusterSourceKind: OwnKind<OwnObjectState, never> = {
   info: clusterSourceInfo,

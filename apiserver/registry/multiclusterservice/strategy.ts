@@ -4,10 +4,12 @@
 // synchro's dispatcher), the finalizer `panoptes.io/mcs-dispatch` (synchro releases it once
 // every consumer cluster is cleaned up). Nothing of it is secret. Stored as an own object
 // (storage/own-objects.ts); synchro writes its status as the holder of each consumer cluster's lease.
-import { mcsFinalizer, mcsNameProblem, mcsShape, servedMcsSpec, validateMultiClusterServiceSpec } from '../../../api/multicluster-service.ts';
+import { mcsFinalizer, mcsKind as mcsKindName, mcsNameProblem, mcsResource, mcsShape, servedMcsSpec, validateMultiClusterServiceSpec } from '../../../api/multicluster-service.ts';
 import type { OwnObjectState } from '../../../storage/own-objects.ts';
 import type { Obj, OwnKind } from '../generic/own-object.ts';
-import { mcsInfo } from '../../discovery/panoptes-group.ts';
+import { ownInfo } from '../../discovery/panoptes-group.ts';
+
+export const mcsInfo = ownInfo(mcsResource, mcsKindName, true, ['mcs']);
 
 export const mcsKind: OwnKind<OwnObjectState, never> = {
   info: mcsInfo,
