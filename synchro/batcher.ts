@@ -11,7 +11,6 @@ import type { FencedError, Fence } from '../storage/leases.ts';
 import type { Identity } from '../storage/sql-values.ts';
 import { describeWriteError } from '../storage/write-errors.ts';
 import type { BatchResult, UpstreamEvent } from '../storage/types.ts';
-import type { Committer } from './committer.ts';
 import type { SynchroMetrics } from './metrics.ts';
 import { resourceLabel } from './resources.ts';
 
@@ -68,6 +67,17 @@ export interface Item {
   seq: number;
 }
 
+/**
+ * What drains the queues: the process's Committer (committer.ts). The queue knows only this much
+ * of it, so the committer depends on the queue and not the reverse.
+ */
+export interface CommitLoop {
+  register(b: Batcher): void;
+  unregister(b: Batcher): void;
+  /** Events were queued (or the queue closed): commit them. */
+  wake(): void;
+}
+
 export class Batcher {
   private queue: Item[] = [];
   private head = 0;
@@ -81,7 +91,7 @@ export class Batcher {
   private readonly quarantine = new Map<string, QuarantinedObject>();
 
   constructor(
-    private readonly committer: Committer,
+    private readonly committer: CommitLoop,
     readonly cluster: string,
     private readonly opts: BatcherOptions,
     private readonly metrics: SynchroMetrics,
