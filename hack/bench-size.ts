@@ -17,7 +17,7 @@ import { storedSizes, type StoredSizes } from '../storage/sizes.ts';
 import { Store } from '../storage/store.ts';
 import { compactNow, emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/testing.ts';
 import type { KubeObject, UpstreamEvent } from '../storage/types.ts';
-import { defaultCompaction } from '../synchro/compactor.ts';
+import { defaultCompaction } from '../synchro/commit/compactor.ts';
 import { realisticPod } from './fixtures.ts';
 import type { SizeBackendFigures, SizePhaseFigures } from './report/figures.ts';
 import { recordRun } from './report/record.ts';

@@ -8,7 +8,7 @@ import type { MemberNetworks } from '../member/networks.ts';
 import { clusterLease, FencedError, type Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import { fileClusterSpec } from '../api/cluster.ts';
-import { Batcher } from './batcher.ts';
+import { Batcher } from './commit/batcher.ts';
 import { ClusterSync, dropStored, type ClusterDeps, type ClusterPhase, type ClusterStatus } from './cluster.ts';
 import type { WritableClusterClient } from '../member/client.ts';
 import { ClusterObjectWriter, finishRemoval, type ObjectSource } from './cluster-objects.ts';

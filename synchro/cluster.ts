@@ -11,10 +11,10 @@ import { FencedError, type Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import type { KubeObject } from '../storage/types.ts';
 import { Backoff, Waker, sleep, type BackoffOptions } from '../lib/backoff.ts';
-import { Batcher, clip, type BatcherOptions, type CommitHook } from './batcher.ts';
-import type { ClusterObjectCommitter } from './cluster-object-committer.ts';
+import { Batcher, clip, type BatcherOptions, type CommitHook } from './commit/batcher.ts';
+import type { ClusterObjectCommitter } from './commit/cluster-object-committer.ts';
 import type { InitialSyncSlots, Release } from './initial-sync-slots.ts';
-import type { Committer } from './committer.ts';
+import type { Committer } from './commit/committer.ts';
 import { connectCluster, describeError, type WritableClusterClient } from '../member/client.ts';
 import { fileClusterSpec } from '../api/cluster.ts';
 import { ClusterObjectWriter, type ObjectSource } from './cluster-objects.ts';
@@ -110,7 +110,7 @@ export interface ClusterStatus {
   lastProbeTime?: string;
   server?: string;
   conditions: Array<{ type: 'Ready' | 'ObjectsQuarantined' | 'Duplicate' | typeof forbiddenConditionType; status: 'True' | 'False' | 'Unknown'; reason: string; message: string; lastTransitionTime: string }>;
-  /** Objects storage refused (synchro/batcher.ts), named, never shown: kept out until a newer version of them arrives. */
+  /** Objects storage refused (synchro/commit/batcher.ts), named, never shown: kept out until a newer version of them arrives. */
   quarantinedObjects?: Array<{ resource: string; namespace?: string; name: string; upstreamResourceVersion: string; reason: string; since: string }>;
   initialSync: { resourcesSynced: number; resourcesTotal: number; objects: number; complete: boolean; startedAt: string; completedAt?: string };
   resources: ResourceStatus[];

@@ -11,7 +11,7 @@ import type { Logger } from '../lib/log.ts';
 import type { Store } from '../storage/store.ts';
 import type { KubeObject, UpstreamEvent } from '../storage/types.ts';
 import { Backoff, Waker, type BackoffOptions } from '../lib/backoff.ts';
-import type { Batcher } from './batcher.ts';
+import type { Batcher } from './commit/batcher.ts';
 import { HttpError, describeError, isExpired, type ClusterClient } from '../member/client.ts';
 import type { MemberResponse } from '../member/http2.ts';
 import { AnswerTooLargeError, lines, maxEventBytes } from '../member/answer-size.ts';

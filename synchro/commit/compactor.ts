@@ -6,10 +6,10 @@
 // - at the start of each term (a new epoch of the lease) and then every countRepairIntervalMs,
 //   recounts object_counts from the objects (storage/counts.ts): a synchro of an earlier
 //   release still writing during a rolling upgrade does not keep them.
-import type { Logger } from '../lib/log.ts';
-import { FencedError, type Fence } from '../storage/leases.ts';
-import type { Store } from '../storage/store.ts';
-import type { RetentionPolicy } from '../storage/types.ts';
+import type { Logger } from '../../lib/log.ts';
+import { FencedError, type Fence } from '../../storage/leases.ts';
+import type { Store } from '../../storage/store.ts';
+import type { RetentionPolicy } from '../../storage/types.ts';
 
 export interface CompactionOptions extends RetentionPolicy {
   intervalMs: number;

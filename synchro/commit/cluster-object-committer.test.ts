@@ -3,13 +3,13 @@
 // result; a stale fence, or a write storage refuses, fails alone and the rest are written; an
 // outage fails the round's writes, and writes after it succeed.
 import t from 'tap';
-import { logger } from '../lib/log.ts';
-import type { ClusterObjectState, ClusterObjectWrite } from '../storage/cluster-objects.ts';
-import { clusterLease, FencedError, type Fence } from '../storage/leases.ts';
-import type { Store } from '../storage/store.ts';
-import { backends, openTestStore } from '../storage/testing.ts';
+import { logger } from '../../lib/log.ts';
+import type { ClusterObjectState, ClusterObjectWrite } from '../../storage/cluster-objects.ts';
+import { clusterLease, FencedError, type Fence } from '../../storage/leases.ts';
+import type { Store } from '../../storage/store.ts';
+import { backends, openTestStore } from '../../storage/testing.ts';
 import { ClusterObjectCommitter } from './cluster-object-committer.ts';
-import './testutil.ts';
+import '../testutil.ts';
 
 const put =
   (name: string, status: Record<string, unknown>) =>

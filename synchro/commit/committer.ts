@@ -13,15 +13,15 @@
 //   on its own is found. That event is set aside and its object quarantined (the batcher
 //   keeps it, its cluster's status names it, a metric counts it); everything else commits.
 //   One tenant's object cannot stall every cluster of the process.
-import type { Logger } from '../lib/log.ts';
-import { FencedError } from '../storage/leases.ts';
-import type { Store } from '../storage/store.ts';
-import { describeWriteError, writeErrorKind } from '../storage/write-errors.ts';
-import { Backoff } from '../lib/backoff.ts';
-import { traceMark, tracing, wallOf } from '../lib/trace.ts';
-import type { BatchResult } from '../storage/types.ts';
+import type { Logger } from '../../lib/log.ts';
+import { FencedError } from '../../storage/leases.ts';
+import type { Store } from '../../storage/store.ts';
+import { describeWriteError, writeErrorKind } from '../../storage/write-errors.ts';
+import { Backoff } from '../../lib/backoff.ts';
+import { traceMark, tracing, wallOf } from '../../lib/trace.ts';
+import type { BatchResult } from '../../storage/types.ts';
 import type { Batcher, Item } from './batcher.ts';
-import type { SynchroMetrics } from './metrics.ts';
+import type { SynchroMetrics } from '../metrics.ts';
 
 export interface CommitterOptions {
   /** Events per transaction at most. */

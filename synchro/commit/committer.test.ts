@@ -1,15 +1,15 @@
 // The group committer: clusters' queues written together, fenced clusters dropped from a
 // round without losing the others, one part per cluster, order per cluster kept.
 import t, { type Test } from 'tap';
-import { stillReachable } from '../hack/testing/gc.ts';
-import { logger } from '../lib/log.ts';
-import { clusterLease, type Fence } from '../storage/leases.ts';
-import type { Store } from '../storage/store.ts';
-import { backends, openTestStore, podEvent, refuseObjectsHolding, stopTestPostgres, takeLease, type Backend } from '../storage/testing.ts';
-import type { BatchPart } from '../storage/write.ts';
+import { stillReachable } from '../../hack/testing/gc.ts';
+import { logger } from '../../lib/log.ts';
+import { clusterLease, type Fence } from '../../storage/leases.ts';
+import type { Store } from '../../storage/store.ts';
+import { backends, openTestStore, podEvent, refuseObjectsHolding, stopTestPostgres, takeLease, type Backend } from '../../storage/testing.ts';
+import type { BatchPart } from '../../storage/write.ts';
 import { Batcher, defaultBatcherOptions } from './batcher.ts';
 import { Committer } from './committer.ts';
-import { SynchroMetrics } from './metrics.ts';
+import { SynchroMetrics } from '../metrics.ts';
 
 const opts = defaultBatcherOptions('sqlite');
 const log = logger('test');

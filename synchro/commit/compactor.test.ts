@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { logger } from '../lib/log.ts';
-import { compactorLease, type Fence } from '../storage/leases.ts';
-import type { Store } from '../storage/store.ts';
-import { openTestStore, podEvent } from '../storage/testing.ts';
+import { logger } from '../../lib/log.ts';
+import { compactorLease, type Fence } from '../../storage/leases.ts';
+import type { Store } from '../../storage/store.ts';
+import { openTestStore, podEvent } from '../../storage/testing.ts';
 import { defaultCompaction, startCompactor, type CompactorLease } from './compactor.ts';
-import { waitUntil } from './testutil.ts';
+import { waitUntil } from '../testutil.ts';
 
 const log = logger('test');
 const never = 3_600_000;
@@ -98,7 +98,7 @@ t.test('a compactor whose lease moved on writes nothing and gives the lease up',
 });
 
 t.test('docs/storage.md says how long counts can be off: the recount interval', async (t) => {
-  const storage = readFileSync(new URL('../docs/storage.md', import.meta.url), 'utf8');
+  const storage = readFileSync(new URL('../../docs/storage.md', import.meta.url), 'utf8');
   const said = /recounts them when it takes its lease and every (\d+) minutes after/.exec(storage.replace(/\s+/g, ' '));
   t.ok(said, 'docs/storage.md names the interval');
   t.equal(Number(said?.[1]) * 60_000, defaultCompaction.countRepairIntervalMs, 'the one the compactor uses');

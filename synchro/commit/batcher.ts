@@ -6,13 +6,13 @@
 // storage fences the cluster, and the cluster's quarantine: objects whose event storage
 // refused for its content (the committer found it by splitting the round), kept out of
 // storage until a newer version of them arrives.
-import type { Logger } from '../lib/log.ts';
-import type { FencedError, Fence } from '../storage/leases.ts';
-import type { Identity } from '../storage/sql-values.ts';
-import { describeWriteError } from '../storage/write-errors.ts';
-import type { BatchResult, UpstreamEvent } from '../storage/types.ts';
-import type { SynchroMetrics } from './metrics.ts';
-import { resourceLabel } from './resources.ts';
+import type { Logger } from '../../lib/log.ts';
+import type { FencedError, Fence } from '../../storage/leases.ts';
+import type { Identity } from '../../storage/sql-values.ts';
+import { describeWriteError } from '../../storage/write-errors.ts';
+import type { BatchResult, UpstreamEvent } from '../../storage/types.ts';
+import type { SynchroMetrics } from '../metrics.ts';
+import { resourceLabel } from '../resources.ts';
 
 export interface BatcherOptions {
   /** Events per transaction at most (all clusters of the process together). */

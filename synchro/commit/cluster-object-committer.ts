@@ -13,11 +13,11 @@
 //   one write at a time, so only the refused one fails;
 // - outage: every write of the round fails, as one write alone would; each cluster's next
 //   status write tries again.
-import type { Logger } from '../lib/log.ts';
-import type { ClusterObjectResult, ClusterObjectState, ClusterObjectWrite } from '../storage/cluster-objects.ts';
-import { FencedError, type Fence } from '../storage/leases.ts';
-import type { Store } from '../storage/store.ts';
-import { writeErrorKind } from '../storage/write-errors.ts';
+import type { Logger } from '../../lib/log.ts';
+import type { ClusterObjectResult, ClusterObjectState, ClusterObjectWrite } from '../../storage/cluster-objects.ts';
+import { FencedError, type Fence } from '../../storage/leases.ts';
+import type { Store } from '../../storage/store.ts';
+import { writeErrorKind } from '../../storage/write-errors.ts';
 
 interface Pending {
   name: string;
