@@ -15,7 +15,7 @@ import { ClusterObjectWriter, finishRemoval, type ObjectSource } from './cluster
 import type { ClusterConfig, InvalidEntry, ParsedConfig } from '../member/cluster-config.ts';
 import type { HostSecrets } from '../member/host-secrets.ts';
 import type { Importer } from './import/importer.ts';
-import type { Membership } from './membership.ts';
+import type { Membership } from './membership/membership.ts';
 import { apiClusters, isFileObject, needsSecrets, type ApiClusters } from './registrations.ts';
 import type { RecordedIdentity } from './identity.ts';
 

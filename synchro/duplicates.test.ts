@@ -11,7 +11,7 @@ import type { Store } from '../storage/store.ts';
 import { backends, openTestStore, stopTestPostgres } from '../storage/testing.ts';
 import { HttpError, type ClusterClient } from '../member/client.ts';
 import { identifyCluster, sameMember, serverIdentity } from './identity.ts';
-import { assignment } from './rendezvous.ts';
+import { assignment } from './membership/rendezvous.ts';
 import { startSynchro, type SynchroHandle } from './synchro.ts';
 import { fastTimings, tempDir, waitForCopy, waitUntil, writeClusters } from './testutil.ts';
 

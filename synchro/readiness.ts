@@ -3,7 +3,7 @@
 // loaded, storage answering, and it a member of the fleet. /healthz and /livez stay liveness:
 // the process runs (restarting it cures none of these).
 import { redact } from '../lib/redact.ts';
-import type { MembershipState } from './membership.ts';
+import type { MembershipState } from './membership/membership.ts';
 import type { SynchroMetrics } from './metrics.ts';
 
 export interface CheckResult {

@@ -37,8 +37,8 @@ import { connectCluster } from '../member/client.ts';
 import { HostSecrets } from '../member/host-secrets.ts';
 import { SynchroMetrics, serveMetrics } from './metrics.ts';
 import { defaultCompaction, startCompactor, type CompactionOptions } from './commit/compactor.ts';
-import { defaultShardSettings, Membership, type MembershipState, type ShardSettings } from './membership.ts';
-import { NotSyncedMarker } from './not-synced.ts';
+import { defaultShardSettings, Membership, type MembershipState, type ShardSettings } from './membership/membership.ts';
+import { NotSyncedMarker } from './membership/not-synced.ts';
 import { readiness, readyzAnswer, type CheckResult } from './readiness.ts';
 import { McsDispatcher, type DispatcherOptions } from './mcs/dispatcher.ts';
 

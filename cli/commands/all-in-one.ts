@@ -7,7 +7,7 @@ import { ApiserverMetrics } from '../../apiserver/endpoints/metrics.ts';
 import { logger } from '../../lib/log.ts';
 import { SynchroMetrics } from '../../synchro/metrics.ts';
 import { startSynchro } from '../../synchro/synchro.ts';
-import { IdentityConflictError } from '../../synchro/membership.ts';
+import { IdentityConflictError } from '../../synchro/membership/membership.ts';
 import { parseFlags, waitForSignal, type Command } from '../command.ts';
 import { parseInsecureListen, serveFlagHelp, serveFlagSpec, startServing } from './apiserver.ts';
 import { commonFlags, openStorage, storageWaitFlagHelp } from './serve.ts';

@@ -33,7 +33,7 @@ import { Backoff, Waker, type BackoffOptions } from '../../lib/backoff.ts';
 import { ConsumerFailures } from './failures.ts';
 import { isMine, isPanoptes } from './ownership.ts';
 import type { ClusterPhase } from '../cluster.ts';
-import type { Membership } from '../membership.ts';
+import type { Membership } from '../membership/membership.ts';
 import type { SynchroMetrics } from '../metrics.ts';
 import { keyString, planKey, type ClusterObject, type ConsumerPlan, type KeyPlan, type ServiceKey } from './desired.ts';
 import { diff, holdsNothing, overlay, type Held, type Kind, type Written } from './diff.ts';

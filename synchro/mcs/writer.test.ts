@@ -12,7 +12,7 @@ import { HttpError, type WritableClusterClient } from '../../member/client.ts';
 import { clusterLease } from '../../storage/leases.ts';
 import { backends, openTestStore, stopTestPostgres } from '../../storage/testing.ts';
 import type { KubeObject } from '../../storage/types.ts';
-import { defaultShardSettings, Membership } from '../membership.ts';
+import { defaultShardSettings, Membership } from '../membership/membership.ts';
 import { SynchroMetrics } from '../metrics.ts';
 import '../testutil.ts'; // warnings and errors only in the test's output
 import type { Op } from './diff.ts';

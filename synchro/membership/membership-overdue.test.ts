@@ -2,12 +2,12 @@
 // run (its event loop blocked, as under SIGSTOP or a frozen node: storage was fine), the
 // heartbeat write failed, or the write sent is still unanswered.
 import t, { type Test } from 'tap';
-import type { Logger } from '../lib/log.ts';
-import type { Store } from '../storage/store.ts';
-import { openTestStore } from '../storage/testing.ts';
+import type { Logger } from '../../lib/log.ts';
+import type { Store } from '../../storage/store.ts';
+import { openTestStore } from '../../storage/testing.ts';
 import { defaultShardSettings, Membership } from './membership.ts';
-import { SynchroMetrics } from './metrics.ts';
-import { waitUntil } from './testutil.ts';
+import { SynchroMetrics } from '../metrics.ts';
+import { waitUntil } from '../testutil.ts';
 
 const TTL_MS = 1000;
 

@@ -1,10 +1,10 @@
 // Two synchro members share two clusters one each, whatever their names (bounded-load
 // rendezvous), on both backends; clusters only left in storage to be removed carry no load.
 import t from 'tap';
-import type { Logger } from '../lib/log.ts';
-import { backends, openTestStore, stopTestPostgres } from '../storage/testing.ts';
+import type { Logger } from '../../lib/log.ts';
+import { backends, openTestStore, stopTestPostgres } from '../../storage/testing.ts';
 import { defaultShardSettings, Membership } from './membership.ts';
-import { SynchroMetrics } from './metrics.ts';
+import { SynchroMetrics } from '../metrics.ts';
 import { ownerOf } from './rendezvous.ts';
 
 const quiet: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, child: () => quiet };

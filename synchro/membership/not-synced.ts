@@ -13,10 +13,10 @@
 // "Kubelet stopped posting node status."): the data may be fine, but nobody vouches for it.
 // The time a lease has been free is measured on this process's clock from when it first saw
 // it free, as client-go's leader election measures a lease's age from its observation.
-import type { Logger } from '../lib/log.ts';
-import type { ClusterObjectWrite } from '../storage/cluster-objects.ts';
-import { clusterLease, FencedError, type Fence } from '../storage/leases.ts';
-import type { Store } from '../storage/store.ts';
+import type { Logger } from '../../lib/log.ts';
+import type { ClusterObjectWrite } from '../../storage/cluster-objects.ts';
+import { clusterLease, FencedError, type Fence } from '../../storage/leases.ts';
+import type { Store } from '../../storage/store.ts';
 import type { Membership } from './membership.ts';
 
 export const notSyncedReason = 'NotSynced';

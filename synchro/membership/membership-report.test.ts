@@ -1,11 +1,11 @@
 // A synchro process kept out by its configuration reports itself: its member row, written
 // expired, carries the error; the members see it in their metrics without counting it.
 import t from 'tap';
-import type { Logger } from '../lib/log.ts';
-import { openTestStore } from '../storage/testing.ts';
+import type { Logger } from '../../lib/log.ts';
+import { openTestStore } from '../../storage/testing.ts';
 import { defaultShardSettings, Membership } from './membership.ts';
-import { SynchroMetrics } from './metrics.ts';
-import { waitUntil } from './testutil.ts';
+import { SynchroMetrics } from '../metrics.ts';
+import { waitUntil } from '../testutil.ts';
 
 const quiet: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, child: () => quiet };
 

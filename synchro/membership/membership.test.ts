@@ -6,14 +6,14 @@
 import { readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import t, { type Test } from 'tap';
-import { startSimCluster, type SimCluster } from '../hack/sim/cluster.ts';
-import { clusterLease } from '../storage/leases.ts';
-import type { Store } from '../storage/store.ts';
-import { backends, openTestStore, stopTestPostgres } from '../storage/testing.ts';
+import { startSimCluster, type SimCluster } from '../../hack/sim/cluster.ts';
+import { clusterLease } from '../../storage/leases.ts';
+import type { Store } from '../../storage/store.ts';
+import { backends, openTestStore, stopTestPostgres } from '../../storage/testing.ts';
 import { defaultShardSettings } from './membership.ts';
 import { assignment } from './rendezvous.ts';
-import { startSynchro, type SynchroHandle } from './synchro.ts';
-import { fastTimings, tempDir, waitUntil, writeClusters } from './testutil.ts';
+import { startSynchro, type SynchroHandle } from '../synchro.ts';
+import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
 
 const TTL_MS = 2000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

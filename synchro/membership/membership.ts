@@ -22,11 +22,11 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
-import type { Logger } from '../lib/log.ts';
-import { clusterLease, compactorLease, type Fence } from '../storage/leases.ts';
-import type { Member, MemberRecord } from '../storage/members.ts';
-import type { Store } from '../storage/store.ts';
-import type { SynchroMetrics } from './metrics.ts';
+import type { Logger } from '../../lib/log.ts';
+import { clusterLease, compactorLease, type Fence } from '../../storage/leases.ts';
+import type { Member, MemberRecord } from '../../storage/members.ts';
+import type { Store } from '../../storage/store.ts';
+import type { SynchroMetrics } from '../metrics.ts';
 import { assignment, ownerOf } from './rendezvous.ts';
 
 export interface ShardSettings {

@@ -1,12 +1,12 @@
 // NotSyncedMarker: a cluster nobody syncs is marked not Ready in its status row and in its
 // Cluster object, and a write that fails between the two is completed by the next pass.
 import t from 'tap';
-import { logger } from '../lib/log.ts';
-import { clusterLease } from '../storage/leases.ts';
-import type { Store } from '../storage/store.ts';
-import { backends, openTestStore, seedCluster, seedClusterObject } from '../storage/testing.ts';
+import { logger } from '../../lib/log.ts';
+import { clusterLease } from '../../storage/leases.ts';
+import type { Store } from '../../storage/store.ts';
+import { backends, openTestStore, seedCluster, seedClusterObject } from '../../storage/testing.ts';
 import { Membership, defaultShardSettings } from './membership.ts';
-import { SynchroMetrics } from './metrics.ts';
+import { SynchroMetrics } from '../metrics.ts';
 import { NotSyncedMarker, notSyncedReason } from './not-synced.ts';
 
 const ready = { phase: 'Ready', ready: true, conditions: [{ type: 'Ready', status: 'True', reason: 'Synced' }], owner: 'z' };
