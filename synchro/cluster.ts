@@ -22,7 +22,7 @@ import { publicSpec, type ClusterConfig } from '../member/cluster-config.ts';
 import { discover, type DiscoveryResult } from './discovery.ts';
 import { forbiddenCondition, forbiddenConditionType } from './forbidden.ts';
 import { probe, probeFailure, type ProbeFailure } from './health.ts';
-import type { SynchroMetrics } from './metrics.ts';
+import type { SynchroMetrics } from './metrics/metrics.ts';
 import { OpenAPIFetcher, groupVersionKey, type OpenAPIStatus } from './openapi.ts';
 import { Reflector, type ResourceStatus } from './reflector.ts';
 import { duplicateConditionOf, duplicateReason, identifyCluster, kubernetesVersion, sameMember, type ClusterIDSource, type ClusterIdentity, type RecordedIdentity, type SameMember } from './identity.ts';

@@ -5,7 +5,7 @@
 import { FileWatcher } from '../lib/file-watcher.ts';
 import type { Logger } from '../lib/log.ts';
 import { ConfigError, loadClustersFile, loadKubeconfigClusters, type ParsedConfig } from '../member/cluster-config.ts';
-import type { SynchroMetrics } from './metrics.ts';
+import type { SynchroMetrics } from './metrics/metrics.ts';
 
 export interface ConfigSourceOptions {
   clustersFile?: string;

@@ -9,7 +9,7 @@ import { clusterLease } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import { openTestStore, takeLease } from '../storage/testing.ts';
 import { connectCluster } from '../member/client.ts';
-import { SynchroMetrics } from './metrics.ts';
+import { SynchroMetrics } from './metrics/metrics.ts';
 import { OpenAPIFetcher } from './openapi.ts';
 import { startSynchro } from './synchro.ts';
 import { fastTimings, tempDir, waitUntil, writeClusters } from './testutil.ts';

@@ -13,7 +13,7 @@ import { FencedError, type Fence } from '../storage/leases.ts';
 import type { Store } from '../storage/store.ts';
 import type { ClusterOpenAPIRow, OpenAPIEntry } from '../storage/openapi.ts';
 import { HttpError, describeError, type ClusterClient } from '../member/client.ts';
-import type { SynchroMetrics } from './metrics.ts';
+import type { SynchroMetrics } from './metrics/metrics.ts';
 
 export interface OpenAPIFetcherOptions {
   cluster: string;

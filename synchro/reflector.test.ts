@@ -13,7 +13,7 @@ import { Batcher, defaultBatcherOptions } from './commit/batcher.ts';
 import { HttpError, type ClusterClient } from '../member/client.ts';
 import { AnswerTooLargeError } from '../member/answer-size.ts';
 import { Committer } from './commit/committer.ts';
-import { SynchroMetrics } from './metrics.ts';
+import { SynchroMetrics } from './metrics/metrics.ts';
 import { Reflector } from './reflector.ts';
 import type { ApiResource } from './resources.ts';
 import { waitUntil } from './testutil.ts';

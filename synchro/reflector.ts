@@ -16,7 +16,7 @@ import { HttpError, describeError, isExpired, type ClusterClient } from '../memb
 import type { MemberResponse } from '../member/http2.ts';
 import { AnswerTooLargeError, lines, maxEventBytes } from '../member/answer-size.ts';
 import type { NamespaceFilter } from '../member/cluster-config.ts';
-import type { SynchroMetrics } from './metrics.ts';
+import type { SynchroMetrics } from './metrics/metrics.ts';
 import { resourceLabel, type ApiResource } from './resources.ts';
 import { transform } from './transform.ts';
 

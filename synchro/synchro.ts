@@ -35,11 +35,11 @@ import { ConfigSource } from './config-source.ts';
 import { ClusterWork, desiredClusters, type Desired } from './cluster-work.ts';
 import { connectCluster } from '../member/client.ts';
 import { HostSecrets } from '../member/host-secrets.ts';
-import { SynchroMetrics, serveMetrics } from './metrics.ts';
+import { SynchroMetrics, serveMetrics } from './metrics/metrics.ts';
 import { defaultCompaction, startCompactor, type CompactionOptions } from './commit/compactor.ts';
 import { defaultShardSettings, Membership, type MembershipState, type ShardSettings } from './membership/membership.ts';
 import { NotSyncedMarker } from './membership/not-synced.ts';
-import { readiness, readyzAnswer, type CheckResult } from './readiness.ts';
+import { readiness, readyzAnswer, type CheckResult } from './metrics/readiness.ts';
 import { McsDispatcher, type DispatcherOptions } from './mcs/dispatcher.ts';
 
 export interface SynchroOptions {

@@ -5,7 +5,7 @@ import { Registry } from 'prom-client';
 import type { HealthCheck } from '../../apiserver/endpoints/health.ts';
 import { ApiserverMetrics } from '../../apiserver/endpoints/metrics.ts';
 import { logger } from '../../lib/log.ts';
-import { SynchroMetrics } from '../../synchro/metrics.ts';
+import { SynchroMetrics } from '../../synchro/metrics/metrics.ts';
 import { startSynchro } from '../../synchro/synchro.ts';
 import { IdentityConflictError } from '../../synchro/membership/membership.ts';
 import { parseFlags, waitForSignal, type Command } from '../command.ts';

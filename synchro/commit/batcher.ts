@@ -11,7 +11,7 @@ import type { FencedError, Fence } from '../../storage/leases.ts';
 import type { Identity } from '../../storage/sql-values.ts';
 import { describeWriteError } from '../../storage/write-errors.ts';
 import type { BatchResult, UpstreamEvent } from '../../storage/types.ts';
-import type { SynchroMetrics } from '../metrics.ts';
+import type { SynchroMetrics } from '../metrics/metrics.ts';
 import { resourceLabel } from '../resources.ts';
 
 export interface BatcherOptions {

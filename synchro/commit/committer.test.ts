@@ -9,7 +9,7 @@ import { backends, openTestStore, podEvent, refuseObjectsHolding, stopTestPostgr
 import type { BatchPart } from '../../storage/write.ts';
 import { Batcher, defaultBatcherOptions } from './batcher.ts';
 import { Committer } from './committer.ts';
-import { SynchroMetrics } from '../metrics.ts';
+import { SynchroMetrics } from '../metrics/metrics.ts';
 
 const opts = defaultBatcherOptions('sqlite');
 const log = logger('test');

@@ -21,7 +21,7 @@ import { Backoff } from '../../lib/backoff.ts';
 import { traceMark, tracing, wallOf } from '../../lib/trace.ts';
 import type { BatchResult } from '../../storage/types.ts';
 import type { Batcher, Item } from './batcher.ts';
-import type { SynchroMetrics } from '../metrics.ts';
+import type { SynchroMetrics } from '../metrics/metrics.ts';
 
 export interface CommitterOptions {
   /** Events per transaction at most. */

@@ -34,7 +34,7 @@ import { ConsumerFailures } from './failures.ts';
 import { isMine, isPanoptes } from './ownership.ts';
 import type { ClusterPhase } from '../cluster.ts';
 import type { Membership } from '../membership/membership.ts';
-import type { SynchroMetrics } from '../metrics.ts';
+import type { SynchroMetrics } from '../metrics/metrics.ts';
 import { keyString, planKey, type ClusterObject, type ConsumerPlan, type KeyPlan, type ServiceKey } from './desired.ts';
 import { diff, holdsNothing, overlay, type Held, type Kind, type Written } from './diff.ts';
 import { kinds, managedKeys, readClusters, readExports, readKey, readMcs, type DispatchCluster, type KeyRows, type McsState } from './inputs.ts';

@@ -13,7 +13,7 @@ import { clusterLease } from '../../storage/leases.ts';
 import { backends, openTestStore, stopTestPostgres } from '../../storage/testing.ts';
 import type { KubeObject } from '../../storage/types.ts';
 import { defaultShardSettings, Membership } from '../membership/membership.ts';
-import { SynchroMetrics } from '../metrics.ts';
+import { SynchroMetrics } from '../metrics/metrics.ts';
 import '../testutil.ts'; // warnings and errors only in the test's output
 import type { Op } from './diff.ts';
 import { collectionPath, LeaseGoneError, MemberRequestError, MemberWriter, type LeaseCheck } from './writer.ts';

@@ -4,7 +4,7 @@ import t from 'tap';
 import type { Logger } from '../../lib/log.ts';
 import { backends, openTestStore, stopTestPostgres } from '../../storage/testing.ts';
 import { defaultShardSettings, Membership } from './membership.ts';
-import { SynchroMetrics } from '../metrics.ts';
+import { SynchroMetrics } from '../metrics/metrics.ts';
 import { ownerOf } from './rendezvous.ts';
 
 const quiet: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, child: () => quiet };

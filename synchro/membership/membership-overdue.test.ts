@@ -6,7 +6,7 @@ import type { Logger } from '../../lib/log.ts';
 import type { Store } from '../../storage/store.ts';
 import { openTestStore } from '../../storage/testing.ts';
 import { defaultShardSettings, Membership } from './membership.ts';
-import { SynchroMetrics } from '../metrics.ts';
+import { SynchroMetrics } from '../metrics/metrics.ts';
 import { waitUntil } from '../testutil.ts';
 
 const TTL_MS = 1000;

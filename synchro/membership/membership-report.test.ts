@@ -4,7 +4,7 @@ import t from 'tap';
 import type { Logger } from '../../lib/log.ts';
 import { openTestStore } from '../../storage/testing.ts';
 import { defaultShardSettings, Membership } from './membership.ts';
-import { SynchroMetrics } from '../metrics.ts';
+import { SynchroMetrics } from '../metrics/metrics.ts';
 import { waitUntil } from '../testutil.ts';
 
 const quiet: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, child: () => quiet };

@@ -26,7 +26,7 @@ import type { Logger } from '../../lib/log.ts';
 import { clusterLease, compactorLease, type Fence } from '../../storage/leases.ts';
 import type { Member, MemberRecord } from '../../storage/members.ts';
 import type { Store } from '../../storage/store.ts';
-import type { SynchroMetrics } from '../metrics.ts';
+import type { SynchroMetrics } from '../metrics/metrics.ts';
 import { assignment, ownerOf } from './rendezvous.ts';
 
 export interface ShardSettings {

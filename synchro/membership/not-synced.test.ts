@@ -6,7 +6,7 @@ import { clusterLease } from '../../storage/leases.ts';
 import type { Store } from '../../storage/store.ts';
 import { backends, openTestStore, seedCluster, seedClusterObject } from '../../storage/testing.ts';
 import { Membership, defaultShardSettings } from './membership.ts';
-import { SynchroMetrics } from '../metrics.ts';
+import { SynchroMetrics } from '../metrics/metrics.ts';
 import { NotSyncedMarker, notSyncedReason } from './not-synced.ts';
 
 const ready = { phase: 'Ready', ready: true, conditions: [{ type: 'Ready', status: 'True', reason: 'Synced' }], owner: 'z' };

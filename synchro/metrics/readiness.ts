@@ -2,8 +2,8 @@
 // `[+]name ok` / `[-]name failed: reason` lines and `readyz check failed`): its configuration
 // loaded, storage answering, and it a member of the fleet. /healthz and /livez stay liveness:
 // the process runs (restarting it cures none of these).
-import { redact } from '../lib/redact.ts';
-import type { MembershipState } from './membership/membership.ts';
+import { redact } from '../../lib/redact.ts';
+import type { MembershipState } from '../membership/membership.ts';
 import type { SynchroMetrics } from './metrics.ts';
 
 export interface CheckResult {

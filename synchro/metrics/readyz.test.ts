@@ -3,10 +3,10 @@
 // once it can; /healthz stays 200 throughout (liveness); the metrics say the same.
 import { writeFileSync } from 'node:fs';
 import t from 'tap';
-import type { Store } from '../storage/store.ts';
-import { openTestStore } from '../storage/testing.ts';
-import { startSynchro } from './synchro.ts';
-import { fastTimings, tempDir, waitUntil, writeClusters } from './testutil.ts';
+import type { Store } from '../../storage/store.ts';
+import { openTestStore } from '../../storage/testing.ts';
+import { startSynchro } from '../synchro.ts';
+import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
 
 const get = async (url: string) => {
   const res = await fetch(url);

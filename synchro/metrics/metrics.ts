@@ -2,7 +2,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { registerProcessMetrics } from '../lib/process-metrics.ts';
+import { registerProcessMetrics } from '../../lib/process-metrics.ts';
 
 export class SynchroMetrics {
   readonly registry: Registry;
