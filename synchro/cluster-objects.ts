@@ -15,7 +15,7 @@ import type { Store } from '../storage/store.ts';
 import type { KubeObject } from '../storage/types.ts';
 import type { CredentialsSource } from '../member/cluster-config.ts';
 import { clusterFinalizer } from '../api/cluster.ts';
-import { isFileObject } from './registrations.ts';
+import { isFileObject } from './config/registrations.ts';
 import { importConflictCondition } from './import/apply.ts';
 import { sourceConditionPrefix } from './import/candidate.ts';
 

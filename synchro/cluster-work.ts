@@ -16,7 +16,7 @@ import type { ClusterConfig, InvalidEntry, ParsedConfig } from '../member/cluste
 import type { HostSecrets } from '../member/host-secrets.ts';
 import type { Importer } from './import/importer.ts';
 import type { Membership } from './membership/membership.ts';
-import { apiClusters, isFileObject, needsSecrets, type ApiClusters } from './registrations.ts';
+import { apiClusters, isFileObject, needsSecrets, type ApiClusters } from './config/registrations.ts';
 import type { RecordedIdentity } from './identity.ts';
 
 /** What the configuration (the file's and the API's) says about every cluster, this pass. */

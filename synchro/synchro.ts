@@ -31,7 +31,7 @@ import { clusterSourceResource } from '../api/cluster-source.ts';
 import { defaultTimings, type ClusterStatus, type ClusterTimings } from './cluster.ts';
 import type { ClusterConnection } from '../member/client.ts';
 import { publicSpec } from '../member/cluster-config.ts';
-import { ConfigSource } from './config-source.ts';
+import { ConfigSource } from './config/config-source.ts';
 import { ClusterWork, desiredClusters, type Desired } from './cluster-work.ts';
 import { connectCluster } from '../member/client.ts';
 import { HostSecrets } from '../member/host-secrets.ts';

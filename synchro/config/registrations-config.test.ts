@@ -5,9 +5,9 @@
 // endpoint, a Secret's at the server it names and with the trust it gives, never at an
 // address the network guard refuses.
 import t from 'tap';
-import { MemberNetworks } from '../member/networks.ts';
-import type { ClusterRegistration } from '../storage/cluster-objects.ts';
-import type { HostSecret, SecretSource } from '../member/host-secrets.ts';
+import { MemberNetworks } from '../../member/networks.ts';
+import type { ClusterRegistration } from '../../storage/cluster-objects.ts';
+import type { HostSecret, SecretSource } from '../../member/host-secrets.ts';
 import { apiClusters, needsSecrets } from './registrations.ts';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');

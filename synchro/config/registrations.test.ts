@@ -7,14 +7,14 @@
 // wins, the object says so), the objects of clusters.yaml, and deletion (the cluster's
 // objects go as DELETED, then the object).
 import t from 'tap';
-import { createApiserver } from '../apiserver/server.ts';
-import { startSimCluster, type SimCluster } from '../hack/sim/cluster.ts';
-import { http } from '../hack/sim/testutil.ts';
-import { MemberNetworks } from '../member/networks.ts';
-import { clusterObjectsCluster } from '../storage/cluster-objects.ts';
-import { openTestStore } from '../storage/testing.ts';
-import { startSynchro } from './synchro.ts';
-import { fastTimings, tempDir, waitForCopy, waitUntil, writeClusters } from './testutil.ts';
+import { createApiserver } from '../../apiserver/server.ts';
+import { startSimCluster, type SimCluster } from '../../hack/sim/cluster.ts';
+import { http } from '../../hack/sim/testutil.ts';
+import { MemberNetworks } from '../../member/networks.ts';
+import { clusterObjectsCluster } from '../../storage/cluster-objects.ts';
+import { openTestStore } from '../../storage/testing.ts';
+import { startSynchro } from '../synchro.ts';
+import { fastTimings, tempDir, waitForCopy, waitUntil, writeClusters } from '../testutil.ts';
 
 const C = '/apis/panoptes.io/v1alpha1/clusters';
 const b64 = (s: string) => Buffer.from(s).toString('base64');

@@ -2,10 +2,10 @@
 // kubeconfig, read again when one of their files changes. A file that cannot be read keeps
 // the last good configuration in effect (or, before there was one, none: the process does
 // not join the synchro members until it can work), and says so.
-import { FileWatcher } from '../lib/file-watcher.ts';
-import type { Logger } from '../lib/log.ts';
-import { ConfigError, loadClustersFile, loadKubeconfigClusters, type ParsedConfig } from '../member/cluster-config.ts';
-import type { SynchroMetrics } from './metrics/metrics.ts';
+import { FileWatcher } from '../../lib/file-watcher.ts';
+import type { Logger } from '../../lib/log.ts';
+import { ConfigError, loadClustersFile, loadKubeconfigClusters, type ParsedConfig } from '../../member/cluster-config.ts';
+import type { SynchroMetrics } from '../metrics/metrics.ts';
 
 export interface ConfigSourceOptions {
   clustersFile?: string;
