@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { defaultCompaction } from '../../synchro/commit/compactor.ts';
 import { defaultDispatcherOptions } from '../../synchro/mcs/dispatcher.ts';
-import { defaultInitialSyncConcurrency } from '../../synchro/initial-sync-slots.ts';
+import { defaultInitialSyncConcurrency } from '../../synchro/cluster/initial-sync-slots.ts';
 import type { ClusterConnection } from '../../member/client.ts';
 import type { SynchroOptions } from '../../synchro/synchro.ts';
 import { parseProviderFile } from '../../synchro/import/exec-credentials.ts';

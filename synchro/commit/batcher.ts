@@ -12,7 +12,7 @@ import type { Identity } from '../../storage/sql-values.ts';
 import { describeWriteError } from '../../storage/write-errors.ts';
 import type { BatchResult, UpstreamEvent } from '../../storage/types.ts';
 import type { SynchroMetrics } from '../metrics/metrics.ts';
-import { resourceLabel } from '../resources.ts';
+import { resourceLabel } from '../cluster/resources.ts';
 
 export interface BatcherOptions {
   /** Events per transaction at most (all clusters of the process together). */

@@ -1,5 +1,5 @@
 // Group commit of Cluster objects: every cluster this process holds writes its status into its
-// Cluster object (synchro/cluster-objects.ts), and each such write appends a change, so it
+// Cluster object (synchro/cluster/cluster-objects.ts), and each such write appends a change, so it
 // takes the one rv lock. One transaction per cluster meant, at a thousand clusters, hundreds
 // of transactions queued on that lock, each holding a pool connection while it waited: the
 // batches of events and the lease renewals waited behind them, and a member started its

@@ -32,7 +32,7 @@ import { upstreamRvAnnotation } from '../../storage/write.ts';
 import { Backoff, Waker, type BackoffOptions } from '../../lib/backoff.ts';
 import { ConsumerFailures } from './failures.ts';
 import { isMine, isPanoptes } from './ownership.ts';
-import type { ClusterPhase } from '../cluster.ts';
+import type { ClusterPhase } from '../cluster/cluster.ts';
 import type { Membership } from '../membership/membership.ts';
 import type { SynchroMetrics } from '../metrics/metrics.ts';
 import { keyString, planKey, type ClusterObject, type ConsumerPlan, type KeyPlan, type ServiceKey } from './desired.ts';

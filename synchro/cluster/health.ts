@@ -2,7 +2,7 @@
 // failed probe makes the cluster Unreachable, or Unauthorized (401: the member does not accept
 // the credentials) or Forbidden (403: it accepts them but lets them read neither path), so the
 // operator looks at credentials rather than networks.
-import { HttpError, describeError, type ClusterClient } from '../member/client.ts';
+import { HttpError, describeError, type ClusterClient } from '../../member/client.ts';
 
 export interface ProbeResult {
   ready: boolean;

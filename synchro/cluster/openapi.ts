@@ -8,12 +8,12 @@
 //   latest every `v2RefreshMs`.
 // Documents are stored by the sha256 of their JSON text, so identical clusters share one.
 import { createHash } from 'node:crypto';
-import type { Logger } from '../lib/log.ts';
-import { FencedError, type Fence } from '../storage/leases.ts';
-import type { Store } from '../storage/store.ts';
-import type { ClusterOpenAPIRow, OpenAPIEntry } from '../storage/openapi.ts';
-import { HttpError, describeError, type ClusterClient } from '../member/client.ts';
-import type { SynchroMetrics } from './metrics/metrics.ts';
+import type { Logger } from '../../lib/log.ts';
+import { FencedError, type Fence } from '../../storage/leases.ts';
+import type { Store } from '../../storage/store.ts';
+import type { ClusterOpenAPIRow, OpenAPIEntry } from '../../storage/openapi.ts';
+import { HttpError, describeError, type ClusterClient } from '../../member/client.ts';
+import type { SynchroMetrics } from '../metrics/metrics.ts';
 
 export interface OpenAPIFetcherOptions {
   cluster: string;

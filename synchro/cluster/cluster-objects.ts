@@ -6,18 +6,18 @@
 // removal: a file cluster's object deleted, an API object's finalizer released (and the
 // object gone with it).
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '../lib/log.ts';
-import { redactDeep } from '../lib/redact.ts';
-import { canonicalJson } from '../kube/patch.ts';
-import type { ClusterObjectResult, ClusterObjectState, ClusterObjectWrite } from '../storage/cluster-objects.ts';
-import type { Fence } from '../storage/leases.ts';
-import type { Store } from '../storage/store.ts';
-import type { KubeObject } from '../storage/types.ts';
-import type { CredentialsSource } from '../member/cluster-config.ts';
-import { clusterFinalizer } from '../api/cluster.ts';
-import { isFileObject } from './config/registrations.ts';
-import { importConflictCondition } from './import/apply.ts';
-import { sourceConditionPrefix } from './import/candidate.ts';
+import type { Logger } from '../../lib/log.ts';
+import { redactDeep } from '../../lib/redact.ts';
+import { canonicalJson } from '../../kube/patch.ts';
+import type { ClusterObjectResult, ClusterObjectState, ClusterObjectWrite } from '../../storage/cluster-objects.ts';
+import type { Fence } from '../../storage/leases.ts';
+import type { Store } from '../../storage/store.ts';
+import type { KubeObject } from '../../storage/types.ts';
+import type { CredentialsSource } from '../../member/cluster-config.ts';
+import { clusterFinalizer } from '../../api/cluster.ts';
+import { isFileObject } from '../config/registrations.ts';
+import { importConflictCondition } from '../import/apply.ts';
+import { sourceConditionPrefix } from '../import/candidate.ts';
 
 /** Where a cluster's configuration comes from, as its object shows it. */
 export interface ObjectSource {

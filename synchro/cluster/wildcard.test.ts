@@ -6,16 +6,16 @@
 import { readFileSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import { parseAllDocuments } from 'yaml';
-import { panoptesApis } from '../hack/sim/apiservices.ts';
-import { readVerbs, type SimRule } from '../hack/sim/auth.ts';
-import { startSimCluster, type SimCluster } from '../hack/sim/cluster.ts';
-import type { AggregatedApi } from '../hack/sim/resources.ts';
-import { widgetCRD } from '../hack/sim/workload.ts';
-import { openTestStore } from '../storage/testing.ts';
-import type { Store } from '../storage/store.ts';
-import { startSynchro, type SynchroHandle } from './synchro.ts';
+import { panoptesApis } from '../../hack/sim/apiservices.ts';
+import { readVerbs, type SimRule } from '../../hack/sim/auth.ts';
+import { startSimCluster, type SimCluster } from '../../hack/sim/cluster.ts';
+import type { AggregatedApi } from '../../hack/sim/resources.ts';
+import { widgetCRD } from '../../hack/sim/workload.ts';
+import { openTestStore } from '../../storage/testing.ts';
+import type { Store } from '../../storage/store.ts';
+import { startSynchro, type SynchroHandle } from '../synchro.ts';
 import type { ResourceStatus } from './reflector.ts';
-import { fastTimings, tempDir, waitUntil, writeClusters } from './testutil.ts';
+import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
 
 /** A sample extension apiserver's API (k8s.io/sample-apiserver), served behind the aggregator. */
 const wardle: AggregatedApi = {
@@ -29,7 +29,7 @@ const reader = 'system:serviceaccount:panoptes-system:panoptes-reader';
 
 /** The resource rules of manifests/member-cluster's panoptes:reader. */
 function readerRules(): SimRule[] {
-  const docs = parseAllDocuments(readFileSync(new URL('../manifests/member-cluster/reader.yaml', import.meta.url), 'utf8')).map((d) => d.toJS() as { kind: string; metadata: { name: string }; rules?: SimRule[] });
+  const docs = parseAllDocuments(readFileSync(new URL('../../manifests/member-cluster/reader.yaml', import.meta.url), 'utf8')).map((d) => d.toJS() as { kind: string; metadata: { name: string }; rules?: SimRule[] });
   const role = docs.find((d) => d.kind === 'ClusterRole' && d.metadata.name === 'panoptes:reader');
   return (role?.rules ?? []).filter((r) => r.resources).map((r) => ({ verbs: r.verbs, apiGroups: r.apiGroups, resources: r.resources }));
 }

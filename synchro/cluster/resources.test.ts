@@ -1,5 +1,5 @@
 import t from 'tap';
-import { parsePattern } from '../api/resource-patterns.ts';
+import { parsePattern } from '../../api/resource-patterns.ts';
 import { selectResources, type ApiResource } from './resources.ts';
 import { transform } from './transform.ts';
 

@@ -2,17 +2,17 @@
 // identical ones stored once and not fetched again for another cluster), v2-only members,
 // CRD changes, the cluster status, and removal of a cluster.
 import t from 'tap';
-import { startSimCluster } from '../hack/sim/cluster.ts';
-import { widgetCRD } from '../hack/sim/workload.ts';
-import { logger } from '../lib/log.ts';
-import { clusterLease } from '../storage/leases.ts';
-import type { Store } from '../storage/store.ts';
-import { openTestStore, takeLease } from '../storage/testing.ts';
-import { connectCluster } from '../member/client.ts';
-import { SynchroMetrics } from './metrics/metrics.ts';
+import { startSimCluster } from '../../hack/sim/cluster.ts';
+import { widgetCRD } from '../../hack/sim/workload.ts';
+import { logger } from '../../lib/log.ts';
+import { clusterLease } from '../../storage/leases.ts';
+import type { Store } from '../../storage/store.ts';
+import { openTestStore, takeLease } from '../../storage/testing.ts';
+import { connectCluster } from '../../member/client.ts';
+import { SynchroMetrics } from '../metrics/metrics.ts';
 import { OpenAPIFetcher } from './openapi.ts';
-import { startSynchro } from './synchro.ts';
-import { fastTimings, tempDir, waitUntil, writeClusters } from './testutil.ts';
+import { startSynchro } from '../synchro.ts';
+import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
 
 const gvs = ['api/v1', 'apis/apps/v1', 'apis/demo.panoptes.io/v1'];
 

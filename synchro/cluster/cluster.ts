@@ -5,24 +5,24 @@
 // (identity.ts); a registration of a member that another registration, registered earlier,
 // already syncs is a duplicate: its objects are deleted and it syncs nothing while both exist.
 import { setMaxListeners } from 'node:events';
-import type { Logger } from '../lib/log.ts';
-import { redactDeep } from '../lib/redact.ts';
-import { FencedError, type Fence } from '../storage/leases.ts';
-import type { Store } from '../storage/store.ts';
-import type { KubeObject } from '../storage/types.ts';
-import { Backoff, Waker, sleep, type BackoffOptions } from '../lib/backoff.ts';
-import { Batcher, clip, type BatcherOptions, type CommitHook } from './commit/batcher.ts';
-import type { ClusterObjectCommitter } from './commit/cluster-object-committer.ts';
+import type { Logger } from '../../lib/log.ts';
+import { redactDeep } from '../../lib/redact.ts';
+import { FencedError, type Fence } from '../../storage/leases.ts';
+import type { Store } from '../../storage/store.ts';
+import type { KubeObject } from '../../storage/types.ts';
+import { Backoff, Waker, sleep, type BackoffOptions } from '../../lib/backoff.ts';
+import { Batcher, clip, type BatcherOptions, type CommitHook } from '../commit/batcher.ts';
+import type { ClusterObjectCommitter } from '../commit/cluster-object-committer.ts';
 import type { InitialSyncSlots, Release } from './initial-sync-slots.ts';
-import type { Committer } from './commit/committer.ts';
-import { connectCluster, describeError, type WritableClusterClient } from '../member/client.ts';
-import { fileClusterSpec } from '../api/cluster.ts';
+import type { Committer } from '../commit/committer.ts';
+import { connectCluster, describeError, type WritableClusterClient } from '../../member/client.ts';
+import { fileClusterSpec } from '../../api/cluster.ts';
 import { ClusterObjectWriter, type ObjectSource } from './cluster-objects.ts';
-import { publicSpec, type ClusterConfig } from '../member/cluster-config.ts';
+import { publicSpec, type ClusterConfig } from '../../member/cluster-config.ts';
 import { discover, type DiscoveryResult } from './discovery.ts';
 import { forbiddenCondition, forbiddenConditionType } from './forbidden.ts';
 import { probe, probeFailure, type ProbeFailure } from './health.ts';
-import type { SynchroMetrics } from './metrics/metrics.ts';
+import type { SynchroMetrics } from '../metrics/metrics.ts';
 import { OpenAPIFetcher, groupVersionKey, type OpenAPIStatus } from './openapi.ts';
 import { Reflector, type ResourceStatus } from './reflector.ts';
 import { duplicateConditionOf, duplicateReason, identifyCluster, kubernetesVersion, sameMember, type ClusterIDSource, type ClusterIdentity, type RecordedIdentity, type SameMember } from './identity.ts';
@@ -123,7 +123,7 @@ export interface ClusterStatus {
   warnings?: string[];
   /** The synchro process writing for this cluster, under which lease epoch, since when. */
   owner?: { member: string; epoch: number; acquiredAt: string };
-  /** The OpenAPI documents of the synced group versions, as stored for the apiserver (synchro/openapi.ts). */
+  /** The OpenAPI documents of the synced group versions, as stored for the apiserver (synchro/cluster/openapi.ts). */
   openapi?: OpenAPIStatus;
   /** Which member cluster this is (identity.ts): the uid of its kube-system namespace, or `server:URL` when that cannot be read. */
   clusterID?: string;

@@ -3,11 +3,11 @@
 // file clusters' objects are created and follow the file; a removal deletes a file object
 // and releases an API object's finalizer; a writer without the lease writes nothing.
 import t from 'tap';
-import { clusterLease, FencedError, type Fence } from '../storage/leases.ts';
-import { openTestStore } from '../storage/testing.ts';
-import { logger } from '../lib/log.ts';
+import { clusterLease, FencedError, type Fence } from '../../storage/leases.ts';
+import { openTestStore } from '../../storage/testing.ts';
+import { logger } from '../../lib/log.ts';
 import { ClusterObjectWriter, finishRemoval, statusDigest } from './cluster-objects.ts';
-import './testutil.ts';
+import '../testutil.ts';
 
 const status = (over: Record<string, unknown> = {}) => ({
   phase: 'Ready',

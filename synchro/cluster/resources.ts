@@ -1,7 +1,7 @@
 // Resource selection: which of a cluster's discovered resources its patterns
 // (api/resource-patterns.ts) pick for synchro to list and watch. `*` leaves out Secrets, the
 // resources of aggregated APIs and Panoptes' own groups; a pattern naming their group does not.
-import { ownGroups, type ResourcePattern } from '../api/resource-patterns.ts';
+import { ownGroups, type ResourcePattern } from '../../api/resource-patterns.ts';
 
 /** One resource a cluster serves, from discovery. */
 export interface ApiResource {

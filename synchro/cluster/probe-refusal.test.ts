@@ -5,12 +5,12 @@
 // restart. Simulated members on 127.0.0.1, SQLite, synchro in process with clusters.yaml, the
 // apiserver serving the Table.
 import t from 'tap';
-import { createApiserver } from '../apiserver/server.ts';
-import { startSimCluster } from '../hack/sim/cluster.ts';
-import { get } from '../hack/sim/testutil.ts';
-import { openTestStore } from '../storage/testing.ts';
-import { startSynchro } from './synchro.ts';
-import { fastTimings, tempDir, waitUntil, writeClusters } from './testutil.ts';
+import { createApiserver } from '../../apiserver/server.ts';
+import { startSimCluster } from '../../hack/sim/cluster.ts';
+import { get } from '../../hack/sim/testutil.ts';
+import { openTestStore } from '../../storage/testing.ts';
+import { startSynchro } from '../synchro.ts';
+import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
 
 const TABLE = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json';
 

@@ -2,11 +2,11 @@
 // idempotent, and a waiter whose sync stops (abort) leaves the queue without a slot; synchro
 // runs no more initial syncs at once than configured, and every cluster completes.
 import t from 'tap';
-import { startSimCluster } from '../hack/sim/cluster.ts';
-import { openTestStore } from '../storage/testing.ts';
+import { startSimCluster } from '../../hack/sim/cluster.ts';
+import { openTestStore } from '../../storage/testing.ts';
 import { InitialSyncSlots, type Release } from './initial-sync-slots.ts';
-import { startSynchro, type SynchroHandle } from './synchro.ts';
-import { fastTimings, tempDir, writeClusters } from './testutil.ts';
+import { startSynchro, type SynchroHandle } from '../synchro.ts';
+import { fastTimings, tempDir, writeClusters } from '../testutil.ts';
 
 t.test('at most size at once, in the order asked; release is idempotent; an aborted waiter leaves', async (t) => {
   const seen: Array<[number, number]> = [];

@@ -19,8 +19,8 @@
 // newcomer can claim any id, and must never take over the member from the registration already
 // syncing it (nor empty the fleet's view of it). Every synchro member decides the same from the
 // ids and registration times recorded in the clusters table, whichever holds which.
-import { normalizeServer } from '../api/cluster.ts';
-import { describeError, HttpError, type ClusterClient } from '../member/client.ts';
+import { normalizeServer } from '../../api/cluster.ts';
+import { describeError, HttpError, type ClusterClient } from '../../member/client.ts';
 
 /** How a member was identified: its kube-system namespace's uid, or (that refused) its server. */
 export type ClusterIDSource = 'KubeSystemNamespace' | 'Server';

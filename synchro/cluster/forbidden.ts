@@ -5,8 +5,8 @@
 // wanted in `initialSync` (SYNCED n/n with the rest) and are listed again every
 // forbiddenRecheckMs, at once when another of them became readable (the RBAC changed), and a
 // second after a watch event of the member's Roles, ClusterRoles or bindings when the cluster
-// syncs them (synchro/cluster.ts).
-import { humanDuration } from '../kube/printers.ts';
+// syncs them (synchro/cluster/cluster.ts).
+import { humanDuration } from '../../kube/printers.ts';
 import type { ResourceStatus } from './reflector.ts';
 import { resourceLabel } from './resources.ts';
 

@@ -5,15 +5,15 @@
 // counts each object once; the first registration removed, the other syncs again. Another
 // member is not affected; a member that forbids reading namespaces is identified by its URL.
 import t from 'tap';
-import { startSimCluster, type SimCluster } from '../hack/sim/cluster.ts';
-import type { KObject } from '../hack/sim/types.ts';
-import type { Store } from '../storage/store.ts';
-import { backends, openTestStore, stopTestPostgres } from '../storage/testing.ts';
-import { HttpError, type ClusterClient } from '../member/client.ts';
+import { startSimCluster, type SimCluster } from '../../hack/sim/cluster.ts';
+import type { KObject } from '../../hack/sim/types.ts';
+import type { Store } from '../../storage/store.ts';
+import { backends, openTestStore, stopTestPostgres } from '../../storage/testing.ts';
+import { HttpError, type ClusterClient } from '../../member/client.ts';
 import { identifyCluster, sameMember, serverIdentity } from './identity.ts';
-import { assignment } from './membership/rendezvous.ts';
-import { startSynchro, type SynchroHandle } from './synchro.ts';
-import { fastTimings, tempDir, waitForCopy, waitUntil, writeClusters } from './testutil.ts';
+import { assignment } from '../membership/rendezvous.ts';
+import { startSynchro, type SynchroHandle } from '../synchro.ts';
+import { fastTimings, tempDir, waitForCopy, waitUntil, writeClusters } from '../testutil.ts';
 
 const CM = ['/configmaps'];
 const MEMBERS = ['m1', 'm2'];

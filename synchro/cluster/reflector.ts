@@ -7,16 +7,16 @@
 // `forbidden` (logged once, shown in the status with the member's message) and lists again
 // every forbiddenRecheckMs, or sooner when kicked (the cluster does when another of its
 // forbidden resources became readable: its RBAC changed).
-import type { Logger } from '../lib/log.ts';
-import type { Store } from '../storage/store.ts';
-import type { KubeObject, UpstreamEvent } from '../storage/types.ts';
-import { Backoff, Waker, type BackoffOptions } from '../lib/backoff.ts';
-import type { Batcher } from './commit/batcher.ts';
-import { HttpError, describeError, isExpired, type ClusterClient } from '../member/client.ts';
-import type { MemberResponse } from '../member/http2.ts';
-import { AnswerTooLargeError, lines, maxEventBytes } from '../member/answer-size.ts';
-import type { NamespaceFilter } from '../member/cluster-config.ts';
-import type { SynchroMetrics } from './metrics/metrics.ts';
+import type { Logger } from '../../lib/log.ts';
+import type { Store } from '../../storage/store.ts';
+import type { KubeObject, UpstreamEvent } from '../../storage/types.ts';
+import { Backoff, Waker, type BackoffOptions } from '../../lib/backoff.ts';
+import type { Batcher } from '../commit/batcher.ts';
+import { HttpError, describeError, isExpired, type ClusterClient } from '../../member/client.ts';
+import type { MemberResponse } from '../../member/http2.ts';
+import { AnswerTooLargeError, lines, maxEventBytes } from '../../member/answer-size.ts';
+import type { NamespaceFilter } from '../../member/cluster-config.ts';
+import type { SynchroMetrics } from '../metrics/metrics.ts';
 import { resourceLabel, type ApiResource } from './resources.ts';
 import { transform } from './transform.ts';
 

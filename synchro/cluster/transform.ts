@@ -1,9 +1,9 @@
 // What synchro changes in an object before storing it. Storage itself stamps
 // metadata.resourceVersion and the panoptes.io/cluster and panoptes.io/upstream-resource-version
 // annotations; synchro drops what is noise for readers and anything that could spoof those two.
-import { lastAppliedAnnotation } from '../kube/annotations.ts';
-import type { KubeObject } from '../storage/types.ts';
-import { stampedAnnotations } from '../storage/write.ts';
+import { lastAppliedAnnotation } from '../../kube/annotations.ts';
+import type { KubeObject } from '../../storage/types.ts';
+import { stampedAnnotations } from '../../storage/write.ts';
 
 /**
  * Prepares an object for storage, in place (objects come fresh from JSON.parse): drops

@@ -4,7 +4,7 @@
 // APIService (GET /apis/apiregistration.k8s.io/v1/apiservices) names a Service — an aggregated
 // API, e.g. metrics-server, Clusterpedia, or Panoptes itself on its host cluster. Built-in
 // group versions and CRDs have Local APIServices (no `spec.service`).
-import { HttpError, describeError, type ClusterClient } from '../member/client.ts';
+import { HttpError, describeError, type ClusterClient } from '../../member/client.ts';
 import type { ApiResource } from './resources.ts';
 
 interface APIResourceList {

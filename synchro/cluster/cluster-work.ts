@@ -3,20 +3,20 @@
 // cluster leaves this member; an entry that cannot be used marked Invalid; a cluster that
 // left the configuration removed (a DELETED per object, its row, its OpenAPI references, its
 // Cluster object), then its lease deleted. Every write carries the cluster's lease fence.
-import { redact } from '../lib/redact.ts';
-import type { MemberNetworks } from '../member/networks.ts';
-import { clusterLease, FencedError, type Fence } from '../storage/leases.ts';
-import type { Store } from '../storage/store.ts';
-import { fileClusterSpec } from '../api/cluster.ts';
-import { Batcher } from './commit/batcher.ts';
+import { redact } from '../../lib/redact.ts';
+import type { MemberNetworks } from '../../member/networks.ts';
+import { clusterLease, FencedError, type Fence } from '../../storage/leases.ts';
+import type { Store } from '../../storage/store.ts';
+import { fileClusterSpec } from '../../api/cluster.ts';
+import { Batcher } from '../commit/batcher.ts';
 import { ClusterSync, dropStored, type ClusterDeps, type ClusterPhase, type ClusterStatus } from './cluster.ts';
-import type { WritableClusterClient } from '../member/client.ts';
+import type { WritableClusterClient } from '../../member/client.ts';
 import { ClusterObjectWriter, finishRemoval, type ObjectSource } from './cluster-objects.ts';
-import type { ClusterConfig, InvalidEntry, ParsedConfig } from '../member/cluster-config.ts';
-import type { HostSecrets } from '../member/host-secrets.ts';
-import type { Importer } from './import/importer.ts';
-import type { Membership } from './membership/membership.ts';
-import { apiClusters, isFileObject, needsSecrets, type ApiClusters } from './config/registrations.ts';
+import type { ClusterConfig, InvalidEntry, ParsedConfig } from '../../member/cluster-config.ts';
+import type { HostSecrets } from '../../member/host-secrets.ts';
+import type { Importer } from '../import/importer.ts';
+import type { Membership } from '../membership/membership.ts';
+import { apiClusters, isFileObject, needsSecrets, type ApiClusters } from '../config/registrations.ts';
 import type { RecordedIdentity } from './identity.ts';
 
 /** What the configuration (the file's and the API's) says about every cluster, this pass. */
@@ -27,7 +27,7 @@ export interface Desired {
   api: ApiClusters;
   /** Every cluster to share among the members: configured, invalid, API objects, and those still in storage (to remove them). */
   universe: Set<string>;
-  /** The member cluster id each registration's status records, by name (synchro/identity.ts): one member registered twice is synced once. */
+  /** The member cluster id each registration's status records, by name (synchro/cluster/identity.ts): one member registered twice is synced once. */
   identities: Map<string, RecordedIdentity>;
 }
 

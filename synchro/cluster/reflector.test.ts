@@ -4,19 +4,19 @@
 import { PassThrough } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import t, { type Test } from 'tap';
-import { logger } from '../lib/log.ts';
-import type { Store } from '../storage/store.ts';
-import { clusterLease } from '../storage/leases.ts';
-import { openTestStore, takeLease } from '../storage/testing.ts';
-import type { KubeObject } from '../storage/types.ts';
-import { Batcher, defaultBatcherOptions } from './commit/batcher.ts';
-import { HttpError, type ClusterClient } from '../member/client.ts';
-import { AnswerTooLargeError } from '../member/answer-size.ts';
-import { Committer } from './commit/committer.ts';
-import { SynchroMetrics } from './metrics/metrics.ts';
+import { logger } from '../../lib/log.ts';
+import type { Store } from '../../storage/store.ts';
+import { clusterLease } from '../../storage/leases.ts';
+import { openTestStore, takeLease } from '../../storage/testing.ts';
+import type { KubeObject } from '../../storage/types.ts';
+import { Batcher, defaultBatcherOptions } from '../commit/batcher.ts';
+import { HttpError, type ClusterClient } from '../../member/client.ts';
+import { AnswerTooLargeError } from '../../member/answer-size.ts';
+import { Committer } from '../commit/committer.ts';
+import { SynchroMetrics } from '../metrics/metrics.ts';
 import { Reflector } from './reflector.ts';
 import type { ApiResource } from './resources.ts';
-import { waitUntil } from './testutil.ts';
+import { waitUntil } from '../testutil.ts';
 
 type Page = { metadata: { resourceVersion: string; continue?: string }; items: KubeObject[] };
 
