@@ -1,6 +1,6 @@
 // Benchmark of the watch engine's fan-out, in process, on SQLite:
 //
-//   node --import tsx hack/bench-watch-fanout.ts [--watchers 10000] [--namespaces 1000]
+//   node --import tsx hack/bench/watch-fanout.ts [--watchers 10000] [--namespaces 1000]
 //        [--all 100] [--rate 500] [--seconds 30] [--baseline-seconds 10]
 //        [--storage sqlite|postgres] [--replicas 1]
 //
@@ -17,14 +17,14 @@
 // statement outside the writer's transactions), RSS and heap.
 import { parseArgs } from 'node:util';
 import { Registry } from 'prom-client';
-import { setLogLevel } from '../lib/log.ts';
-import { Store } from '../storage/store.ts';
-import { openTestStore, stopTestPostgres, type Backend } from '../storage/testing.ts';
-import { jsonEncoder } from '../apiserver/watch/encode.ts';
-import { WatchHub } from '../apiserver/watch/hub.ts';
-import type { Watcher } from '../apiserver/watch/watcher.ts';
+import { setLogLevel } from '../../lib/log.ts';
+import { Store } from '../../storage/store.ts';
+import { openTestStore, stopTestPostgres, type Backend } from '../../storage/testing.ts';
+import { jsonEncoder } from '../../apiserver/watch/encode.ts';
+import { WatchHub } from '../../apiserver/watch/hub.ts';
+import type { Watcher } from '../../apiserver/watch/watcher.ts';
 import { now, PodWorkload, RateWriter } from './fanout-workload.ts';
-import { recordRun } from './report/record.ts';
+import { recordRun } from '../report/record.ts';
 
 const { values: args } = parseArgs({
   options: {

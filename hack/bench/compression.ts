@@ -1,6 +1,6 @@
 // Compression benchmark: a list of 500 objects (and of 5,000) fetched with and without gzip,
 // direct and through an aggregator-like proxy, side by side in one run.
-//   node --import tsx hack/bench-compression.ts [--objects 5000] [--sizes 500,5000]
+//   node --import tsx hack/bench/compression.ts [--objects 5000] [--sizes 500,5000]
 //        [--samples 100] [--large-samples 30]
 // One SQLite store holds --objects ConfigMaps of about 1.4 KB of JSON each (hack/fixtures.ts
 // realisticConfigMap: gzip makes them about a third of their size, not a tenth) in
@@ -27,19 +27,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createGunzip } from 'node:zlib';
-import { secureServingFromFlags } from '../apiserver/auth/config.ts';
-import { apiObjectThresholdBytes } from '../apiserver/endpoints/compression.ts';
-import { createApiserver } from '../apiserver/server.ts';
-import { logger, setLogLevel } from '../lib/log.ts';
-import { openTestStore, seedCluster, stopTestPostgres } from '../storage/testing.ts';
-import type { UpstreamEvent } from '../storage/types.ts';
-import { makeCertSet } from './certs.ts';
-import { percentile, realisticConfigMap } from './fixtures.ts';
-import type { CompressionArmFigures, CompressionSizeFigures } from './report/figures.ts';
-import { recordRun } from './report/record.ts';
-import { startAggregatorProxy, type Hop } from './testing/aggregator-proxy.ts';
-import { authenticationConfigMap, startFakeHost } from './testing/fakehost.ts';
-import { prng } from './testing/prng.ts';
+import { secureServingFromFlags } from '../../apiserver/auth/config.ts';
+import { apiObjectThresholdBytes } from '../../apiserver/endpoints/compression.ts';
+import { createApiserver } from '../../apiserver/server.ts';
+import { logger, setLogLevel } from '../../lib/log.ts';
+import { openTestStore, seedCluster, stopTestPostgres } from '../../storage/testing.ts';
+import type { UpstreamEvent } from '../../storage/types.ts';
+import { makeCertSet } from '../certs.ts';
+import { percentile, realisticConfigMap } from '../fixtures.ts';
+import type { CompressionArmFigures, CompressionSizeFigures } from '../report/figures.ts';
+import { recordRun } from '../report/record.ts';
+import { startAggregatorProxy, type Hop } from '../testing/aggregator-proxy.ts';
+import { authenticationConfigMap, startFakeHost } from '../testing/fakehost.ts';
+import { prng } from '../testing/prng.ts';
 
 const { values } = parseArgs({ options: { objects: { type: 'string' }, sizes: { type: 'string' }, samples: { type: 'string' }, 'large-samples': { type: 'string' } } });
 const objects = Number(values.objects ?? 5000);

@@ -16,10 +16,10 @@
 // Each figure is the median of `--runs` lists, after one untimed. PostgreSQL comes from
 // PANOPTES_TEST_POSTGRES_URL, or a throwaway server.
 import { parseArgs } from 'node:util';
-import { openTestStore, stopTestPostgres, type Backend } from '../storage/testing.ts';
-import type { JsonFieldRequirement } from '../storage/json-fields.ts';
-import type { ListQuery, UpstreamEvent } from '../storage/types.ts';
-import { realisticPod } from './fixtures.ts';
+import { openTestStore, stopTestPostgres, type Backend } from '../../storage/testing.ts';
+import type { JsonFieldRequirement } from '../../storage/json-fields.ts';
+import type { ListQuery, UpstreamEvent } from '../../storage/types.ts';
+import { realisticPod } from '../fixtures.ts';
 
 type StoreOf = Awaited<ReturnType<typeof openTestStore>>['store'];
 

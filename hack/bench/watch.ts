@@ -1,6 +1,6 @@
 // Watch latency end to end, over HTTP:
 //
-//   node --import tsx hack/bench-watch.ts [--writes 300] [--rate 20] [--visible-writes 200]
+//   node --import tsx hack/bench/watch.ts [--writes 300] [--rate 20] [--visible-writes 200]
 //        [--watchers 200] [--scale-seconds 8] [--only sqlite|postgres|scale]
 //
 // 1. Latency from a write in a simulated member cluster to the event at a Panoptes watch
@@ -26,17 +26,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { killChildren, spawnPanoptes, type PanoptesProcess } from './panoptes-process.ts';
-import { freePort } from '../storage/testing/postgres.ts';
-import { startSimCluster, type SimCluster } from './sim/cluster.ts';
-import { get } from './sim/testutil.ts';
-import { setLogLevel } from '../lib/log.ts';
-import { readMarks } from '../lib/trace.ts';
+import { killChildren, spawnPanoptes, type PanoptesProcess } from '../panoptes-process.ts';
+import { freePort } from '../../storage/testing/postgres.ts';
+import { startSimCluster, type SimCluster } from '../sim/cluster.ts';
+import { get } from '../sim/testutil.ts';
+import { setLogLevel } from '../../lib/log.ts';
+import { readMarks } from '../../lib/trace.ts';
 import { cpuMs } from './process-cpu.ts';
-import { Store } from '../storage/store.ts';
-import { emptyStorageUrl, stopTestPostgres } from '../storage/testing.ts';
-import type { WatchFigures, WatchLatencyFigures, WatchScaleFigures } from './report/figures.ts';
-import { recordRun } from './report/record.ts';
+import { Store } from '../../storage/store.ts';
+import { emptyStorageUrl, stopTestPostgres } from '../../storage/testing.ts';
+import type { WatchFigures, WatchLatencyFigures, WatchScaleFigures } from '../report/figures.ts';
+import { recordRun } from '../report/record.ts';
 
 const { values: args } = parseArgs({
   options: {

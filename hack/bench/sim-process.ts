@@ -1,5 +1,5 @@
-// The parent's side of hack/bench-synchro-sim.ts (or of another simulator script, such as
-// hack/bench-mcs-sim.ts): simulated clusters in a child process of their own (so they do not
+// The parent's side of hack/bench/synchro-sim.ts (or of another simulator script, such as
+// hack/bench/mcs-sim.ts): simulated clusters in a child process of their own (so they do not
 // share an event loop with what is measured), driven over IPC.
 import { fork, type ChildProcess } from 'node:child_process';
 
@@ -22,9 +22,9 @@ export class SimProcess {
     });
   }
 
-  /** Starts the process (`script`, default bench-synchro-sim.ts) and, with `clusters`, that many simulated clusters in it (with the demo workload if asked). */
+  /** Starts the process (`script`, default synchro-sim.ts) and, with `clusters`, that many simulated clusters in it (with the demo workload if asked). */
   static async start(clusters?: number, opts: { workload?: boolean; script?: URL } = {}): Promise<SimProcess> {
-    const { script = new URL('./bench-synchro-sim.ts', import.meta.url), ...rest } = opts;
+    const { script = new URL('./synchro-sim.ts', import.meta.url), ...rest } = opts;
     const child = fork(script, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const sim = new SimProcess(child);
     await sim.wait('ready');

@@ -1,5 +1,5 @@
 // bench:import — how long 200 clusters imported from one ClusterSource take to come Ready.
-// The members are light simulated clusters in their own process (hack/bench-synchro-sim.ts,
+// The members are light simulated clusters in their own process (hack/bench/synchro-sim.ts,
 // a few configmaps each); the host is a simulated cluster holding one kubeconfig Secret per
 // member (as a kubeconfigSecrets source reads them; Cluster API's, Argo CD's and Karmada's
 // take the same path once their candidates are made). One synchro process, one apiserver, the
@@ -10,16 +10,16 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { createApiserver } from '../apiserver/server.ts';
-import { setLogLevel } from '../lib/log.ts';
-import { MemberNetworks } from '../member/networks.ts';
-import { Store } from '../storage/store.ts';
-import { emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/testing.ts';
-import { startSynchro } from '../synchro/synchro.ts';
-import { tempDir, writeClusters } from '../synchro/testutil.ts';
-import { SimProcess } from './bench-sim-process.ts';
-import { startSimCluster } from './sim/cluster.ts';
-import { http } from './sim/testutil.ts';
+import { createApiserver } from '../../apiserver/server.ts';
+import { setLogLevel } from '../../lib/log.ts';
+import { MemberNetworks } from '../../member/networks.ts';
+import { Store } from '../../storage/store.ts';
+import { emptyStorageUrl, stopTestPostgres, type Backend } from '../../storage/testing.ts';
+import { startSynchro } from '../../synchro/synchro.ts';
+import { tempDir, writeClusters } from '../../synchro/testutil.ts';
+import { SimProcess } from './sim-process.ts';
+import { startSimCluster } from '../sim/cluster.ts';
+import { http } from '../sim/testutil.ts';
 
 const { values: args } = parseArgs({ options: { clusters: { type: 'string', default: '200' }, storage: { type: 'string', default: 'sqlite' }, timeout: { type: 'string', default: '300' } } });
 setLogLevel((process.env.PANOPTES_LOG_LEVEL as 'error') ?? 'error');
@@ -83,4 +83,4 @@ try {
   await sims.exit();
   await stopTestPostgres();
 }
-if (figures && process.exitCode !== 1) writeFileSync(new URL(`../docs/bench/raw/${backend === 'sqlite' ? 'import' : `import-${backend}`}.json`, import.meta.url), JSON.stringify(figures, null, 2) + '\n');
+if (figures && process.exitCode !== 1) writeFileSync(new URL(`../../docs/bench/raw/${backend === 'sqlite' ? 'import' : `import-${backend}`}.json`, import.meta.url), JSON.stringify(figures, null, 2) + '\n');

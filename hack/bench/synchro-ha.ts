@@ -1,7 +1,7 @@
 // Benchmark of several `panoptes synchro` processes sharing the member clusters on PostgreSQL
 // (the simulated clusters in a child process, every synchro a process of its own).
 //
-//   node --import tsx hack/bench-synchro-ha.ts [--clusters 12] [--duration 20]
+//   node --import tsx hack/bench/synchro-ha.ts [--clusters 12] [--duration 20]
 //        [--members 1,3] [--rates-1 1000,2000,3000] [--rates-2 2000,3000,4000] [--rates-3 2000,4000,6000]
 //        [--skip-throughput] [--skip-failover]
 //
@@ -17,17 +17,17 @@
 //    new owner (target: TTL + 5 s), and storage equal to every member's own list afterwards.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { setLogLevel } from '../lib/log.ts';
-import { createDatabase, startPostgres, type PostgresServer } from '../storage/testing/postgres.ts';
-import { percentile } from './fixtures.ts';
+import { setLogLevel } from '../../lib/log.ts';
+import { createDatabase, startPostgres, type PostgresServer } from '../../storage/testing/postgres.ts';
+import { percentile } from '../fixtures.ts';
 import { instanceCpuSeconds, postmasterOf } from './process-cpu.ts';
-import { rowsOf } from '../storage/rows.ts';
-import { Store } from '../storage/store.ts';
-import type { Change, KubeObject } from '../storage/types.ts';
-import { tempDir, writeClusters } from '../synchro/testutil.ts';
-import { SimProcess } from './bench-sim-process.ts';
-import type { SynchroHaFailoverFigures, SynchroHaFigures, SynchroHaThroughputFigures } from './report/figures.ts';
-import { recordRun } from './report/record.ts';
+import { rowsOf } from '../../storage/rows.ts';
+import { Store } from '../../storage/store.ts';
+import type { Change, KubeObject } from '../../storage/types.ts';
+import { tempDir, writeClusters } from '../../synchro/testutil.ts';
+import { SimProcess } from './sim-process.ts';
+import type { SynchroHaFailoverFigures, SynchroHaFigures, SynchroHaThroughputFigures } from '../report/figures.ts';
+import { recordRun } from '../report/record.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -44,7 +44,7 @@ const { values: args } = parseArgs({
 setLogLevel('warn');
 const nClusters = Number(args.clusters);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const bin = new URL('../bin/panoptes.mjs', import.meta.url).pathname;
+const bin = new URL('../../bin/panoptes.mjs', import.meta.url).pathname;
 
 interface Member {
   name: string;

@@ -1,11 +1,11 @@
 // The watch fan-out over real connections: `panoptes apiserver` as a process on PostgreSQL,
 // the watchers in client processes of their own, one socket per watch:
 //
-//   node --import tsx hack/bench-watch-connections.ts [--over http,h2,https] [--watchers 10000]
+//   node --import tsx hack/bench/watch-connections.ts [--over http,h2,https] [--watchers 10000]
 //        [--namespaces 1000] [--all 100] [--rate 500] [--seconds 30] [--baseline-seconds 10]
 //        [--client-processes 4] [--node-options OPTS] [--snapshots DIR]
 //
-// The workload of hack/bench-watch-fanout.ts: this process writes --rate pod changes/s
+// The workload of hack/bench/watch-fanout.ts: this process writes --rate pod changes/s
 // (~1.5 KB objects) over --namespaces namespaces into storage, as synchro would; --all
 // watchers watch every pod and the others one namespace each. Phase 1: one watcher. Phase 2:
 // --watchers connections. Printed per phase: delivery latency (write call → line read by the
@@ -38,17 +38,17 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { setLogLevel } from '../lib/log.ts';
-import { Store } from '../storage/store.ts';
-import { emptyStorageUrl, seedCluster, stopTestPostgres } from '../storage/testing.ts';
-import { makeCertSet, type CertSet } from './certs.ts';
+import { setLogLevel } from '../../lib/log.ts';
+import { Store } from '../../storage/store.ts';
+import { emptyStorageUrl, seedCluster, stopTestPostgres } from '../../storage/testing.ts';
+import { makeCertSet, type CertSet } from '../certs.ts';
 import { LatencyHistogram, now, PodWorkload, RateWriter } from './fanout-workload.ts';
-import { imageNodeOptions, openFileLimits, procMemory, spawnNode, spawnPanoptes, type PanoptesProcess } from './panoptes-process.ts';
-import { freePort } from '../storage/testing/postgres.ts';
-import { recordRun } from './report/record.ts';
-import type { WatchConnectionsModeFigures, WatchConnectionsPhaseFigures } from './report/figures.ts';
-import { get } from './sim/testutil.ts';
-import { authenticationConfigMap, startFakeHost, type FakeHost } from './testing/fakehost.ts';
+import { imageNodeOptions, openFileLimits, procMemory, spawnNode, spawnPanoptes, type PanoptesProcess } from '../panoptes-process.ts';
+import { freePort } from '../../storage/testing/postgres.ts';
+import { recordRun } from '../report/record.ts';
+import type { WatchConnectionsModeFigures, WatchConnectionsPhaseFigures } from '../report/figures.ts';
+import { get } from '../sim/testutil.ts';
+import { authenticationConfigMap, startFakeHost, type FakeHost } from '../testing/fakehost.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -94,7 +94,7 @@ class Clients {
   async start(n: number): Promise<void> {
     for (let i = 0; i < n; i++) {
       // The clients hold many sockets too: the same raised limit.
-      const p = spawnNode(`clients-${i}`, new URL('./bench-watch-clients.ts', import.meta.url).pathname, [], { execArgv: ['--import', 'tsx'], nodeOptions: '', raiseFileLimit: true, ipc: true });
+      const p = spawnNode(`clients-${i}`, new URL('./watch-clients.ts', import.meta.url).pathname, [], { execArgv: ['--import', 'tsx'], nodeOptions: '', raiseFileLimit: true, ipc: true });
       const child = p.proc;
       child.on('exit', (code, signal) => {
         if (!this.exiting) console.error(`client process ${i} exited (${code ?? signal}): ${p.stderr()}`);

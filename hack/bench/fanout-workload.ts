@@ -1,10 +1,10 @@
-// The watch fan-out benchmarks' workload (hack/bench-watch-fanout.ts in process,
-// hack/bench-watch-connections.ts over real connections): pods of about 1.5 KB spread over
+// The watch fan-out benchmarks' workload (hack/bench/watch-fanout.ts in process,
+// hack/bench/watch-connections.ts over real connections): pods of about 1.5 KB spread over
 // namespaces, each write stamped with the time it was made (annotation bench/sent) so that a
 // consumer can measure delivery latency, and a latency histogram in 0.1 ms buckets.
-import type { Store } from '../storage/store.ts';
-import type { UpstreamEvent } from '../storage/types.ts';
-import { realisticPod } from './fixtures.ts';
+import type { Store } from '../../storage/store.ts';
+import type { UpstreamEvent } from '../../storage/types.ts';
+import { realisticPod } from '../fixtures.ts';
 
 export const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

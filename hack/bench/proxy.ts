@@ -5,7 +5,7 @@
 // Load, one apiserver: 200 concurrent `logs -f` streams, then 50 `kubectl port-forward`s
 // each echoing 1 KiB every 100 ms: memory per stream (resident set and heap after a full GC,
 // over the apiserver's own before) and CPU of the apiserver (a process of its own:
-// hack/bench-proxy-apiserver.ts) while they run. The member, synchro, the clients and
+// hack/bench/proxy-apiserver.ts) while they run. The member, synchro, the clients and
 // kubectl run elsewhere (this process and kubectl's), so the apiserver's figures are its own.
 //
 // Options: --samples N (200), --logs N (200), --forwards N (50), --seconds N (10, the CPU window);
@@ -18,13 +18,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { logger, setLogLevel } from '../lib/log.ts';
-import { Store } from '../storage/store.ts';
-import { startSynchro } from '../synchro/synchro.ts';
-import { impersonatorRules } from './sim/auth.ts';
-import { startSimClusters } from './sim/cluster.ts';
-import { forwardedPort, startKubectl } from './testing/kubectl.ts';
-import { execOnce, openExec } from './testing/ws-exec.ts';
+import { logger, setLogLevel } from '../../lib/log.ts';
+import { Store } from '../../storage/store.ts';
+import { startSynchro } from '../../synchro/synchro.ts';
+import { impersonatorRules } from '../sim/auth.ts';
+import { startSimClusters } from '../sim/cluster.ts';
+import { forwardedPort, startKubectl } from '../testing/kubectl.ts';
+import { execOnce, openExec } from '../testing/ws-exec.ts';
 
 const { values } = parseArgs({ options: { samples: { type: 'string' }, logs: { type: 'string' }, forwards: { type: 'string' }, seconds: { type: 'string' } } });
 const samples = Number(values.samples ?? 200);
@@ -49,7 +49,7 @@ if (!(await synchro.waitForInitialSync(30_000))) throw new Error('east did not s
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Msg = any;
-const child = fork(new URL('./bench-proxy-apiserver.ts', import.meta.url), [], {
+const child = fork(new URL('./proxy-apiserver.ts', import.meta.url), [], {
   execArgv: ['--import', 'tsx', '--expose-gc'],
   env: { ...process.env, PANOPTES_BENCH_PROXY: JSON.stringify({ storage, members: { east: { server: sim.url, token } } }) },
   stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -204,7 +204,7 @@ const figures = {
 console.log(JSON.stringify(figures, null, 2));
 // Recorded for the docs at the documented sizes only (a quick run with smaller ones is not).
 if (samples === 200 && logStreams === 200 && forwards === 50 && seconds === 10) {
-  writeFileSync(new URL('../docs/bench/raw/proxy.json', import.meta.url), `${JSON.stringify(figures, null, 2)}\n`);
+  writeFileSync(new URL('../../docs/bench/raw/proxy.json', import.meta.url), `${JSON.stringify(figures, null, 2)}\n`);
 }
 
 await call('exit');

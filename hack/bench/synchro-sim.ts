@@ -1,9 +1,9 @@
-// The simulated clusters of hack/bench-synchro.ts, in their own process so that they do not
+// The simulated clusters of hack/bench/synchro.ts, in their own process so that they do not
 // share synchro's event loop. Driven over IPC; reports when each churn event happened
 // (cluster, upstream resourceVersion, wall time in ms) so the parent can measure
 // upstream-event-to-commit lag.
-import { startSimClusters, type SimCluster } from './sim/cluster.ts';
-import type { KObject } from './sim/types.ts';
+import { startSimClusters, type SimCluster } from '../sim/cluster.ts';
+import type { KObject } from '../sim/types.ts';
 
 type Msg =
   | { cmd: 'start'; clusters: number; workload?: boolean }

@@ -1,6 +1,6 @@
 // Benchmark of panoptes synchro against simulated clusters (run in a child process).
 //
-//   node --import tsx hack/bench-synchro.ts [--objects 100000] [--duration 120] [--rate 2000]
+//   node --import tsx hack/bench/synchro.ts [--objects 100000] [--duration 120] [--rate 2000]
 //        [--clusters 3] [--storage sqlite|postgres] [--skip-initial] [--skip-churn]
 //
 // 1. Initial sync: one cluster holding --objects configmaps; time until all are committed
@@ -12,15 +12,15 @@
 //    memory map of the database file). Afterwards storage is compared with each cluster's list.
 import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { setLogLevel } from '../lib/log.ts';
-import { SimProcess } from './bench-sim-process.ts';
-import { procMemory } from './panoptes-process.ts';
-import { emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/testing.ts';
-import { Store } from '../storage/store.ts';
-import { startSynchro } from '../synchro/synchro.ts';
-import { tempDir, writeClusters } from '../synchro/testutil.ts';
-import type { SynchroChurnFigures, SynchroInitialFigures } from './report/figures.ts';
-import { recordRun } from './report/record.ts';
+import { setLogLevel } from '../../lib/log.ts';
+import { SimProcess } from './sim-process.ts';
+import { procMemory } from '../panoptes-process.ts';
+import { emptyStorageUrl, stopTestPostgres, type Backend } from '../../storage/testing.ts';
+import { Store } from '../../storage/store.ts';
+import { startSynchro } from '../../synchro/synchro.ts';
+import { tempDir, writeClusters } from '../../synchro/testutil.ts';
+import type { SynchroChurnFigures, SynchroInitialFigures } from '../report/figures.ts';
+import { recordRun } from '../report/record.ts';
 
 const { values: args } = parseArgs({
   options: {

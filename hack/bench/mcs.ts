@@ -1,8 +1,8 @@
 // Benchmark of multi-cluster Services: synchro's dispatcher over simulated clusters, every one
 // the provider of some exported Services and a consumer of all the others (the clusters in a
-// child process, hack/bench-mcs-sim.ts; synchro in this one).
+// child process, hack/bench/mcs-sim.ts; synchro in this one).
 //
-//   node --import tsx hack/bench-mcs.ts [--clusters 20] [--services 50] [--endpoints 3]
+//   node --import tsx hack/bench/mcs.ts [--clusters 20] [--services 50] [--endpoints 3]
 //        [--changes 300] [--rate 10] [--resync 10] [--storage sqlite|postgres]
 //
 // 1. Initial dispatch: --services MultiClusterServices created (each Service provided by one
@@ -18,18 +18,18 @@
 // --mcs-resync-interval), so that several run during the changes too.
 // Figures: docs/bench/mcs.json (SQLite) or mcs-postgres.json, and their charts.
 import { parseArgs } from 'node:util';
-import { setLogLevel } from '../lib/log.ts';
-import { Store } from '../storage/store.ts';
-import { emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/testing.ts';
-import { putMcs } from '../synchro/mcs/testutil.ts';
-import { startSynchro, type SynchroHandle } from '../synchro/synchro.ts';
-import { tempDir, writeClusters } from '../synchro/testutil.ts';
-import type { ChangesResult, WriteCounts } from './bench-mcs-sim.ts';
-import { SimProcess } from './bench-sim-process.ts';
-import { percentile } from './fixtures.ts';
-import type { McsFigures, McsWriteFigures } from './report/figures.ts';
-import { recordRun } from './report/record.ts';
-import { histogramOf } from './report/stats.ts';
+import { setLogLevel } from '../../lib/log.ts';
+import { Store } from '../../storage/store.ts';
+import { emptyStorageUrl, stopTestPostgres, type Backend } from '../../storage/testing.ts';
+import { putMcs } from '../../synchro/mcs/testutil.ts';
+import { startSynchro, type SynchroHandle } from '../../synchro/synchro.ts';
+import { tempDir, writeClusters } from '../../synchro/testutil.ts';
+import type { ChangesResult, WriteCounts } from './mcs-sim.ts';
+import { SimProcess } from './sim-process.ts';
+import { percentile } from '../fixtures.ts';
+import type { McsFigures, McsWriteFigures } from '../report/figures.ts';
+import { recordRun } from '../report/record.ts';
+import { histogramOf } from '../report/stats.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -74,7 +74,7 @@ async function countChanges(store: Store, from: number, upTo: number, resource: 
   return n;
 }
 
-const sims = await SimProcess.start(undefined, { script: new URL('./bench-mcs-sim.ts', import.meta.url) });
+const sims = await SimProcess.start(undefined, { script: new URL('./mcs-sim.ts', import.meta.url) });
 const { urls, names, namespace } = (await sims.call({ cmd: 'start', clusters: nClusters, services: nServices, endpoints: Number(args.endpoints) })) as { urls: string[]; names: string[]; namespace: string };
 const { url, cleanup } = await emptyStorageUrl(backend);
 const store = await Store.open(url);

@@ -1,4 +1,4 @@
-// The simulated clusters of hack/bench-mcs.ts, in their own process (they do not share the
+// The simulated clusters of hack/bench/mcs.ts, in their own process (they do not share the
 // dispatcher's event loop), driven over IPC. Namespace `bench`, Services svc-00...: each is
 // provided by one cluster (svc-<s> by cluster s mod the clusters), which has it with one
 // EndpointSlice per cluster of the fleet as kube's EndpointSlice controller writes them, and
@@ -6,11 +6,11 @@
 // creates it; static clusters: only what is written here changes). Every write a cluster
 // receives is recorded; the time a change is written in a provider and the time each
 // consumer holds it are both taken here, on one clock.
-import { dispatchedSliceName, labels } from '../api/multicluster-service.ts';
-import { recordWrites, type ReceivedWrite } from '../synchro/mcs/testutil.ts';
-import { Random } from './sim/random.ts';
-import { startSimClusters, type SimCluster } from './sim/cluster.ts';
-import type { JsonObject, KObject } from './sim/types.ts';
+import { dispatchedSliceName, labels } from '../../api/multicluster-service.ts';
+import { recordWrites, type ReceivedWrite } from '../../synchro/mcs/testutil.ts';
+import { Random } from '../sim/random.ts';
+import { startSimClusters, type SimCluster } from '../sim/cluster.ts';
+import type { JsonObject, KObject } from '../sim/types.ts';
 
 const benchNamespace = 'bench';
 const SLICES = 'discovery.k8s.io/endpointslices';

@@ -13,14 +13,14 @@
 // deleted rows' space back first (VACUUM; in operation the space is reused, not returned).
 // PostgreSQL comes from PANOPTES_TEST_POSTGRES_URL, or a throwaway server.
 import { parseArgs } from 'node:util';
-import { storedSizes, type StoredSizes } from '../storage/sizes.ts';
-import { Store } from '../storage/store.ts';
-import { compactNow, emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/testing.ts';
-import type { KubeObject, UpstreamEvent } from '../storage/types.ts';
-import { defaultCompaction } from '../synchro/commit/compactor.ts';
-import { realisticPod } from './fixtures.ts';
-import type { SizeBackendFigures, SizePhaseFigures } from './report/figures.ts';
-import { recordRun } from './report/record.ts';
+import { storedSizes, type StoredSizes } from '../../storage/sizes.ts';
+import { Store } from '../../storage/store.ts';
+import { compactNow, emptyStorageUrl, stopTestPostgres, type Backend } from '../../storage/testing.ts';
+import type { KubeObject, UpstreamEvent } from '../../storage/types.ts';
+import { defaultCompaction } from '../../synchro/commit/compactor.ts';
+import { realisticPod } from '../fixtures.ts';
+import type { SizeBackendFigures, SizePhaseFigures } from '../report/figures.ts';
+import { recordRun } from '../report/record.ts';
 
 const { values } = parseArgs({
   options: {

@@ -11,15 +11,15 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createApiserver } from '../apiserver/server.ts';
-import { formatQuantity } from '../kube/quantity.ts';
-import { setLogLevel } from '../lib/log.ts';
-import { Store } from '../storage/store.ts';
-import { emptyStorageUrl, seedCluster, stopTestPostgres, type Backend } from '../storage/testing.ts';
-import type { UpstreamEvent } from '../storage/types.ts';
-import { percentile, realisticPod } from './fixtures.ts';
-import type { MetricsBackendFigures } from './report/figures.ts';
-import { recordRun } from './report/record.ts';
+import { createApiserver } from '../../apiserver/server.ts';
+import { formatQuantity } from '../../kube/quantity.ts';
+import { setLogLevel } from '../../lib/log.ts';
+import { Store } from '../../storage/store.ts';
+import { emptyStorageUrl, seedCluster, stopTestPostgres, type Backend } from '../../storage/testing.ts';
+import type { UpstreamEvent } from '../../storage/types.ts';
+import { percentile, realisticPod } from '../fixtures.ts';
+import type { MetricsBackendFigures } from '../report/figures.ts';
+import { recordRun } from '../report/record.ts';
 
 const { values } = parseArgs({
   options: {

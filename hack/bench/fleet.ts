@@ -1,9 +1,9 @@
 // A fleet on one machine: a thousand simulated clusters (a small, realistic mix of objects
-// each: hack/bench-fleet-sim.ts, in a process of their own), PostgreSQL, several `panoptes
+// each: hack/bench/fleet-sim.ts, in a process of their own), PostgreSQL, several `panoptes
 // synchro` members sharing the clusters and several `panoptes apiserver` replicas, every one a
 // process started as the image starts it (hack/panoptes-process.ts).
 //
-//   node --import tsx hack/bench-fleet.ts [--clusters 1000] [--objects-per-cluster 1000]
+//   node --import tsx hack/bench/fleet.ts [--clusters 1000] [--objects-per-cluster 1000]
 //        [--synchros 3] [--apiservers 2] [--watchers 1000] [--samples 100] [--ready-timeout 900]
 //        [--initial-sync-concurrency N]  (synchro's flag; default synchro's own)
 //
@@ -23,17 +23,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { setLogLevel } from '../lib/log.ts';
-import { Store } from '../storage/store.ts';
-import { storedSizes } from '../storage/sizes.ts';
-import { emptyStorageUrl, stopTestPostgres } from '../storage/testing.ts';
-import { percentile } from './fixtures.ts';
-import { SimProcess } from './bench-sim-process.ts';
-import { killChildren, procMemory, spawnPanoptes, type PanoptesProcess } from './panoptes-process.ts';
-import { freePort } from '../storage/testing/postgres.ts';
+import { setLogLevel } from '../../lib/log.ts';
+import { Store } from '../../storage/store.ts';
+import { storedSizes } from '../../storage/sizes.ts';
+import { emptyStorageUrl, stopTestPostgres } from '../../storage/testing.ts';
+import { percentile } from '../fixtures.ts';
+import { SimProcess } from './sim-process.ts';
+import { killChildren, procMemory, spawnPanoptes, type PanoptesProcess } from '../panoptes-process.ts';
+import { freePort } from '../../storage/testing/postgres.ts';
 import { cpuMs } from './process-cpu.ts';
-import type { FleetFigures } from './report/figures.ts';
-import { recordRun } from './report/record.ts';
+import type { FleetFigures } from '../report/figures.ts';
+import { recordRun } from '../report/record.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -187,7 +187,7 @@ async function main(): Promise<void> {
     console.log(`  synchro with no cluster: RSS ${f1(baselineRss / MiB)} MiB`);
 
     let t = performance.now();
-    sim = await SimProcess.start(undefined, { script: new URL('./bench-fleet-sim.ts', import.meta.url) });
+    sim = await SimProcess.start(undefined, { script: new URL('./fleet-sim.ts', import.meta.url) });
     const { urls } = (await sim.call({ cmd: 'start', clusters: nClusters, objectsPerCluster: perCluster })) as { urls: string[] };
     console.log(`  ${nClusters} simulated clusters started in ${f1((performance.now() - t) / 1000)} s`);
     const resources = ['namespaces', 'pods', 'configmaps', 'services', 'apps/deployments', 'apps/replicasets'];

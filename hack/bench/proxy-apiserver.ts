@@ -1,11 +1,11 @@
-// The apiserver of hack/bench-proxy.ts, in a child process of its own so that its memory and
+// The apiserver of hack/bench/proxy.ts, in a child process of its own so that its memory and
 // CPU are its own: plain HTTP, proxied requests as the development user, members reached
 // with the credentials the parent sends. IPC: `stats` answers the process's memory after a
 // full GC (needs --expose-gc) and its CPU time; `exit` closes it.
-import type { MemberCredentials } from '../apiserver/proxy/members.ts';
-import { createApiserver } from '../apiserver/server.ts';
-import { logger, setLogLevel } from '../lib/log.ts';
-import { Store } from '../storage/store.ts';
+import type { MemberCredentials } from '../../apiserver/proxy/members.ts';
+import { createApiserver } from '../../apiserver/server.ts';
+import { logger, setLogLevel } from '../../lib/log.ts';
+import { Store } from '../../storage/store.ts';
 
 setLogLevel('error');
 

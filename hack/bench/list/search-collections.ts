@@ -1,4 +1,4 @@
-// Collections in `npm run bench:list` (or alone: node --import tsx hack/bench-list/search-collections.ts
+// Collections in `npm run bench:list` (or alone: node --import tsx hack/bench/list/search-collections.ts
 // [--objects 100000] [--samples 60] [--storage sqlite|postgres|both]): on each backend, a store
 // of --objects objects of eight kinds in ten clusters (pods and ReplicaSets mostly owned, as
 // controllers leave them), then the p50 of the first page (limit 500) through HTTP of
@@ -10,14 +10,14 @@
 // Targets (the issue): a collection of 5 kinds ≤ 40 ms, and within 3× of the plain list.
 import { request } from 'node:http';
 import { parseArgs } from 'node:util';
-import { createApiserver } from '../../apiserver/server.ts';
-import { builtinCollections, workloads, type CollectionDefinition } from '../../apiserver/collections/definitions.ts';
-import { setLogLevel } from '../../lib/log.ts';
-import { jsonScanFirstPage } from '../../storage/json-scan.ts';
-import { Store } from '../../storage/store.ts';
-import { emptyStorageUrl, seedCluster, stopTestPostgres, type Backend } from '../../storage/testing.ts';
-import type { CollectionKind, UpstreamEvent } from '../../storage/types.ts';
-import { percentile } from '../fixtures.ts';
+import { createApiserver } from '../../../apiserver/server.ts';
+import { builtinCollections, workloads, type CollectionDefinition } from '../../../apiserver/collections/definitions.ts';
+import { setLogLevel } from '../../../lib/log.ts';
+import { jsonScanFirstPage } from '../../../storage/json-scan.ts';
+import { Store } from '../../../storage/store.ts';
+import { emptyStorageUrl, seedCluster, stopTestPostgres, type Backend } from '../../../storage/testing.ts';
+import type { CollectionKind, UpstreamEvent } from '../../../storage/types.ts';
+import { percentile } from '../../fixtures.ts';
 
 export interface CollectionBenchOptions {
   backends: Backend[];

@@ -1,6 +1,6 @@
 // Resident memory of the real processes, idle after syncing two member clusters:
 //
-//   node --import tsx hack/bench-memory.ts [--clusters 2] [--configmaps 2000] [--bytes 1024]
+//   node --import tsx hack/bench/memory.ts [--clusters 2] [--configmaps 2000] [--bytes 1024]
 //        [--idle-seconds 30] [--burst 50000] [--only postgres|sqlite] [--baseline DIR]
 //        [--node-options OPTS] [--openapi] [--snapshots DIR]
 //
@@ -42,13 +42,13 @@ import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { SimProcess } from './bench-sim-process.ts';
-import { imageNodeOptions, procMemory as procStatus, repoRoot, spawnPanoptes, type PanoptesProcess } from './panoptes-process.ts';
-import { freePort } from '../storage/testing/postgres.ts';
-import { recordRun } from './report/record.ts';
-import type { MemoryProcessFigures, MemorySetupFigures } from './report/figures.ts';
-import { get } from './sim/testutil.ts';
-import { emptyStorageUrl, stopTestPostgres } from '../storage/testing.ts';
+import { SimProcess } from './sim-process.ts';
+import { imageNodeOptions, procMemory as procStatus, repoRoot, spawnPanoptes, type PanoptesProcess } from '../panoptes-process.ts';
+import { freePort } from '../../storage/testing/postgres.ts';
+import { recordRun } from '../report/record.ts';
+import type { MemoryProcessFigures, MemorySetupFigures } from '../report/figures.ts';
+import { get } from '../sim/testutil.ts';
+import { emptyStorageUrl, stopTestPostgres } from '../../storage/testing.ts';
 
 const { values: args } = parseArgs({
   options: {

@@ -3,7 +3,7 @@
 // apiserver` process on each (the standby one with --storage-read), writes made by this
 // process on the primary as synchro's would be.
 //
-//   node --import tsx hack/bench-standby.ts [--objects 2000] [--lists 300] [--rate 2000]
+//   node --import tsx hack/bench/standby.ts [--objects 2000] [--lists 300] [--rate 2000]
 //        [--cpu-lists 1000] [--watch-writes 200]
 //
 // 1. Most-recent list (resourceVersion unset, limit=500: a first page, as informers list)
@@ -22,16 +22,16 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { setLogLevel } from '../lib/log.ts';
-import { Store } from '../storage/store.ts';
-import { podEvent, seedCluster } from '../storage/testing.ts';
-import { percentile } from './fixtures.ts';
+import { setLogLevel } from '../../lib/log.ts';
+import { Store } from '../../storage/store.ts';
+import { podEvent, seedCluster } from '../../storage/testing.ts';
+import { percentile } from '../fixtures.ts';
 import { instanceCpuSeconds } from './process-cpu.ts';
-import { startStandbyPair } from './postgres-standby.ts';
-import { recordRun } from './report/record.ts';
-import { get } from './sim/testutil.ts';
-import { startApiserverProcess } from './testing/apiserver-process.ts';
-import { httpWatch, rvOf } from './testing/watch-http.ts';
+import { startStandbyPair } from '../postgres-standby.ts';
+import { recordRun } from '../report/record.ts';
+import { get } from '../sim/testutil.ts';
+import { startApiserverProcess } from '../testing/apiserver-process.ts';
+import { httpWatch, rvOf } from '../testing/watch-http.ts';
 
 const { values: args } = parseArgs({
   options: {

@@ -6,12 +6,12 @@ import { parseArgs } from 'node:util';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseLabelSelector } from '../kube/labels.ts';
-import { Store } from '../storage/store.ts';
-import type { UpstreamEvent } from '../storage/types.ts';
-import { percentile, realisticPod } from './fixtures.ts';
-import { createDatabase, startPostgres } from '../storage/testing/postgres.ts';
-import { recordRun } from './report/record.ts';
+import { parseLabelSelector } from '../../kube/labels.ts';
+import { Store } from '../../storage/store.ts';
+import type { UpstreamEvent } from '../../storage/types.ts';
+import { percentile, realisticPod } from '../fixtures.ts';
+import { createDatabase, startPostgres } from '../../storage/testing/postgres.ts';
+import { recordRun } from '../report/record.ts';
 
 const { values } = parseArgs({
   options: {

@@ -1,5 +1,5 @@
 // Search-term figures of `npm run bench:list`, also runnable alone:
-//   node --import tsx hack/bench-list/search-terms.ts [--objects 100000] [--samples 30] [--storage sqlite|postgres|both]
+//   node --import tsx hack/bench/list/search-terms.ts [--objects 100000] [--samples 30] [--storage sqlite|postgres|both]
 // Writes --objects pods (10 clusters, 20 namespaces, one creation second each) straight into a
 // fresh store per backend, then measures p50 of the first page (limit 500, storage.list: the
 // apiserver's read without HTTP) of: fuzzy name at 0.1% and 10% selectivity, orderBy
@@ -8,11 +8,11 @@
 // (what Clusterpedia does), in the same run.
 import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
-import { setLogLevel } from '../../lib/log.ts';
-import { Store } from '../../storage/store.ts';
-import { emptyStorageUrl, podEvent, stopTestPostgres, type Backend } from '../../storage/testing.ts';
-import type { ListQuery, UpstreamEvent } from '../../storage/types.ts';
-import { percentile } from '../fixtures.ts';
+import { setLogLevel } from '../../../lib/log.ts';
+import { Store } from '../../../storage/store.ts';
+import { emptyStorageUrl, podEvent, stopTestPostgres, type Backend } from '../../../storage/testing.ts';
+import type { ListQuery, UpstreamEvent } from '../../../storage/types.ts';
+import { percentile } from '../../fixtures.ts';
 
 const start = Date.UTC(2026, 0, 1);
 const time = (s: number) => new Date(start + s * 1000).toISOString().replace('.000Z', 'Z');

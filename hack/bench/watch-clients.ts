@@ -1,4 +1,4 @@
-// The watch clients of hack/bench-watch-connections.ts, in processes of their own (so that
+// The watch clients of hack/bench/watch-connections.ts, in processes of their own (so that
 // their memory and CPU are not the server's): each holds its share of the watches and
 // measures each event's delivery latency from the time the writer stamped into the object
 // (annotation bench/sent). HTTP/1.1 (plain or TLS): one socket per watch. HTTP/2: streams

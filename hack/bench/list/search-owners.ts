@@ -1,14 +1,14 @@
-// bench:list, owner chains and JSON path field terms, on the run's pods (hack/bench-list.ts:
+// bench:list, owner chains and JSON path field terms, on the run's pods (hack/bench/list.ts:
 // app-k pods of every cluster c<i> name ReplicaSet uid rs-<i>-<k>). Adds a Deployment app-k and
 // its ReplicaSet per app and cluster, then measures first pages (limit=500) over HTTP against
 // the same list without search terms, and the same selections read as plain unindexed SQL over
 // the JSON documents (the owner uid and the phase read from each document, as Clusterpedia
 // does): the baseline, measured in the same run at the storage API (no HTTP: in its favour).
 import { request } from 'node:http';
-import { percentile } from '../fixtures.ts';
-import type { Store } from '../../storage/store.ts';
-import type { JsonFieldRequirement } from '../../storage/json-fields.ts';
-import type { ListQuery, UpstreamEvent } from '../../storage/types.ts';
+import { percentile } from '../../fixtures.ts';
+import type { Store } from '../../../storage/store.ts';
+import type { JsonFieldRequirement } from '../../../storage/json-fields.ts';
+import type { ListQuery, UpstreamEvent } from '../../../storage/types.ts';
 
 const P = '/apis/panoptes.io/v1alpha1/resources';
 const apps = 40;

@@ -1,5 +1,5 @@
 // List benchmark of the apiserver read path:
-//   node --import tsx hack/bench-list.ts [--pods 100000] [--clusters 10] [--samples 200]
+//   node --import tsx hack/bench/list.ts [--pods 100000] [--clusters 10] [--samples 200]
 //        [--storage sqlite|postgres|both] [--skip-kubectl] [--filter-objects 50000] [--filter-rounds 3]
 // Simulated clusters get --pods pods in total; synchro copies them into storage (SQLite, then
 // PostgreSQL, by default both in one run); then, with synchro stopped, it measures (1) the
@@ -9,8 +9,8 @@
 // (below), first and continue pages apart (target: every continue page within 1.5x of the
 // first), and (4) on the first backend, `kubectl get pods -A` over the whole set through
 // Panoptes against `kubectl get pods -A` on each simulated cluster one after the other.
-import { percentile } from './fixtures.ts';
-import { benchCollections } from './bench-list/search-collections.ts';
+import { percentile } from '../fixtures.ts';
+import { benchCollections } from './list/search-collections.ts';
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -18,20 +18,20 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { createApiserver } from '../apiserver/server.ts';
-import { setLogLevel } from '../lib/log.ts';
-import { Store } from '../storage/store.ts';
-import { emptyStorageUrl, stopTestPostgres, type Backend } from '../storage/testing.ts';
-import { startSynchro } from '../synchro/synchro.ts';
-import { benchSearchOwners } from './bench-list/search-owners.ts';
-import { startSimClusters } from './sim/cluster.ts';
-import type { KObject } from './sim/types.ts';
-import type { ListBackendFigures, ListCpuFigures, ListFilteredFigures, ListKubectlFigures, ListNeighbourFigures } from './report/figures.ts';
-import { spawnPanoptes } from './panoptes-process.ts';
-import { freePort } from '../storage/testing/postgres.ts';
+import { createApiserver } from '../../apiserver/server.ts';
+import { setLogLevel } from '../../lib/log.ts';
+import { Store } from '../../storage/store.ts';
+import { emptyStorageUrl, stopTestPostgres, type Backend } from '../../storage/testing.ts';
+import { startSynchro } from '../../synchro/synchro.ts';
+import { benchSearchOwners } from './list/search-owners.ts';
+import { startSimClusters } from '../sim/cluster.ts';
+import type { KObject } from '../sim/types.ts';
+import type { ListBackendFigures, ListCpuFigures, ListFilteredFigures, ListKubectlFigures, ListNeighbourFigures } from '../report/figures.ts';
+import { spawnPanoptes } from '../panoptes-process.ts';
+import { freePort } from '../../storage/testing/postgres.ts';
 import { cpuDuring } from './process-cpu.ts';
-import { recordRun } from './report/record.ts';
-import { benchSearchTerms } from './bench-list/search-terms.ts';
+import { recordRun } from '../report/record.ts';
+import { benchSearchTerms } from './list/search-terms.ts';
 
 const { values } = parseArgs({
   options: {
@@ -200,7 +200,7 @@ const cpuTargets = { json: 3, table: 8 };
 /**
  * The apiserver's CPU per page of 500 pods: a `panoptes apiserver` process of its own on the same
  * storage, `samples` first pages as JSON and as Table one after the other, then every page as
- * JSON, its process_cpu_seconds_total read before and after each (hack/process-cpu.ts).
+ * JSON, its process_cpu_seconds_total read before and after each (hack/bench/process-cpu.ts).
  */
 async function apiserverCpuPerPage(backend: Backend, storage: string): Promise<ListCpuFigures> {
   const port = await freePort();

@@ -1,9 +1,9 @@
-// The simulated clusters of hack/bench-fleet.ts, in a process of their own: a thousand small
+// The simulated clusters of hack/bench/fleet.ts, in a process of their own: a thousand small
 // clusters, each with a realistic mix of objects (Deployments, their ReplicaSets and Pods,
 // Services, ConfigMaps, Namespaces), static (no controllers: the mix stays as created).
-// Driven over IPC (hack/bench-sim-process.ts).
-import { startSimCluster, type SimCluster } from './sim/cluster.ts';
-import type { KObject } from './sim/types.ts';
+// Driven over IPC (hack/bench/sim-process.ts).
+import { startSimCluster, type SimCluster } from '../sim/cluster.ts';
+import type { KObject } from '../sim/types.ts';
 
 type Msg =
   | { cmd: 'start'; clusters: number; objectsPerCluster: number; basePort?: number }
