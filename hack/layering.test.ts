@@ -3,7 +3,8 @@
 // kube/ or lib/), SQL stays in storage/, and the shared modules depend on neither process.
 // Inside apiserver/ (its layout: apiserver/README.md "Layout"): no import circles, no import
 // that runs back up to a folder above the importer, and each own kind one folder that only
-// the composition root imports.
+// the composition root imports. Inside synchro/ (synchro/README.md "Layout"): the same first
+// two rules.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 import t from 'tap';
@@ -65,6 +66,19 @@ function circles(graph: Map<string, string[]>): string[][] {
   };
   for (const v of graph.keys()) if (!index.has(v)) visit(v);
   return found;
+}
+
+/** The imports of `graph` that run back up: to a module of a folder the importer sits in (`../x.ts`, `../../x.ts`). */
+function upward(graph: Map<string, string[]>, allowed: (file: string, imported: string) => boolean = () => false): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const [file, imported] of graph) {
+    const up = imported.filter((m) => {
+      const folder = dirname(m);
+      return folder !== dirname(file) && dirname(file).startsWith(folder + '/') && !allowed(file, m);
+    });
+    out.set(file, up);
+  }
+  return out;
 }
 
 /** The top-level folder of every relative module a file imports, and the packages it imports. */
@@ -140,13 +154,7 @@ t.test('apiserver/: no import runs back up, and only the composition roots sit a
   // A module imports modules of its own folder and of folders below or beside it; never one of
   // a folder it sits in (`../x.ts`, `../../x.ts`: its parent's, its grandparent's): what two
   // folders share lives in a folder of its own, and what wires them is a composition root.
-  for (const [file, imported] of apiserverGraph()) {
-    const up = imported.filter((m) => {
-      const folder = dirname(m);
-      return folder !== dirname(file) && dirname(file).startsWith(folder + '/');
-    });
-    t.same(up, [], `${file} imports no module of a folder above it`);
-  }
+  for (const [file, up] of upward(apiserverGraph())) t.same(up, [], `${file} imports no module of a folder above it`);
   const top = sources('apiserver').filter((f) => dirname(f) === 'apiserver');
   t.same(top.sort(), [...compositionRoots].sort(), 'apiserver/ holds only its composition roots; every other module is in a folder of its concept');
 });
@@ -174,4 +182,33 @@ t.test('storage/ imports nothing of hack/, its test support included', async (t)
     t.same(bad, [], `${file} imports nothing of hack/: the tools depend on storage, not the reverse`);
   }
   t.ok(sources('storage', true).includes('storage/testing.ts'), 'storage/testing.ts is checked');
+});
+
+// synchro/'s own layout (synchro/README.md "Layout").
+/** synchro/'s composition root: the only module at its top (startSynchro); nothing else imports it. */
+const synchroRoot = 'synchro/synchro.ts';
+/**
+ * The one allowed import up: each source kind of import/sources/ implements the contract of
+ * import/ (candidate.ts: what a source yields; kubeconfig.ts: the kubeconfig reader two kinds
+ * share), as the plugins of a folder implement its interface.
+ */
+const synchroSharedUp = (file: string, imported: string): boolean =>
+  file.startsWith('synchro/import/sources/') && ['synchro/import/candidate.ts', 'synchro/import/kubeconfig.ts'].includes(imported);
+const synchroGraph = (): Map<string, string[]> => new Map(sources('synchro').map((f) => [f, modulesOf(f).filter((m) => m.startsWith('synchro/'))]));
+
+t.test('synchro/ has no import circles', async (t) => {
+  const graph = synchroGraph();
+  t.ok(graph.size > 40, 'every module of synchro/ is in the graph');
+  t.same(circles(graph), [], 'no module of synchro/ imports, directly or not, a module that imports it');
+});
+
+t.test('synchro/: no import runs back up, and only the composition root sits at the top', async (t) => {
+  const graph = synchroGraph();
+  for (const [file, up] of upward(graph, synchroSharedUp)) t.same(up, [], `${file} imports no module of a folder above it`);
+  const top = sources('synchro').filter((f) => dirname(f) === 'synchro');
+  t.same(top, [synchroRoot], 'synchro/ holds only its composition root; every other module is in a folder of its concept');
+  // Guards against a checker that finds nothing: the folders are seen, and so is the one allowance.
+  for (const folder of ['cluster', 'commit', 'config', 'membership', 'metrics', 'mcs', 'import']) t.ok([...graph.keys()].some((f) => f.startsWith(`synchro/${folder}/`)), `synchro/${folder}/ is checked`);
+  t.ok(graph.get('synchro/import/sources/argocd.ts')?.includes('synchro/import/candidate.ts'), 'the sources import their contract');
+  t.same(upward(new Map([['synchro/a/b.ts', ['synchro/x.ts', 'synchro/a/c.ts', 'synchro/d/e.ts']]])).get('synchro/a/b.ts'), ['synchro/x.ts']);
 });

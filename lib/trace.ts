@@ -1,4 +1,4 @@
-// Stage marks of the write → watch path, for benchmarks (hack/bench-watch.ts prints where the
+// Stage marks of the write → watch path, for benchmarks (hack/bench/watch.ts prints where the
 // time goes from them). Off unless the environment names a file in PANOPTES_TRACE_FILE; then
 // each process appends one line per mark, `{"s":stage,"a":fromRv,"b":toRv,"t":ms}`, where t is
 // the wall clock in milliseconds with sub-millisecond resolution (performance.timeOrigin +

@@ -13,7 +13,7 @@ export const maxErrorBodyBytes = 64 * 1024;
 
 const mib = (n: number) => `${Math.round(n / 1024 / 1024)} MiB`;
 
-/** A member's answer larger than Panoptes holds; a list retries with smaller pages (synchro/reflector.ts). */
+/** A member's answer larger than Panoptes holds; a list retries with smaller pages (synchro/cluster/reflector.ts). */
 export class AnswerTooLargeError extends Error {
   override name = 'AnswerTooLargeError';
   constructor(

@@ -14,7 +14,7 @@
 // verification needs the Secret's own kubeconfig to skip it. Every configuration gets the
 // network guard (member/networks.ts), and the credentials loaded are registered with the
 // redactor (lib/redact.ts). Clusters imported by a ClusterSource get their connection from
-// synchro's importer (synchro/registrations.ts passes it in); without one they are invalid.
+// synchro's importer (synchro/config/registrations.ts passes it in); without one they are invalid.
 import {
   anyServer,
   clusterEndpoint,

@@ -3,7 +3,7 @@
 // addCounts). A writer that does not keep it — a synchro of an earlier release still running
 // during a rolling upgrade — makes it drift, negative counts included; repairCounts recounts
 // it from the objects. It runs under the rv lock, so no batch commits between the count and
-// the repair, and under the compactor's lease (synchro/compactor.ts runs it at the start of
+// the repair, and under the compactor's lease (synchro/commit/compactor.ts runs it at the start of
 // each term and on a schedule).
 import type { Knex } from 'knex';
 import type { Dialect } from './dialect.ts';

@@ -1,5 +1,5 @@
 // What stored objects cost: the bytes of every table, TOAST table and index, and the average
-// bytes of the columns that hold copies of an object, for hack/bench-size.ts.
+// bytes of the columns that hold copies of an object, for hack/bench/size.ts.
 import type { Connection } from './connect.ts';
 import type { RelationSize } from './dialect.ts';
 import { rowsOf } from './rows.ts';

@@ -342,7 +342,7 @@ export class Store {
 
   /**
    * writeClusterObject for many clusters in one transaction (one rv lock for all), each under
-   * its cluster's lease: synchro's status writes, grouped per round (synchro/status-committer.ts).
+   * its cluster's lease: synchro's status writes, grouped per round (synchro/commit/cluster-object-committer.ts).
    * A stale fence throws FencedError naming it, and nothing is written.
    */
   async writeClusterObjects(writes: readonly ClusterObjectWriteRequest[]): Promise<ClusterObjectResult[]> {

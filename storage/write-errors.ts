@@ -31,7 +31,7 @@ const connectionMessages = /Connection terminated|connection error|Client was cl
 /**
  * How a failed write should be handled. Unknown errors are data: a round that fails for a
  * reason that is neither fencing nor an outage is split until the event that fails alone is
- * found (synchro/committer.ts), and only that event is set aside; were storage down, the
+ * found (synchro/commit/committer.ts), and only that event is set aside; were storage down, the
  * split's first write would fail as an outage and be retried as one.
  */
 export function writeErrorKind(err: unknown): WriteErrorKind {

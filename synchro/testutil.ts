@@ -9,7 +9,7 @@ import type { SimCluster } from '../hack/sim/cluster.ts';
 import { Store } from '../storage/store.ts';
 import { startSynchro, type SynchroHandle, type SynchroOptions } from './synchro.ts';
 import { setLogLevel } from '../lib/log.ts';
-import type { ClusterTimings } from './cluster.ts';
+import type { ClusterTimings } from './cluster/cluster.ts';
 
 // Tests log warnings and errors only, unless PANOPTES_LOG_LEVEL asks for more.
 if (!process.env.PANOPTES_LOG_LEVEL) setLogLevel('warn');

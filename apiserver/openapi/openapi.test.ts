@@ -9,8 +9,8 @@ import { logger, setLogLevel } from '../../lib/log.ts';
 import { clusterLease } from '../../storage/leases.ts';
 import { openTestStore, seedCluster, takeLease, underTestLease } from '../../storage/testing.ts';
 import { connectCluster } from '../../member/client.ts';
-import { SynchroMetrics } from '../../synchro/metrics.ts';
-import { OpenAPIFetcher } from '../../synchro/openapi.ts';
+import { SynchroMetrics } from '../../synchro/metrics/metrics.ts';
+import { OpenAPIFetcher } from '../../synchro/cluster/openapi.ts';
 import { createApiserver } from '../server.ts';
 import { openapiV3Problems, swaggerProblems, type Kind } from './testutil.ts';
 

@@ -21,7 +21,7 @@ import { authenticationConfigMap, startFakeHost } from '../../hack/testing/fakeh
 import { logger, setLogLevel } from '../../lib/log.ts';
 import { MemberNetworks } from '../../member/networks.ts';
 import { emptyStorageUrl, openTestStore } from '../../storage/testing.ts';
-import { SynchroMetrics } from '../../synchro/metrics.ts';
+import { SynchroMetrics } from '../../synchro/metrics/metrics.ts';
 import { startSynchro } from '../../synchro/synchro.ts';
 import { proxyCredentials } from '../../cli/commands/proxy-credentials.ts';
 import { secureServingFromFlags } from '../auth/config.ts';

@@ -12,7 +12,7 @@ import { stringify } from 'yaml';
 import { ApiserverMetrics } from '../../apiserver/endpoints/metrics.ts';
 import { logger } from '../../lib/log.ts';
 import { MemberNetworks } from '../../member/networks.ts';
-import { SynchroMetrics } from '../../synchro/metrics.ts';
+import { SynchroMetrics } from '../../synchro/metrics/metrics.ts';
 import { startSynchro } from '../../synchro/synchro.ts';
 import { startServing } from './apiserver.ts';
 import { openStorage } from './serve.ts';

@@ -1,9 +1,9 @@
 // The member-cluster flags that `panoptes synchro` and `panoptes all-in-one` share, parsed
 // into the options of startSynchro.
 import { existsSync, readFileSync } from 'node:fs';
-import { defaultCompaction } from '../../synchro/compactor.ts';
+import { defaultCompaction } from '../../synchro/commit/compactor.ts';
 import { defaultDispatcherOptions } from '../../synchro/mcs/dispatcher.ts';
-import { defaultInitialSyncConcurrency } from '../../synchro/initial-sync-slots.ts';
+import { defaultInitialSyncConcurrency } from '../../synchro/cluster/initial-sync-slots.ts';
 import type { ClusterConnection } from '../../member/client.ts';
 import type { SynchroOptions } from '../../synchro/synchro.ts';
 import { parseProviderFile } from '../../synchro/import/exec-credentials.ts';

@@ -1,6 +1,6 @@
 // `panoptes synchro`: list and watch every configured member cluster into storage.
 import { startSynchro } from '../../synchro/synchro.ts';
-import { IdentityConflictError } from '../../synchro/membership.ts';
+import { IdentityConflictError } from '../../synchro/membership/membership.ts';
 import { logger } from '../../lib/log.ts';
 import { parseFlags, UsageError, type Command } from '../command.ts';
 import { parseSynchroFlags, synchroFlagHelp, synchroFlagSpec } from './synchro-flags.ts';

@@ -16,7 +16,7 @@ import { stringifyJson } from '../../kube/json-text.ts';
 import { setLogLevel } from '../../lib/log.ts';
 import { backends, openTestStore, refuseObjectsHolding, stopTestPostgres } from '../../storage/testing.ts';
 import type { KubeObject } from '../../storage/types.ts';
-import { SynchroMetrics } from '../../synchro/metrics.ts';
+import { SynchroMetrics } from '../../synchro/metrics/metrics.ts';
 import { startSynchro } from '../../synchro/synchro.ts';
 import { fastTimings, tempDir, waitUntil, writeClusters } from '../../synchro/testutil.ts';
 import { startSimClusters } from '../sim/cluster.ts';

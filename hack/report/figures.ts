@@ -31,7 +31,7 @@ interface Run<B extends string, F> {
   figures: F;
 }
 
-// ---- hack/bench-storage.ts
+// ---- hack/bench/storage.ts
 
 export interface StorageBackendFigures {
   backend: 'sqlite' | 'sqlite3' | 'postgres';
@@ -50,7 +50,7 @@ export interface StorageFigures {
   targets: { ingestEventsPerSec: { sqlite: number; postgres: number }; pollRowsPerSec: number; firstPageP50MsSqlite: number; pagingObjectsPerSec: number };
 }
 
-// ---- hack/bench-list.ts
+// ---- hack/bench/list.ts
 
 export interface ListBackendFigures {
   backend: 'sqlite' | 'postgres';
@@ -112,7 +112,7 @@ export interface ListFigures {
   targets: { firstPageJsonP50Ms: number; postgresOverSqlite: number; continueOverFirstPage?: number; cpuMsPerPage?: { json: number; table: number } };
 }
 
-// ---- hack/bench-synchro.ts
+// ---- hack/bench/synchro.ts
 
 export interface SynchroInitialFigures {
   objects: number;
@@ -157,7 +157,7 @@ export interface SynchroFigures {
   targets: { initialSyncSeconds: number; lagP99Ms: number; rssFlatWithin: number };
 }
 
-// ---- hack/bench-synchro-ha.ts
+// ---- hack/bench/synchro-ha.ts
 
 export interface SynchroHaThroughputFigures {
   members: number;
@@ -196,7 +196,7 @@ export interface SynchroHaFigures {
   targets: { lagP99Ms: number; threeOverOne: number; failoverSeconds: number };
 }
 
-// ---- hack/bench-watch.ts
+// ---- hack/bench/watch.ts
 
 export interface WatchLatencyFigures {
   setup: 'sqlite' | 'postgres';
@@ -235,7 +235,7 @@ export interface WatchFigures {
   targets: { p99Ms: number };
 }
 
-// ---- hack/bench-watch-fanout.ts
+// ---- hack/bench/watch-fanout.ts
 
 export interface WatchFanoutPhaseFigures {
   watchers: number;
@@ -262,7 +262,7 @@ export interface WatchFanoutFigures {
   targets: { p99Ms: number; rssMB: number };
 }
 
-// ---- hack/bench-watch-connections.ts
+// ---- hack/bench/watch-connections.ts
 
 export interface WatchConnectionsPhaseFigures {
   /** Watches open: 1 in phase 1, the connections (or HTTP/2 streams) opened in phase 2. */
@@ -319,7 +319,7 @@ export interface WatchConnectionsFigures {
   targets: { rssMB: number; p99Ms: number; pollWithin: number };
 }
 
-// ---- hack/bench-memory.ts
+// ---- hack/bench/memory.ts
 
 export interface MemoryProcessFigures {
   process: 'synchro' | 'apiserver' | 'all-in-one';
@@ -367,7 +367,7 @@ export interface MemoryFigures {
   targets: { rssMB: { apiserver: number; synchro: number; 'all-in-one'?: number } };
 }
 
-// ---- hack/bench-metrics.ts
+// ---- hack/bench/metrics.ts
 
 export interface MetricsQueryFigures {
   matching: number;
@@ -390,7 +390,7 @@ export interface MetricsFigures {
   backends: MetricsBackendFigures[];
 }
 
-// ---- hack/bench-mcs.ts
+// ---- hack/bench/mcs.ts
 
 /** Member writes, by verb. */
 export interface McsWriteFigures {
@@ -434,7 +434,7 @@ export interface McsFigures {
   targets: { p50Ms: number; p99Ms: number; resyncWrites: number };
 }
 
-// ---- hack/bench-size.ts
+// ---- hack/bench/size.ts
 
 /** A table, TOAST table or index: its bytes on disk. */
 export interface SizeRelationFigures {
@@ -478,7 +478,7 @@ export interface SizeFigures {
   backends: SizeBackendFigures[];
 }
 
-// ---- hack/bench-compression.ts
+// ---- hack/bench/compression.ts
 
 export interface CompressionArmFigures {
   label: string;
@@ -512,7 +512,7 @@ export interface CompressionFigures {
   sizes: CompressionSizeFigures[];
 }
 
-// ---- hack/bench-standby.ts
+// ---- hack/bench/standby.ts
 
 export interface Percentiles {
   p50: number;
@@ -531,7 +531,7 @@ export interface StandbyFigures {
   rvLock: Array<{ eventsPerBatch: number; writers: number; hold: Percentiles; capEventsPerSec: number }>;
 }
 
-// ---- hack/bench-fleet.ts
+// ---- hack/bench/fleet.ts
 
 /** A fleet on one machine: many simulated clusters, PostgreSQL, synchro members and apiserver replicas as processes. */
 export interface FleetFigures {

@@ -6,7 +6,7 @@ import t from 'tap';
 import { Registry } from 'prom-client';
 import { ApiserverMetrics } from '../../apiserver/endpoints/metrics.ts';
 import { watchMetrics } from '../../apiserver/watch/metrics.ts';
-import { SynchroMetrics } from '../../synchro/metrics.ts';
+import { SynchroMetrics } from '../../synchro/metrics/metrics.ts';
 
 interface Target {
   refId: string;

@@ -7,8 +7,8 @@ import { installationLabel, labels, managedByLabel, managedByValue, mcsApi, mcsR
 import type { OwnObjectState } from '../../storage/own-objects.ts';
 import type { Store } from '../../storage/store.ts';
 import type { ClusterRecord, KubeObject, ListQuery, StoredObject } from '../../storage/types.ts';
-import { isDuplicateStatus } from '../identity.ts';
-import { notSyncedReason } from '../not-synced.ts';
+import { isDuplicateStatus } from '../cluster/identity.ts';
+import { notSyncedReason } from '../membership/not-synced.ts';
 import type { ConsumerRanges } from './addresses.ts';
 import { keyString, type ClusterObject, type ClusterView, type KeyInputs, type McsView, type ServiceKey } from './desired.ts';
 

@@ -12,8 +12,8 @@ import { HttpError, type WritableClusterClient } from '../../member/client.ts';
 import { clusterLease } from '../../storage/leases.ts';
 import { backends, openTestStore, stopTestPostgres } from '../../storage/testing.ts';
 import type { KubeObject } from '../../storage/types.ts';
-import { defaultShardSettings, Membership } from '../membership.ts';
-import { SynchroMetrics } from '../metrics.ts';
+import { defaultShardSettings, Membership } from '../membership/membership.ts';
+import { SynchroMetrics } from '../metrics/metrics.ts';
 import '../testutil.ts'; // warnings and errors only in the test's output
 import type { Op } from './diff.ts';
 import { collectionPath, LeaseGoneError, MemberRequestError, MemberWriter, type LeaseCheck } from './writer.ts';

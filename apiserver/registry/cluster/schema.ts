@@ -2,7 +2,7 @@
 // (panoptes.io/v1alpha1), as apiserver/discovery/panoptes-group.ts serves them: the spec of an API-registered
 // cluster (api/cluster.ts; inline credentials write-only), the clusters.yaml keys a
 // file cluster's spec shows (the allowlist of api/cluster.ts servedSpec, secrets redacted), and the status
-// synchro writes (synchro/cluster.ts ClusterStatus, synchro/cluster-objects.ts). Built from the
+// synchro writes (synchro/cluster/cluster.ts ClusterStatus, synchro/cluster/cluster-objects.ts). Built from the
 // blocks of own-schema.ts.
 import type { JsonObject } from '../../../kube/openapi-convert.ts';
 import { bool, conditionDefinition, gvk, int, list, listDefinition, objectMetaName, p, ref, str, strings, time, typeMeta } from '../../openapi/own-schema.ts';

@@ -1,4 +1,4 @@
-// hack/bench-compression.ts: per list size, the response time of each arm (direct and
+// hack/bench/compression.ts: per list size, the response time of each arm (direct and
 // through the aggregator-like proxy, with and without gzip) as percentile curves; and the
 // bytes on the wire of each arm, to the client and over the hop from Panoptes.
 import type { CompressionFigures } from '../figures.ts';

@@ -1,4 +1,4 @@
-// hack/bench-fleet.ts: a fleet on one machine: pages of each view, watch delivery, and each process's memory.
+// hack/bench/fleet.ts: a fleet on one machine: pages of each view, watch delivery, and each process's memory.
 import type { FleetFigures } from '../figures.ts';
 import { barChart } from '../kinds/bars.ts';
 import { percentile } from '../stats.ts';

@@ -1,4 +1,4 @@
-// hack/bench-list.ts: the first page's latency per backend and format, the time to page
+// hack/bench/list.ts: the first page's latency per backend and format, the time to page
 // through everything, PostgreSQL / SQLite ratios, and `kubectl get pods -A` through Panoptes
 // against the clusters one after the other.
 import type { ListFigures } from '../figures.ts';

@@ -1,4 +1,4 @@
-// hack/bench-mcs.ts: an endpoint change in a provider to every consumer holding it, as a
+// hack/bench/mcs.ts: an endpoint change in a provider to every consumer holding it, as a
 // latency distribution against the p50 and p99 targets; and the member writes: of the initial
 // dispatch by verb, and per endpoint change (one per consumer, none to the provider) and of a
 // resync (none) against their targets.

@@ -1,4 +1,4 @@
-// hack/bench-memory.ts: the RSS of each real process, idle after syncing and after a burst of
+// hack/bench/memory.ts: the RSS of each real process, idle after syncing and after a burst of
 // creates, per backend and setup, against its target; and where it goes (V8 heap used and
 // allocated, external memory).
 import type { MemoryFigures, MemoryProcessFigures, MemorySetupFigures } from '../figures.ts';

@@ -1,4 +1,4 @@
-// hack/bench-metrics.ts: the HPA's external metric queries over HTTP, count and sum, as
+// hack/bench/metrics.ts: the HPA's external metric queries over HTTP, count and sum, as
 // latency distributions per backend with each backend's p50 target.
 import type { MetricsFigures } from '../figures.ts';
 import { percentileChart } from '../kinds/percentiles.ts';

@@ -1,4 +1,4 @@
-// hack/bench-size.ts: bytes per object on disk, per backend and phase, split into the object
+// hack/bench/size.ts: bytes per object on disk, per backend and phase, split into the object
 // rows, their indexes, the label rows, the change log and its indexes, against the JSON as served.
 import type { SizeFigures, SizePhaseFigures } from '../figures.ts';
 import { barChart } from '../kinds/bars.ts';

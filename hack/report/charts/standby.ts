@@ -1,4 +1,4 @@
-// hack/bench-standby.ts: a replica reading the primary against one reading a streaming
+// hack/bench/standby.ts: a replica reading the primary against one reading a streaming
 // standby: most-recent list and write→watch latency, and the primary's CPU per 1,000 lists.
 import type { StandbyFigures } from '../figures.ts';
 import { barChart } from '../kinds/bars.ts';

@@ -1,4 +1,4 @@
-// hack/bench-storage.ts: ingest, change-log poll and paging rates per backend (one panel
+// hack/bench/storage.ts: ingest, change-log poll and paging rates per backend (one panel
 // each, with their targets), and the filtered first page's latency distribution.
 import type { StorageFigures } from '../figures.ts';
 import { barChart } from '../kinds/bars.ts';

@@ -1,4 +1,4 @@
-// hack/bench-synchro-ha.ts: committed events/s and lag p99 against the rate asked, for 1 and
+// hack/bench/synchro-ha.ts: committed events/s and lag p99 against the rate asked, for 1 and
 // 3 synchro members on PostgreSQL, and the time to a new owner's first write after a failure.
 import type { SynchroHaFigures } from '../figures.ts';
 import { barChart } from '../kinds/bars.ts';

@@ -1,4 +1,4 @@
-// hack/bench-synchro.ts (one backend per file): initial sync and churn rates, the churn's
+// hack/bench/synchro.ts (one backend per file): initial sync and churn rates, the churn's
 // upstream-event-to-commit lag distribution, and synchro's RSS over the churn.
 import type { SynchroFigures } from '../figures.ts';
 import { barChart, type BarPanel } from '../kinds/bars.ts';

@@ -1,4 +1,4 @@
-// hack/bench-watch-connections.ts: the apiserver as a process with one watcher, then many
+// hack/bench/watch-connections.ts: the apiserver as a process with one watcher, then many
 // over real sockets, per mode (HTTP/1.1, HTTP/2 over TLS, HTTP/1.1 over TLS): its memory and
 // what each connection costs, delivery latency, and poll queries against the deliveries.
 import type { WatchConnectionsFigures, WatchConnectionsModeFigures } from '../figures.ts';

@@ -1,4 +1,4 @@
-// hack/bench-watch-fanout.ts: one watcher against many in one process: delivery latency,
+// hack/bench/watch-fanout.ts: one watcher against many in one process: delivery latency,
 // poll queries and memory, with the targets.
 import type { WatchFanoutFigures } from '../figures.ts';
 import { barChart } from '../kinds/bars.ts';

@@ -1,4 +1,4 @@
-// hack/bench-watch.ts: per setup, the latency from a write in a member cluster to the event
+// hack/bench/watch.ts: per setup, the latency from a write in a member cluster to the event
 // at a watch client, through Panoptes beside a watch on the member itself; where the time
 // goes (write -> commit -> client); and poll queries per replica as watchers grow.
 import type { WatchFigures } from '../figures.ts';
