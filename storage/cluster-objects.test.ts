@@ -206,7 +206,7 @@ t.test('postgres: a round of status writes runs beside other writers; one that c
   const round = async (writes: Array<{ name: string; fence: typeof east; decide: (cur: ClusterObjectState | undefined) => ClusterObjectWrite }>) => {
     sql.length = 0;
     const results = await store.writeClusterObjects(writes);
-    return { results, alone: sql.some((q) => q.includes('panoptes_rv_exclusive')), parallel: sql.some((q) => q.includes('panoptes_rv_allocate')) };
+    return { results, alone: sql.some((q) => q.includes('panoptes_rv_exclusive')), parallel: sql.some((q) => q.includes('panoptes_rv_allocate')), objectUpdates: sql.filter((q) => /^update "?objects"?/i.test(q.trim())).length };
   };
   const created = await round([
     { name: 'east', fence: east, decide: () => put(cluster('east', 'u1', { server: 'https://one' })) },
@@ -224,6 +224,19 @@ t.test('postgres: a round of status writes runs beside other writers; one that c
   t.equal(b.change!.rv, a.change!.rv + 1, 'one rv each, in order');
   t.equal(a.watermark, b.change!.rv, "the round's watermark is its last rv");
   t.equal(await store.watermark(), b.change!.rv, 'published');
+  t.equal(status.objectUpdates, 1, "the round's status writes are one statement: it holds its rvs for one round trip, whatever its size");
+  const stored = (await list(store)).items.map((i) => JSON.parse(i.object) as KubeObject);
+  t.same(
+    stored.map((o) => [o.metadata?.name, o.metadata?.resourceVersion, (o.status as { phase?: string } | undefined)?.phase]),
+    [['east', String(a.change!.rv), 'Ready'], ['west', String(b.change!.rv), 'Ready']],
+    'each object stored with its status and its own rv',
+  );
+  const mixed = await round([
+    { name: 'east', fence: east, decide: (cur) => put({ ...cur!.object, status: { phase: 'Offline' } }) },
+    { name: 'west', fence: west, decide: (cur) => put({ ...cur!.object, metadata: { ...cur!.object.metadata, labels: { team: 'x' } } }) },
+  ]);
+  t.same(mixed.results.map((r) => r.change?.type), ['MODIFIED', 'MODIFIED'], 'a status write and a relabel in one round');
+  t.same((await list(store, { labelSelector: [{ key: 'team', operator: 'in', values: ['x'] }] })).items.map((i) => i.name), ['west'], 'the relabel is written with its label rows');
   const gone = await round([{ name: 'west', fence: west, decide: () => ({ action: 'delete' }) }]);
   t.ok(gone.alone, 'deleting: alone');
   t.equal(gone.results[0].change?.type, 'DELETED');

@@ -9,10 +9,10 @@
 import { readMeta } from './meta.ts';
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { Dialect } from './dialect.ts';
+import type { Dialect, ObjectRowUpdate } from './dialect.ts';
 import { fenceOf, writeTransaction } from './fenced.ts';
 import { clusterLease, type Fence } from './leases.ts';
-import { applyOwnWrite, ownGroup, ownObjectsCluster, ownVersion, type OwnObjectRef, type OwnRow } from './own-objects.ts';
+import { applyOwnWrite, ownGroup, planOwnUpdate, ownObjectsCluster, ownVersion, type OwnObjectRef, type OwnRow } from './own-objects.ts';
 import type { ChangeRowValues } from './rows.ts';
 import type { EventType, KubeObject } from './types.ts';
 
@@ -155,15 +155,28 @@ export async function writeClusterObjects(knex: Knex, dialect: Dialect, writes: 
         const first = writing.length > 0 ? await locked.allocate(writing.length) : Number.NaN;
         const results: Array<Omit<ClusterObjectResult, 'watermark'>> = [];
         const changes: ChangeRowValues[] = [];
+        // Status writes (the object stored, its labels and credentials unchanged) go out in one
+        // statement after the loop: a round holds its rvs, which writers after it wait for to
+        // publish, for a round trip rather than one per Cluster.
+        const updates: ObjectRowUpdate[] = [];
         for (const [i, d] of decided.entries()) {
           if (!d.write) {
             results.push({ object: d.loaded.row?.object });
             continue;
           }
-          const r = await applyDecided(trx, dialect, d, writes[i].fence, first + changes.length, locked.now, false);
+          const rv = first + changes.length;
+          const planned = d.write.action === 'put' && d.write.credentials === undefined ? planOwnUpdate(clusterRef(d.name), d.loaded.row, d.write.object, rv, locked.now, writes[i].fence) : undefined;
+          if (planned && planned.uid === d.loaded.row!.uid) {
+            updates.push(planned.update);
+            changes.push(planned.change);
+            results.push({ change: { rv, type: planned.type }, object: planned.json });
+            continue;
+          }
+          const r = await applyDecided(trx, dialect, d, writes[i].fence, rv, locked.now, false);
           changes.push(r.row);
           results.push(r.result);
         }
+        await dialect.updateObjectRows(trx, updates);
         const last = first + changes.length - 1;
         if (changes.length > 0) await dialect.publishChanges(trx, changes, locked.movesWatermark ? last : null);
         const watermark = changes.length > 0 ? last : locked.movesWatermark ? locked.rv : (await readMeta(trx)).rv;

@@ -14,6 +14,9 @@ import { hotQuery, sqliteDatabase, sqliteStatement } from './prepared.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
+/** An `objects` row's new values, by its id. */
+export type ObjectRowUpdate = { id: number } & Record<string, string | number | null>;
+
 export interface Dialect {
   name: DialectName;
   /** Column type for keys compared in list order: byte order on both engines. */
@@ -45,6 +48,12 @@ export interface Dialect {
    * `rv` null: a parallel writer, whose watermark moves when it publishes (ordered-commits.ts).
    */
   publishChanges(trx: Knex.Transaction, rows: ChangeRowValues[], rv: number | null): Promise<void>;
+  /**
+   * Updates `objects` rows by id, each with its values (the same columns in every row): one
+   * statement on PostgreSQL, so that a round of status writes holds its rvs for one round trip
+   * whatever its size (storage/cluster-objects.ts).
+   */
+  updateObjectRows(trx: Knex.Transaction, rows: readonly ObjectRowUpdate[]): Promise<void>;
   /**
    * Writes a batch's decided rows (objects, labels, counts) and publishes its changes: one
    * statement on PostgreSQL, one per table on SQLite (storage/batch-rows.ts).
@@ -319,6 +328,10 @@ export const sqlite: Dialect = {
     await insertRows(trx, sqlite, 'changes', rows as unknown as Array<Record<string, unknown>>);
     if (rv !== null) await hotQuery(trx, "UPDATE meta SET value = ? WHERE key = 'rv'", [rv]);
   },
+  async updateObjectRows(trx, rows) {
+    // One process writes SQLite: a statement is a call, not a round trip.
+    for (const { id, ...values } of rows) await trx('objects').where({ id }).update(values);
+  },
   writeBatch: (trx, rows) => writeBatchRows(trx, sqlite, rows),
   async prepareMigrations(knex) {
     // Outside any transaction: a statement of its own waits for the lock (busy_timeout).
@@ -586,6 +599,12 @@ export const postgres: Dialect = {
   async publishChanges(trx, rows, rv) {
     const [sql, bindings] = postgresPublish(rows, rv);
     await hotQuery(trx, `WITH ${sql} SELECT count(*) FROM notified`, bindings);
+  },
+  async updateObjectRows(trx, rows) {
+    if (rows.length === 0) return;
+    const columns = Object.keys(rows[0]).filter((c) => c !== 'id');
+    const [source, bindings] = postgresRowsSource('objects', ['id', ...columns], [...rows]);
+    await trx.raw(`UPDATE objects AS o SET ${columns.map((c) => `"${c}" = v."${c}"`).join(', ')} FROM (${source}) AS v WHERE o.id = v.id`, bindings as Binding[]);
   },
   async writeBatch(trx, b) {
     // One statement: the rows of every table, the change log, the watermark and the NOTIFY.

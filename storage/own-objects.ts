@@ -8,7 +8,7 @@
 // objects (storage/cluster-objects.ts), which keep their inline credentials beside the row in
 // the same transaction.
 import type { Knex } from 'knex';
-import type { Dialect } from './dialect.ts';
+import type { Dialect, ObjectRowUpdate } from './dialect.ts';
 import { writeTransaction } from './fenced.ts';
 import { insertRows } from './insert.ts';
 import { labelNumber } from './label-number.ts';
@@ -90,28 +90,20 @@ export async function applyOwnWrite(
   fence: Fence | undefined,
   /** false: the change row is returned, for the caller to publish with others (one statement). */
   publish = true,
-): Promise<{ type: EventType; json: string; uid: string; change: ChangeRowValues }> {
+): Promise<OwnWriteResult> {
   const counts = (n: number) => addCounts(trx, dialect, [{ cluster: ownObjectsCluster, grp: ownGroup, resource: ref.resource, namespace: ref.namespace, n }]);
-  let type: EventType;
-  let json: string;
-  let uid: string;
+  let result: OwnWriteResult;
   if (decision.action === 'delete') {
-    type = 'DELETED';
     const current = JSON.parse(row!.object) as KubeObject;
-    json = JSON.stringify(stamp(current, changeRv));
-    uid = row!.uid;
+    const json = JSON.stringify(stamp(current, changeRv));
+    result = { type: 'DELETED', json, uid: row!.uid, change: changeRow(ref, 'DELETED', row!.uid, json, row, changeRv, ts, fence) };
     await trx('object_labels').where({ obj_id: Number(row!.id) }).delete();
     await trx('objects').where({ id: Number(row!.id) }).delete();
     await counts(-1);
   } else {
-    const obj = stamp(decision.object, changeRv);
-    const md = obj.metadata ?? {};
-    if (md.name !== ref.name) throw new Error(`applyOwnWrite: the object is named ${JSON.stringify(md.name)}, not ${JSON.stringify(ref.name)}`);
-    if ((md.namespace ?? '') !== ref.namespace) throw new Error(`applyOwnWrite: the object's namespace is ${JSON.stringify(md.namespace ?? '')}, not ${JSON.stringify(ref.namespace)}`);
-    uid = md.uid ?? '';
-    json = JSON.stringify(obj);
-    type = row ? 'MODIFIED' : 'ADDED';
-    const values = { version: ownVersion, uid, rv: changeRv, upstream_rv: '', created_at: md.creationTimestamp ?? '', owner_uid: null, fields: null, object: json };
+    const put = stampedPut(ref, decision.object, changeRv);
+    const { md, values } = put;
+    result = { type: row ? 'MODIFIED' : 'ADDED', json: put.json, uid: put.uid, change: changeRow(ref, row ? 'MODIFIED' : 'ADDED', put.uid, put.json, row, changeRv, ts, fence) };
     let id: number;
     // The label rows change only with the labels (a status write leaves them: two statements
     // fewer under the rv lock).
@@ -135,7 +127,32 @@ export async function applyOwnWrite(
     const labels = Object.entries(md.labels ?? {}).map(([key, value]) => ({ obj_id: id, key, value: String(value), num: labelNumber(String(value)) }));
     if (relabel) await insertRows(trx, dialect, 'object_labels', labels);
   }
-  const change = {
+  if (publish) await dialect.publishChanges(trx, [result.change], changeRv);
+  return result;
+}
+
+/** What a put or delete of an own object wrote: the change type, the object as served, its uid and its change row. */
+export interface OwnWriteResult {
+  type: EventType;
+  json: string;
+  uid: string;
+  change: ChangeRowValues;
+}
+
+/** A put's object stamped with its rv, checked against `ref`, and the values of its `objects` row. */
+function stampedPut(ref: OwnObjectRef, object: KubeObject, changeRv: number) {
+  const obj = stamp(object, changeRv);
+  const md = obj.metadata ?? {};
+  if (md.name !== ref.name) throw new Error(`applyOwnWrite: the object is named ${JSON.stringify(md.name)}, not ${JSON.stringify(ref.name)}`);
+  if ((md.namespace ?? '') !== ref.namespace) throw new Error(`applyOwnWrite: the object's namespace is ${JSON.stringify(md.namespace ?? '')}, not ${JSON.stringify(ref.namespace)}`);
+  const uid = md.uid ?? '';
+  const json = JSON.stringify(obj);
+  const values = { version: ownVersion, uid, rv: changeRv, upstream_rv: '', created_at: md.creationTimestamp ?? '', owner_uid: null, fields: null, object: json };
+  return { md, uid, json, values };
+}
+
+function changeRow(ref: OwnObjectRef, type: EventType, uid: string, json: string, row: OwnRow | undefined, changeRv: number, ts: number, fence: Fence | undefined): ChangeRowValues {
+  return {
     rv: changeRv,
     type,
     cluster: ownObjectsCluster,
@@ -150,8 +167,25 @@ export async function applyOwnWrite(
     ts,
     epoch: fence?.epoch ?? null,
   };
-  if (publish) await dialect.publishChanges(trx, [change], changeRv);
-  return { type, json, uid, change };
+}
+
+/**
+ * A put of a stored object whose labels stay the same (a status write), planned for the caller
+ * to write with others in one statement (`dialect.updateObjectRows`) and publish with them: what
+ * applyOwnWrite would write, without writing it. Undefined when the write needs applyOwnWrite's
+ * statements (a new object, new labels).
+ */
+export function planOwnUpdate(
+  ref: OwnObjectRef,
+  row: OwnRow | undefined,
+  object: KubeObject,
+  changeRv: number,
+  ts: number,
+  fence: Fence | undefined,
+): (OwnWriteResult & { update: ObjectRowUpdate }) | undefined {
+  if (!row || !sameLabels((JSON.parse(row.object) as KubeObject).metadata?.labels, object.metadata?.labels)) return undefined;
+  const put = stampedPut(ref, object, changeRv);
+  return { type: 'MODIFIED', json: put.json, uid: put.uid, change: changeRow(ref, 'MODIFIED', put.uid, put.json, row, changeRv, ts, fence), update: { id: Number(row.id), ...put.values } };
 }
 
 /** Whether two label maps are the same (order aside). */
