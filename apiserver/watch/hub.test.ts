@@ -162,12 +162,10 @@ t.test('an rv the poller skipped over by a compaction gets 410 at once, not 504 
   for (let i = 1; i <= 6; i++) await other.applyBatch('c1', [podEvent('ADDED', 'n', `p${i}`, String(i))]);
   await compactNow(other, { minAgeMs: 0, minCount: 0 });
   t.equal(hub.rv, B, 'the poller has not seen any of it');
-  const start = Date.now();
+  // Ended within the 30 s bounded wait, so not by the 40 s future-rv timeout.
   const r = new Reader(hub.watch(podWatch({ resourceVersion: B + 2 })));
   await r.end(30_000);
-  const waited = Date.now() - start;
-  t.match(r.events, [{ type: 'ERROR', object: { code: 410, reason: 'Expired', message: `too old resource version: ${B + 2} (${B + 6})` } }]);
-  t.ok(waited < 20_000, `answered in ${waited} ms, without waiting for the future-rv timeout (40 s)`);
+  t.match(r.events, [{ type: 'ERROR', object: { code: 410, reason: 'Expired', message: `too old resource version: ${B + 2} (${B + 6})` } }], 'answered without waiting for the future-rv timeout (40 s)');
 });
 
 t.test('a snapshot ahead of a stuck poller ends with ERROR 504, not silence until the deadline', async (t) => {
