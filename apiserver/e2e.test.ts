@@ -163,7 +163,8 @@ t.test('all-in-one over simulated clusters, SQLite', async (t) => {
   // A cluster that goes away: its data is served with a Warning.
   await sims[1].faults.down({ mode: 'unavailable' });
   await until('west not Ready', async () => (await get(`${base}/apis/panoptes.io/v1alpha1/clusters/west`)).json.status.ready === false);
-  await new Promise((r) => setTimeout(r, 2500)); // the catalog refreshes cluster status every 2 s
+  // The catalog refreshes cluster status every 2 s: reads carry the Warning once it has.
+  await until('reads warn of west', async () => /cluster west is not Ready/.test(String((await get(`${base}${P}/api/v1/pods?limit=1`)).headers.warning ?? '')));
   const stale = await kubectl(['get', 'pods', '-A', '-o', 'name']);
   t.equal(stale.stdout.trim().split('\n').length, upstreamPods, 'data kept');
   t.match(stale.stderr, /Warning: cluster west is not Ready/);

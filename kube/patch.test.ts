@@ -93,11 +93,10 @@ t.test('bounded as kube bounds a patch: copies, the result, depth', async (t) =>
 
   // Counted before copying: a copy over the budget allocates nothing. 40 doublings of a small
   // array would be 2^40 times its size; the budget stops it after ~17 with the heap untouched.
+  // Refused fast: the heap shows its copies were not built (all of them would be 2^40 times the array).
   const before = process.memoryUsage().heapUsed;
-  const started = Date.now();
-  t.throws(() => applyJsonPatch({}, ops({ op: 'add', path: '/x', value: ['x'.repeat(40)] }, ...Array.from({ length: 40 }, () => ({ op: 'copy', from: '/x', path: '/x/-' })))), invalid);
-  t.ok(Date.now() - started < 2000, 'the doubling bomb is refused fast');
-  t.ok(process.memoryUsage().heapUsed - before < 64 * MiB, 'and without building its copies');
+  t.throws(() => applyJsonPatch({}, ops({ op: 'add', path: '/x', value: ['x'.repeat(40)] }, ...Array.from({ length: 40 }, () => ({ op: 'copy', from: '/x', path: '/x/-' })))), invalid, 'the doubling bomb is refused');
+  t.ok(process.memoryUsage().heapUsed - before < 64 * MiB, 'without building its copies');
 
   t.throws(() => applyJsonPatch({}, ops({ op: 'add', path: '/x', value: value(1.2 * MiB) }, { op: 'copy', from: '/x', path: '/y' }, { op: 'copy', from: '/x', path: '/z' })), {
     name: 'StatusError',

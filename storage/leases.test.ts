@@ -133,25 +133,36 @@ t.test("postgres: a write in flight holds off acquisitions, not its holder's ren
   const a: Fence = { lease: L, holder: 'a', epoch: (await store.acquireLease(L, 'a', 60_000))! };
   let inside!: () => void;
   const entered = new Promise<void>((r) => (inside = r));
+  // The write stays in flight until the test lets it commit (at most 30 s): a renewal that
+  // waited for it would not return before that, whatever the machine's speed.
+  let letCommit!: () => void;
+  let safety: NodeJS.Timeout | undefined;
+  const gate = new Promise<void>((r) => {
+    letCommit = r;
+    safety = setTimeout(r, 30_000);
+  });
   let committed = false;
   const write = store
     .applyBatches([{ cluster: 'east', events: [podEvent('ADDED', 'n', 'p1', '1')], fence: a }], {
       beforeCommit: async () => {
         inside();
-        await sleep(1500); // a write queued behind others for the rv lock holds its fence this long
+        await gate; // a write queued behind others for the rv lock holds its fence this long
       },
     })
     .then((r) => ((committed = true), r));
   await entered;
-  const started = performance.now();
   const renewed = await store.renewLeases('a', [{ name: L, epoch: a.epoch }], 60_000);
-  const renewMs = performance.now() - started;
   t.ok(renewed.has(L), 'renewed');
-  t.notOk(committed, 'while the write was still in flight');
-  t.ok(renewMs < 1000, `without waiting for it (${renewMs.toFixed(0)} ms)`);
+  t.notOk(committed, 'while the write was still in flight: without waiting for it');
   // Another holder's acquisition (the lease released meanwhile) still waits for the write.
   await store.releaseLease(L, 'a', a.epoch);
-  const epoch = await store.acquireLease(L, 'b', 10_000);
+  let acquired = false;
+  const acquiring = store.acquireLease(L, 'b', 10_000).then((e) => ((acquired = true), e));
+  await sleep(300);
+  t.notOk(acquired, "b's acquisition waits while the write is in flight");
+  letCommit();
+  clearTimeout(safety);
+  const epoch = await acquiring;
   t.ok(committed, "b's acquisition returned only once the write had committed");
   t.ok(epoch !== undefined && epoch > a.epoch);
   await write;

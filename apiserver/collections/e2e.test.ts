@@ -112,16 +112,19 @@ for (const backend of backends) {
       t.same(chunked.stdout.trim().split('\n').slice(1), lines.slice(1), 'kubectl pages the list form (limit 7, continue) to the same rows');
 
       // kubectl get -w: the list form, then its watch, as Tables.
+      const watchersBefore = api.deps.watch.stats().watchers;
       const watcher = spawn('kubectl', ['--server', `${base}/apis/panoptes.io/v1alpha1/resources`, '--cache-dir', join(dir, 'cache'), 'get', 'collectionresources', '-l', 'search.panoptes.io/collection=workloads,app=watched', '-w'], { stdio: ['ignore', 'pipe', 'pipe'] });
       let watched = '';
       watcher.stdout.on('data', (d: Buffer) => (watched += d.toString()));
       watcher.stderr.on('data', (d: Buffer) => (watched += d.toString()));
       t.teardown(() => watcher.kill());
-      for (let i = 0; i < 100 && !/No resources found/.test(watched); i++) await new Promise((r) => setTimeout(r, 100));
+      // Its watch open (an empty list prints nothing to wait for), then the change: each wait bounded at 30 s.
+      for (let i = 0; i < 300 && api.deps.watch.stats().watchers <= watchersBefore; i++) await new Promise((r) => setTimeout(r, 100));
+      t.ok(api.deps.watch.stats().watchers > watchersBefore, "kubectl's watch is open before the change");
       const watchedEvent = deployment('shop', 'watched', '800');
       watchedEvent.object.metadata!.labels = { app: 'watched' };
       await store.applyBatch('east', [watchedEvent]);
-      for (let i = 0; i < 100 && !/Deployment\.apps\s+east\s+shop\s+watched/.test(watched); i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 300 && !/Deployment\.apps\s+east\s+shop\s+watched/.test(watched); i++) await new Promise((r) => setTimeout(r, 100));
       t.match(watched, /Deployment\.apps\s+east\s+shop\s+watched\s+\d+d/, `kubectl -w shows the new object of the collection: ${watched}`);
       watcher.kill();
 
@@ -158,7 +161,7 @@ for (const backend of backends) {
       t.teardown(() => req.abort());
       await store.applyBatch('east', [deployment('shop', 'new', '900'), podEvent('ADDED', 'shop', 'owned', '901', { owner: 'rs' }), cronjob('batch', 'new', '902')]);
       await store.applyBatch('west', [deployment('shop', 'web-0', '903', 'DELETED')]);
-      for (let i = 0; i < 100 && events.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 600 && events.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
       t.same(events.map((e) => `${e.type} ${e.id}`), ['ADDED Deployment/east/shop/new', 'ADDED CronJob/east/batch/new', 'DELETED Deployment/west/shop/web-0'], 'every kind of the collection, the owned pod left out');
       t.same(events.map((e) => e.rv), [...events.map((e) => e.rv)].sort((a, b) => a - b), 'in rv order');
       req.abort();

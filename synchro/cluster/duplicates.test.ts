@@ -17,6 +17,8 @@ import { fastTimings, tempDir, waitForCopy, waitUntil, writeClusters } from '../
 
 const CM = ['/configmaps'];
 const MEMBERS = ['m1', 'm2'];
+/** Every wait is for a condition; its bound only ends a failing run. */
+const WAIT = 60_000;
 
 interface Condition {
   type: string;
@@ -38,7 +40,7 @@ const statusOf = async (store: Store, name: string) => ((await store.getCluster(
 /** The status of `name` once `ok` holds for it. */
 const statusWhen = async (store: Store, name: string, what: string, ok: (s: RowStatus) => boolean): Promise<RowStatus> => {
   let last: RowStatus = {};
-  await waitUntil(what, async () => ok((last = await statusOf(store, name))), 20_000);
+  await waitUntil(what, async () => ok((last = await statusOf(store, name))), WAIT);
   return last;
 };
 const duplicateOf = (s: RowStatus) => s.conditions?.find((c) => c.type === 'Duplicate');
@@ -125,9 +127,9 @@ for (const backend of backends) {
     }
 
     await t.test('each member identified; a single registration syncs', async (t) => {
-      t.same(await waitForCopy(store, east, second, CM, 20_000), [], `${second} is copied`);
-      t.same(await waitForCopy(store, west, 'west', CM, 20_000), [], 'west is copied');
-      t.same(await waitForCopy(store, locked, 'locked', CM, 20_000), [], 'a member that forbids reading namespaces is synced');
+      t.same(await waitForCopy(store, east, second, CM, WAIT), [], `${second} is copied`);
+      t.same(await waitForCopy(store, west, 'west', CM, WAIT), [], 'west is copied');
+      t.same(await waitForCopy(store, locked, 'locked', CM, WAIT), [], 'a member that forbids reading namespaces is synced');
       const s = await statusWhen(store, second, 'the id recorded', (st) => st.clusterID !== undefined);
       t.equal(s.clusterID, kubeSystemUid(east), 'the id is the uid of the kube-system namespace');
       t.equal(s.clusterIDSource, 'KubeSystemNamespace');
@@ -150,20 +152,20 @@ for (const backend of backends) {
       t.equal(dup.reason, 'Duplicate');
       t.match(dup.conditions?.find((c) => c.type === 'Ready'), { status: 'False', reason: 'Duplicate' }, 'Ready False, reason Duplicate');
       t.match(duplicateOf(dup), { status: 'True', reason: 'SameClusterAs', message: new RegExp(`registered as ${second}: it is synced as ${second}`) });
-      t.same(await waitForCopy(store, east, second, CM, 20_000), [], `${second} is copied`);
+      t.same(await waitForCopy(store, east, second, CM, WAIT), [], `${second} is copied`);
       const syncedStatus = await statusWhen(store, second, `${second} shows the condition`, (st) => duplicateOf(st) !== undefined);
       t.match(syncedStatus, { phase: 'Ready', ready: true, clusterID: kubeSystemUid(east) });
       t.match(duplicateOf(syncedStatus), { status: 'True', reason: 'SameClusterAs', message: new RegExp(`also registered as ${first}: it is synced under this name only`) });
-      await waitUntil(`${first}'s objects removed`, async () => (await store.list({ group: '', resource: 'configmaps', clusters: [first] })).items.length === 0, 20_000);
+      await waitUntil(`${first}'s objects removed`, async () => (await store.list({ group: '', resource: 'configmaps', clusters: [first] })).items.length === 0, WAIT);
       // Identified before its first list, the newer registration stores nothing (or, had it listed first, deletes what it stored).
       const changes = (await store.changesAfter(rvBefore, 10_000)).filter((c) => c.cluster === first);
       t.equal(changes.filter((c) => c.type === 'DELETED').length, changes.filter((c) => c.type === 'ADDED').length, `${first}: a DELETED change for each object it stored`);
       t.equal(await fleetConfigMaps(store), upstreamTotal(), 'the fleet list counts every object once');
       t.notOk(duplicateOf(await statusOf(store, 'west')), 'another member: no condition');
-      t.same(await waitForCopy(store, west, 'west', CM), [], 'another member keeps syncing');
+      t.same(await waitForCopy(store, west, 'west', CM, WAIT), [], 'another member keeps syncing');
       // The Cluster objects say the same (what kubectl get clusters shows).
       const objectStatus = async (name: string) => ((await store.getClusterObject(name))?.object.status ?? {}) as RowStatus;
-      await waitUntil('the Cluster objects', async () => (await objectStatus(first)).phase === 'Duplicate' && duplicateOf(await objectStatus(second)) !== undefined);
+      await waitUntil('the Cluster objects', async () => (await objectStatus(first)).phase === 'Duplicate' && duplicateOf(await objectStatus(second)) !== undefined, WAIT);
       t.match(duplicateOf(await objectStatus(first)), { reason: 'SameClusterAs' }, 'the Cluster object of the duplicate');
       t.match(await objectStatus(second), { phase: 'Ready' }, 'the Cluster object of the synced one');
       const holders = new Set([second, first].map((n) => handles.find((h) => h.clusters()[n])?.identity));
@@ -179,16 +181,16 @@ for (const backend of backends) {
       t.equal(await metric(first), 1, '... and for the duplicate');
       // Upstream changes reach storage once.
       east.store.bulkCreate('/configmaps', configMaps('later', 2));
-      t.same(await waitForCopy(store, east, second, CM), [], 'changes synced under the earlier registration');
+      t.same(await waitForCopy(store, east, second, CM, WAIT), [], 'changes synced under the earlier registration');
       t.equal((await store.list({ group: '', resource: 'configmaps', clusters: [first] })).items.length, 0, 'and not under the newer one');
     });
 
     await t.test('the earlier registration removed: the newer one syncs again', async (t) => {
       writeClusters(file, [entry(first, east.url.replace('127.0.0.1', 'localhost')), ...others]);
-      t.same(await waitForCopy(store, east, first, CM, 20_000), [], `${first} is copied again`);
+      t.same(await waitForCopy(store, east, first, CM, WAIT), [], `${first} is copied again`);
       const s = await statusWhen(store, first, `${first} Ready without the condition`, (st) => st.phase === 'Ready' && !duplicateOf(st));
       t.equal(s.clusterID, kubeSystemUid(east));
-      await waitUntil(`${second} removed`, async () => (await store.getCluster(second)) === undefined);
+      await waitUntil(`${second} removed`, async () => (await store.getCluster(second)) === undefined, WAIT);
       t.equal(await fleetConfigMaps(store), upstreamTotal(), 'the fleet list counts every object once');
     });
   });

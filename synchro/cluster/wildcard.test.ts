@@ -168,7 +168,8 @@ t.test('forbidden resources are rechecked: slowly, and all at once when one beca
 });
 
 t.test("a forbidden resource is listed again soon after the member's RBAC changed, not at its slow interval", async (t) => {
-  const recheck = 120_000;
+  // Far beyond the bounded wait below: a list again within it is the reaction to the change.
+  const recheck = 600_000;
   const sim = await startSimCluster({ name: 'c' });
   const narrow: SimRule[] = [{ verbs: readVerbs, apiGroups: ['', 'rbac.authorization.k8s.io'] }];
   sim.auth.grant('t', { name: 'panoptes', rules: narrow });
@@ -178,7 +179,6 @@ t.test("a forbidden resource is listed again soon after the member's RBAC change
   const denials = sim.auth.denied.filter((d) => d.resource === 'deployments').length;
   // The member's RBAC changes as it does on a real cluster: a binding is created (and the
   // authorizer follows it; the simulator's rules are set beside it).
-  const changed = Date.now();
   sim.auth.grant('t', { name: 'panoptes', rules: [...narrow, { verbs: readVerbs, apiGroups: ['apps'] }] });
   sim.crud.create(sim.registry.byId('rbac.authorization.k8s.io/clusterrolebindings')!, 'v1', undefined, {
     apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -187,8 +187,7 @@ t.test("a forbidden resource is listed again soon after the member's RBAC change
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'apps-reader' },
     subjects: [{ kind: 'User', name: 't' }],
   });
-  await waitUntil('deployments synced', async () => (await entry('deployments'))?.state === 'synced', 20_000);
-  t.ok(Date.now() - changed < recheck / 4, `listed again ${Date.now() - changed} ms after the change, not after ${recheck} ms`);
+  await waitUntil('deployments synced, listed again after the change, not after the recheck interval', async () => (await entry('deployments'))?.state === 'synced', 60_000);
   t.equal(sim.auth.denied.filter((d) => d.resource === 'deployments').length, denials, 'and not asked in between');
   const s = await statusOf(store, 'c');
   t.notOk(s?.conditions.some((c) => c.type === 'ResourcesForbidden'), 'the condition is gone');

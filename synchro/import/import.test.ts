@@ -184,9 +184,9 @@ for (const backend of backends) {
       sim('kc-a').auth.tokens = ['kc-a-token-2'];
       const cur = (await hostCall('GET', '/api/v1/namespaces/fleet/secrets/prod')).json;
       t.equal((await hostCall('PUT', '/api/v1/namespaces/fleet/secrets/prod', { ...cur, data: { kubeconfig: b64(two('kc-a-token-2')) } })).status, 200);
-      const rotated = Date.now();
-      await waitUntil('the rotated token in use', () => sim('kc-a').auth.seen.at(-1) === 'kc-a-token-2', 15_000);
-      t.ok(Date.now() - rotated < 10_000, `followed within seconds (${Date.now() - rotated} ms)`);
+      // Followed as the Secret changes (its watch), not at the importer's resync, which the
+      // 10 minutes of synchro's default puts far beyond this bounded wait.
+      await waitUntil('the rotated token in use', () => sim('kc-a').auth.seen.at(-1) === 'kc-a-token-2', 60_000);
       configmap('kc-a', 'after-rotation');
       t.same(await waitForCopy(store, sim('kc-a'), 'prod-a', ['/configmaps'], 20_000), [], 'syncing with the new token');
 

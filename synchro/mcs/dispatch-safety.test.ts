@@ -25,13 +25,14 @@ import { backends, openTestStore, stopTestPostgres } from '../../storage/testing
 import type { Store } from '../../storage/store.ts';
 import { startSynchro } from '../synchro.ts';
 import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
-import { deleteMcs, ensureNamespace, getMcs, installServiceExportCrd, mcsTimings, provide, putMcs, resources, simFleet } from './testutil.ts';
+import { deleteMcs, ensureNamespace, getMcs, installServiceExportCrd, mcsTimings as sharedTimings, provide, putMcs, resources, simFleet, resyncs } from './testutil.ts';
 
 t.teardown(stopTestPostgres);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const SLICES = 'discovery.k8s.io/endpointslices';
-const RESYNC_MS = mcsTimings.resyncIntervalMs;
+// A resync every 500 ms: what is waited for is a number of them (resyncs()), not a time.
+const mcsTimings = { ...sharedTimings, resyncIntervalMs: 500 };
 const withNodes = [...resources, 'nodes'];
 /** The label of the installation that wrote an object (api/multicluster-service.ts installationLabel). */
 const installationLabel = 'panoptes.io/installation';
@@ -77,7 +78,7 @@ for (const backend of backends) {
       await putMcs(a.store, 'default', 'kubernetes', {});
       await putMcs(a.store, 'kube-system', 'kube-dns', {});
       await waitUntil('the refusal in the status', async () => (await entry(a.store, 'kubernetes', 'west', 'default'))?.conditions.some((c) => c.reason === 'SystemService'), 10_000);
-      await sleep(RESYNC_MS * 2);
+      await resyncs(synchroA, 2);
       const w = since(before);
       for (const s of sims) t.same(w[s.name].filter((x) => x.namespace === 'default' || x.namespace === 'kube-system'), [], `${s.name}: nothing written next to its own kubernetes and kube-dns`);
       t.match((await entry(a.store, 'kube-dns', 'lab', 'kube-system'))?.conditions[0], { status: 'False', reason: 'SystemService', message: /namespace kube-system is one of kube's own \(kube-\*\): Panoptes dispatches no system Service unless the operator allows it with --mcs-allow-system-services/ });
@@ -115,9 +116,9 @@ for (const backend of backends) {
       await waitUntil('both in west', () => endpoints(west.store.get(SLICES, 'shop', one))[0] === '10.1.1.1' && endpoints(west.store.get(SLICES, 'shop', two))[0] === '10.3.1.1', 15_000);
       t.equal(west.store.get(SLICES, 'shop', one)?.metadata.labels?.[labels.serviceName], 'a-web');
       t.equal(west.store.get(SLICES, 'shop', two)?.metadata.labels?.[labels.serviceName], 'web');
-      await sleep(RESYNC_MS);
+      await resyncs(synchroA, 1);
       const before = writes();
-      await sleep(RESYNC_MS * 3);
+      await resyncs(synchroA, 3);
       t.same(since(before).west.filter((w) => w.resource === SLICES), [], 'three resyncs: not one slice write');
     });
 
@@ -130,7 +131,7 @@ for (const backend of backends) {
       await putMcs(a.store, 'shop', 'rogue2', { providerClusters: ['lab'] });
       provide(lab, fx(lab), 'shop', 'rogue2', ['10.5.0.2']);
       await waitUntil('the status says lab takes no part', async () => /not taking part: lab is not a provider \(spec\.multiClusterServices\.provider of Cluster lab is not true\)/.test((await status(a.store, 'rogue2'))?.conditions?.[0].message ?? ''), 10_000);
-      await sleep(RESYNC_MS * 2);
+      await resyncs(synchroA, 2);
       for (const s of [east, eastA, west]) t.same(since(before)[s.name].filter((w) => w.name.includes('rogue')), [], `${s.name}: nothing of lab's`);
 
       provide(east, fx(east), 'shop', 'mixed', ['10.1.2.1']);
@@ -223,9 +224,9 @@ for (const backend of backends) {
       t.ok(adopted === idA || adopted === idB, `by one of them (${adopted})`);
       const loser = adopted === idA ? b.store : a.store;
       await waitUntil('the other one says so', async () => (await entry(loser, 'old', 'west'))?.conditions.some((c) => /another Panoptes installation/.test(c.message)), 15_000);
-      await sleep(RESYNC_MS);
+      await resyncs([synchroA, synchroB], 1);
       const before = writes();
-      await sleep(RESYNC_MS * 4);
+      await resyncs([synchroA, synchroB], 4);
       const w = since(before).west.filter((x) => x.namespace === 'shop' && (x.name.startsWith('cart') || x.name.startsWith('east-cart') || x.name.startsWith('old') || x.name.startsWith('east-old')));
       t.same(w, [], 'four resyncs of both installations: no create, update or delete of either one\'s objects');
       t.equal(west.store.get(SLICES, 'shop', cartSlice)?.metadata.labels?.[installationLabel], idA, "A's cart slice is A's");

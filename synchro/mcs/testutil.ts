@@ -8,13 +8,30 @@ import type { Store } from '../../storage/store.ts';
 import { openTestStore, type Backend } from '../../storage/testing.ts';
 import type { KubeObject } from '../../storage/types.ts';
 import { startSynchro, type SynchroHandle } from '../synchro.ts';
-import { fastTimings, tempDir, writeClusters } from '../testutil.ts';
+import { fastTimings, tempDir, waitUntil, writeClusters } from '../testutil.ts';
 
 /** What the dispatcher's tests sync: what a plan and a consumer's view are made of. */
 export const resources = ['namespaces', 'services', 'discovery.k8s.io/endpointslices', 'multicluster.x-k8s.io/serviceexports', 'multicluster.x-k8s.io/serviceimports', 'apiextensions.k8s.io/customresourcedefinitions'];
 
 /** The dispatcher's timings in tests: a resync every 1.5 s, short backoffs. */
 export const mcsTimings = { resyncIntervalMs: 1500, pollIntervalMs: 200, statusCountsIntervalMs: 200, forbiddenBackoff: { initialMs: 1500, maxMs: 6000 }, errorBackoff: { initialMs: 200, maxMs: 1000 }, awayConsumerGraceMs: 4000 };
+
+/** How many full passes (resyncs) `synchro`'s dispatcher has started. */
+async function resyncsStarted(synchro: SynchroHandle): Promise<number> {
+  const metric = await synchro.metrics.registry.getSingleMetric('panoptes_synchro_mcs_passes_total')!.get();
+  return metric.values.filter((v) => v.labels.trigger === 'resync').reduce((sum, v) => sum + v.value, 0);
+}
+
+/**
+ * Resolves once each of `synchros` has made `n` full passes (resyncs) after the call: it has
+ * started the one after them (passes run one at a time, counted as they start). What "nothing
+ * is written on a resync" waits for, rather than for a time a resync is thought to fit in.
+ */
+export async function resyncs(synchros: SynchroHandle | SynchroHandle[], n: number, timeoutMs = 60_000): Promise<void> {
+  const all = Array.isArray(synchros) ? synchros : [synchros];
+  const from = await Promise.all(all.map(resyncsStarted));
+  await waitUntil(`${n} resyncs`, async () => (await Promise.all(all.map(resyncsStarted))).every((c, i) => c >= from[i] + n + 1), timeoutMs, 20);
+}
 
 /** One write a simulated cluster received. */
 export interface ReceivedWrite {
