@@ -232,11 +232,13 @@ t.test('postgres: a round of status writes runs beside other writers; one that c
     'each object stored with its status and its own rv',
   );
   const mixed = await round([
-    { name: 'east', fence: east, decide: (cur) => put({ ...cur!.object, status: { phase: 'Offline' } }) },
+    { name: 'east', fence: east, decide: (cur) => put({ ...cur!.object, status: { phase: 'Offline', message: 'a member said: nul \u0000, \ud83d\ude80, "quoted" \\ ' + 'x'.repeat(70_000) } }) },
     { name: 'west', fence: west, decide: (cur) => put({ ...cur!.object, metadata: { ...cur!.object.metadata, labels: { team: 'x' } } }) },
   ]);
   t.same(mixed.results.map((r) => r.change?.type), ['MODIFIED', 'MODIFIED'], 'a status write and a relabel in one round');
   t.same((await list(store, { labelSelector: [{ key: 'team', operator: 'in', values: ['x'] }] })).items.map((i) => i.name), ['west'], 'the relabel is written with its label rows');
+  const east1 = JSON.parse((await list(store)).items.find((i) => i.name === 'east')!.object) as KubeObject;
+  t.equal((east1.status as { message?: string }).message, 'a member said: nul \u0000, \ud83d\ude80, "quoted" \\ ' + 'x'.repeat(70_000), 'a status with NUL, astral characters, quotes and 70,000 more characters stored as given');
   const gone = await round([{ name: 'west', fence: west, decide: () => ({ action: 'delete' }) }]);
   t.ok(gone.alone, 'deleting: alone');
   t.equal(gone.results[0].change?.type, 'DELETED');
