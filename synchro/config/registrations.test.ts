@@ -21,7 +21,7 @@ const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 t.test('API-registered clusters', async (t) => {
   const sims: SimCluster[] = [];
-  // One simulated member per registration: two registrations of one member are synced once (synchro/identity.ts).
+  // One simulated member per registration: two registrations of one member are synced once (synchro/cluster/identity.ts).
   for (const name of ['east', 'north', 'west', 'host', 'south', 'other']) sims.push(await startSimCluster({ name }));
   const [east, north, west, host, south, other] = sims;
   east.auth.tokens = ['east-token-1'];

@@ -1,6 +1,6 @@
 // The synchro members through the Kubernetes API (synchromembers.panoptes.io), on both
 // backends: a live member holding clusters, one kept out by its clusters file (its row written
-// expired with its configError, as synchro/membership.ts reports it) and one whose heartbeat
+// expired with its configError, as synchro/membership/membership.ts reports it) and one whose heartbeat
 // expired. List and get (JSON and Table), 404 for an unknown name, 405 for watch and writes,
 // discovery, OpenAPI, the one-cluster view, and the real kubectl (get, get -o wide, explain).
 import t from 'tap';
@@ -38,7 +38,7 @@ for (const backend of backends) {
 
     await store.heartbeat({ id: live, host: 'node-a', pid: 41, instance: 'i-live' }, 60_000);
     for (const c of ['west', 'east']) t.ok(await store.acquireLease(clusterLease(c), live, 60_000), `${live} holds ${c}`);
-    // Kept out by its file: the row written already expired, with its error (synchro/membership.ts reportOut).
+    // Kept out by its file: the row written already expired, with its error (synchro/membership/membership.ts reportOut).
     await store.heartbeat({ id: broken, host: 'node-b', pid: 1, instance: 'i-broken', configError: brokenError }, 0);
     // A heartbeat of 1 ms that nobody renews.
     await store.heartbeat({ id: gone, host: 'node-b', pid: 7, instance: 'i-gone' }, 1);
