@@ -165,8 +165,10 @@ export async function writeClusterObjects(knex: Knex, dialect: Dialect, writes: 
             continue;
           }
           const rv = first + changes.length;
-          const planned = d.write.action === 'put' && d.write.credentials === undefined ? planOwnUpdate(clusterRef(d.name), d.loaded.row, d.write.object, rv, locked.now, writes[i].fence) : undefined;
-          if (planned && planned.uid === d.loaded.row!.uid) {
+          // The same object (its uid) with its credentials as they are: nothing but the row changes.
+          const sameObject = d.write.action === 'put' && d.write.credentials === undefined && d.loaded.row !== undefined && (d.write.object.metadata?.uid ?? '') === d.loaded.row.uid;
+          const planned = sameObject && d.write.action === 'put' ? planOwnUpdate(clusterRef(d.name), d.loaded.row, d.write.object, rv, locked.now, writes[i].fence) : undefined;
+          if (planned) {
             updates.push(planned.update);
             changes.push(planned.change);
             results.push({ change: { rv, type: planned.type }, object: planned.json });
