@@ -277,7 +277,8 @@ t.test('watch over HTTP', async (t) => {
     for (let i = 0; i < n; i += 20) {
       const batch = Array.from({ length: 20 }, (_, k) => podEvent('ADDED', 'bulk', `slow-${i + k}`, String(++urv), { labels, uid: `bulk-${i + k}` }));
       await store.applyBatch('a', batch);
-      await delay(10);
+      // Paced by the fast watcher: it has at most one batch (~260 KB) queued, the paused one all of them.
+      await fast.until((x) => x.events.length >= i + 20, 60_000, 'the fast watcher keeps up');
     }
     await fast.until((x) => x.events.length >= n, 20_000, 'the fast watcher gets everything');
     await delay(200);
