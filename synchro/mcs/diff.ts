@@ -52,6 +52,14 @@ function atLeast(a: string, b: string): boolean {
 }
 
 /**
+ * The consumer's object was deleted (its deletion carries `deletedRv`) after this dispatcher
+ * wrote it: the record of the write no longer says what the consumer holds.
+ */
+export function deletedSince(written: Written, deletedRv: string): boolean {
+  return atLeast(deletedRv, written.rv);
+}
+
+/**
  * What the consumer holds, as far as this member knows: storage's copy once it is as recent as
  * this dispatcher's last write (`caughtUp`: the record can go), this dispatcher's write before
  * that. A deletion is caught up once storage's copy is gone or newer than the deleted object.

@@ -43,7 +43,25 @@ for (const backend of backends) {
     lab.auth.grant(labToken, { name: 'panoptes' });
     const file = `${dir}/clusters.yaml`;
     writeClusters(file, sims.map((s) => ({ name: s.name, server: s.url, resources, ...(s === lab ? { token: labToken } : {}) })));
-    const synchro = await startSynchro({ store, clustersFile: file, timings: fastTimings, compaction: false, shards: { leaseTtlMs: 3000 }, mcs: mcsTimings });
+    // The change log as the synchro reads it can be held back (watermark() answers an old
+    // value) until a read of objects finds 10.0.1.1: a resync then meets a provider's change
+    // before the change log has shown it.
+    let heldAt: number | undefined;
+    const lagging = new Proxy(store, {
+      get(target, prop) {
+        const v: unknown = Reflect.get(target, prop, target);
+        if (prop === 'watermark') return async () => heldAt ?? (await target.watermark());
+        if (prop === 'list') {
+          return async (...args: Parameters<typeof target.list>) => {
+            const read = await target.list(...args);
+            if (heldAt !== undefined && read.items.some((o) => o.object.includes('"10.0.1.1"'))) heldAt = undefined;
+            return read;
+          };
+        }
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const synchro = await startSynchro({ store: lagging, clustersFile: file, timings: fastTimings, compaction: false, shards: { leaseTtlMs: 3000 }, mcs: mcsTimings });
     t.teardown(async () => {
       await synchro.stop();
       await Promise.all(sims.map((s) => s.close()));
@@ -103,6 +121,22 @@ for (const backend of backends) {
       t.ok(latency.values.some((v) => 'metricName' in v && String(v.metricName).endsWith('_count') && v.value > 0), 'dispatch latency observed');
     });
 
+    await t.test("a provider's change a resync reads before the change log shows it: its write is timed", async (t) => {
+      const metric = synchro.metrics.registry.getSingleMetric('panoptes_synchro_mcs_dispatch_latency_seconds')!;
+      const observed = async () => (await metric.get()).values.filter((v) => 'metricName' in v && String(v.metricName).endsWith('_count')).reduce((n, v) => n + v.value, 0);
+      const name = dispatchedSliceName('east', 'web-abcde');
+      await resyncs(synchro, 1);
+      const before = await observed();
+      heldAt = await store.watermark();
+      setEndpoints(east, fx(east), 'shop', 'web', ips(3, '10.0.1'));
+      const moved = () => (west.store.get(SLICES, 'shop', name)?.endpoints as Array<{ addresses: string[] }> | undefined)?.[0]?.addresses[0] === '10.0.1.1';
+      await waitUntil('the new endpoints in west and lab', () => moved() && endpointsOf(lab, 'shop', name) === 3, 10_000);
+      t.equal(heldAt, undefined, 'the change was planned from a read of its key, the change log held back');
+      t.ok((await observed()) >= before + 2, 'a timed write to each consumer');
+    });
+
+    // Right after the writes above, before any resync: the record of the write must not hide
+    // the deletion (storage's missing copy is not one that has yet to catch up with the write).
     await t.test('a dispatched slice deleted by hand comes back', async (t) => {
       const name = dispatchedSliceName('east', 'web-abcde');
       fx(lab).delete(lab.registry.byId(SLICES)!, 'shop', name);

@@ -36,7 +36,7 @@ import type { ClusterPhase } from '../cluster/cluster.ts';
 import type { Membership } from '../membership/membership.ts';
 import type { SynchroMetrics } from '../metrics/metrics.ts';
 import { keyString, planKey, type ClusterObject, type ConsumerPlan, type KeyPlan, type ServiceKey } from './desired.ts';
-import { diff, holdsNothing, overlay, type Held, type Kind, type Written } from './diff.ts';
+import { deletedSince, diff, holdsNothing, overlay, type Held, type Kind, type Written } from './diff.ts';
 import { kinds, managedKeys, readClusters, readExports, readKey, readMcs, type DispatchCluster, type KeyRows, type McsState } from './inputs.ts';
 import { consumerEntry, everyConsumerCleaned, mergeStatus, statusDigest, withoutFinalizer, type ConsumerOutcome, type Reason } from './status.ts';
 import { KeyedQueue } from './keyed-queue.ts';
@@ -119,6 +119,7 @@ interface Consumer {
 
 const writtenKey = (kind: Kind, name: string) => `${kind}/${name}`;
 /** The resources of what the dispatcher writes into consumers. */
+const upstreamRvOf = (change: Change): string | undefined => (JSON.parse(change.object) as KubeObject).metadata?.annotations?.[upstreamRvAnnotation];
 const echoKinds: Record<Kind, { group: string; resource: string }> = { Service: kinds.services, EndpointSlice: kinds.endpointSlices, ServiceImport: kinds.serviceImports };
 const sortKeys = (keys: Iterable<ServiceKey>) => [...keys].sort((a, b) => keyString(a).localeCompare(keyString(b)));
 
@@ -132,6 +133,7 @@ export class McsDispatcher {
   private listen?: CommitSubscription;
   /** The change log read up to here (-1: not yet: the first pass is a full one). */
   private watermark = -1;
+  private following: Promise<void> | undefined;
   private fullDue = true;
   private nextResync = 0;
   /** Keys to plan again, with the commit time of the oldest change that asked for it (ms), if a change did. */
@@ -257,8 +259,18 @@ export class McsDispatcher {
     await this.pass(full, dirty);
   }
 
-  /** Reads the followed resources' changes since the watermark into dirty keys (or a full pass). */
-  private async follow(): Promise<void> {
+  /**
+   * Reads the followed resources' changes since the watermark into dirty keys (or a full pass).
+   * One read at a time: planned keys catch up from their own reads while a pass follows too.
+   */
+  private follow(): Promise<void> {
+    this.following ??= this.followNow().finally(() => {
+      this.following = undefined;
+    });
+    return this.following;
+  }
+
+  private async followNow(): Promise<void> {
     const { store } = this.deps;
     if (this.watermark < 0) {
       this.watermark = await store.watermark();
@@ -281,6 +293,7 @@ export class McsDispatcher {
         for (const t of triggersOf(c)) {
           if (t.all) this.fullDue = true;
           else if (!this.ownEcho(c, t.key)) {
+            this.forgetDeleted(c, t.key);
             const k = keyString(t.key);
             const before = this.dirty.get(k);
             this.dirty.set(k, { key: t.key, since: Math.min(before?.since ?? Infinity, c.ts) });
@@ -297,12 +310,33 @@ export class McsDispatcher {
    * only find everything in place. Anyone else's change of the object is not one.
    */
   private ownEcho(change: Change, key: ServiceKey): boolean {
+    if (change.type === 'DELETED') return false;
+    const w = this.writtenOf(change, key)?.record;
+    if (!w?.object) return false;
+    return upstreamRvOf(change) === w.rv;
+  }
+
+  /**
+   * A consumer's object this dispatcher wrote, deleted there since (by hand, by a controller):
+   * the record of the write goes, so the key's plan sees it missing and writes it again, instead
+   * of taking storage's missing copy for one that has not caught up with the write yet.
+   */
+  private forgetDeleted(change: Change, key: ServiceKey): void {
+    if (change.type !== 'DELETED') return;
+    const w = this.writtenOf(change, key);
+    const rv = upstreamRvOf(change);
+    if (w && rv !== undefined && deletedSince(w.record, rv)) w.of.delete(w.name);
+  }
+
+  /** This dispatcher's record of its last write of the changed object, in the consumer it changed in. */
+  private writtenOf(change: Change, key: ServiceKey): { of: Map<string, Written & { at: number }>; name: string; record: Written } | undefined {
     const c = this.consumers.get(change.cluster);
     const kind = (Object.keys(echoKinds) as Kind[]).find((k) => echoKinds[k].group === change.group && echoKinds[k].resource === change.resource);
-    if (!c || !kind || change.type === 'DELETED') return false;
-    const w = c.written.get(keyString(key))?.get(writtenKey(kind, change.name));
-    if (!w?.object) return false;
-    return (JSON.parse(change.object) as KubeObject).metadata?.annotations?.[upstreamRvAnnotation] === w.rv;
+    const of = kind && c?.written.get(keyString(key));
+    if (!kind || !of) return undefined;
+    const name = writtenKey(kind, change.name);
+    const record = of.get(name);
+    return record && { of, name, record };
   }
 
   /** The consumers are the cluster leases this member holds whose sync runs; a new one (or a new epoch) asks for a full pass. */
@@ -416,6 +450,13 @@ export class McsDispatcher {
     const rows = await readKey(this.deps.store, key, { now: Date.now(), clusters, mcs, exporters, awayGraceMs: this.opts.awayConsumerGraceMs, installation: this.installation, allowedSystemServices: this.opts.allowedSystemServices });
     const plan = planKey(rows);
     const k = keyString(key);
+    // Rows newer than the changes followed (a resync reading a provider's change before the
+    // change log was read for it): its commit time is found now, so the write it causes is timed.
+    if (this.watermark >= 0 && this.watermark < rows.readAt) {
+      for (let i = 0; i < 3 && this.watermark < rows.readAt; i++) await this.follow();
+      const followed = this.dirty.get(k)?.since;
+      if (followed !== undefined) since = Math.min(since ?? Infinity, followed);
+    }
     if (plan.recheckAt !== undefined) this.schedule(key, performance.now() + Math.max(0, plan.recheckAt - Date.now()) + 50);
     if (!plan.source) for (const slot of [...this.statusWrittenAt.keys()]) if (slot.startsWith(`${k}|`)) this.statusWrittenAt.delete(slot);
     const entries = new Set((mcs?.status?.consumers ?? []).map((e) => e.cluster));

@@ -171,6 +171,8 @@ export interface KeyRows extends KeyInputs {
   serviceImports: ClusterObject[];
   /** The clusters where the key's namespace exists (among those that sync namespaces). */
   namespaceIn: Set<string>;
+  /** The newest watermark the rows were read at: changes up to it are in them. */
+  readAt: number;
 }
 
 export async function readKey(store: Store, key: ServiceKey, base: Omit<KeyInputs, 'key' | 'services' | 'slices' | 'clusters'> & { clusters: DispatchCluster[] }): Promise<KeyRows> {
@@ -188,5 +190,6 @@ export async function readKey(store: Store, key: ServiceKey, base: Omit<KeyInput
     slices: slices.items.map(toClusterObject),
     serviceImports: imports.items.map(toClusterObject),
     namespaceIn: new Set(namespaces.items.map((r) => r.cluster)),
+    readAt: Math.max(services.resourceVersion, slices.resourceVersion, imports.resourceVersion, namespaces.resourceVersion),
   };
 }
