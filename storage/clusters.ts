@@ -38,8 +38,32 @@ export function upsertCluster(knex: Knex, dialect: Dialect, name: string, spec: 
 }
 
 /** Writes the status of a registered cluster; returns whether its row exists. */
-export function setClusterStatus(knex: Knex, dialect: Dialect, name: string, status: Record<string, unknown>, fence: Fence): Promise<boolean> {
-  return underClusterLease(knex, dialect, name, fence, async (trx, at) => Number(await trx('clusters').where({ name }).update({ status: JSON.stringify(status), updated_at: at })) > 0);
+export async function setClusterStatus(knex: Knex, dialect: Dialect, name: string, status: Record<string, unknown>, fence: Fence): Promise<boolean> {
+  return (await setClusterStatuses(knex, dialect, [{ name, status, fence }]))[0];
+}
+
+/** A status write of one registered cluster, under its lease. */
+export interface ClusterStatusWrite {
+  name: string;
+  status: Record<string, unknown>;
+  fence: Fence;
+}
+
+/**
+ * The statuses of many registered clusters in one transaction, each under its lease (synchro's
+ * status writes of every cluster it holds: one transaction per round instead of one per
+ * cluster, one statement on PostgreSQL). Returns whether each one's row exists. A fence that no
+ * longer holds throws FencedError (naming it) and nothing is written.
+ */
+export async function setClusterStatuses(knex: Knex, dialect: Dialect, writes: readonly ClusterStatusWrite[]): Promise<boolean[]> {
+  if (new Set(writes.map((w) => w.name)).size !== writes.length) throw new Error('setClusterStatuses: one write per cluster');
+  if (writes.length === 0) return [];
+  const fences = writes.map((w) => fenceOf(w.fence, clusterLease(w.name)));
+  return writeTransaction(knex, dialect, fences, 'leases', async (trx, { now }) => {
+    const at = new Date(now).toISOString();
+    const found = new Set(await dialect.updateClusterRows(trx, writes.map((w) => ({ name: w.name, status: JSON.stringify(w.status), updated_at: at }))));
+    return writes.map((w) => found.has(w.name));
+  });
 }
 
 export async function getCluster(knex: Knex, name: string): Promise<ClusterRecord | undefined> {

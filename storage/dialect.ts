@@ -16,6 +16,7 @@ export type DialectName = 'sqlite' | 'postgres';
 
 /** An `objects` row's new values, by its id. */
 export type ObjectRowUpdate = { id: number } & Record<string, string | number | null>;
+export type ClusterRowUpdate = { name: string } & Record<string, string>;
 
 export interface Dialect {
   name: DialectName;
@@ -54,6 +55,12 @@ export interface Dialect {
    * whatever its size (storage/cluster-objects.ts).
    */
   updateObjectRows(trx: Knex.Transaction, rows: readonly ObjectRowUpdate[]): Promise<void>;
+  /**
+   * Updates rows of the `clusters` table by name; returns the names of those that exist. One
+   * statement on PostgreSQL: a round of status writes holds its connection for one round trip
+   * whatever its size (storage/clusters.ts).
+   */
+  updateClusterRows(trx: Knex.Transaction, rows: readonly ClusterRowUpdate[]): Promise<string[]>;
   /**
    * Writes a batch's decided rows (objects, labels, counts) and publishes its changes: one
    * statement on PostgreSQL, one per table on SQLite (storage/batch-rows.ts).
@@ -332,6 +339,11 @@ export const sqlite: Dialect = {
     // One process writes SQLite: a statement is a call, not a round trip.
     for (const { id, ...values } of rows) await trx('objects').where({ id }).update(values);
   },
+  async updateClusterRows(trx, rows) {
+    const found: string[] = [];
+    for (const { name, ...values } of rows) if (Number(await trx('clusters').where({ name }).update(values)) > 0) found.push(name);
+    return found;
+  },
   writeBatch: (trx, rows) => writeBatchRows(trx, sqlite, rows),
   async prepareMigrations(knex) {
     // Outside any transaction: a statement of its own waits for the lock (busy_timeout).
@@ -605,6 +617,13 @@ export const postgres: Dialect = {
     const columns = Object.keys(rows[0]).filter((c) => c !== 'id');
     const [source, bindings] = postgresRowsSource('objects', ['id', ...columns], [...rows]);
     await trx.raw(`UPDATE objects AS o SET ${columns.map((c) => `"${c}" = v."${c}"`).join(', ')} FROM (${source}) AS v WHERE o.id = v.id`, bindings as Binding[]);
+  },
+  async updateClusterRows(trx, rows) {
+    if (rows.length === 0) return [];
+    const columns = Object.keys(rows[0]).filter((c) => c !== 'name');
+    const [source, bindings] = postgresRowsSource('clusters', ['name', ...columns], [...rows]);
+    const updated = rowsOf<{ name: string }>(await trx.raw(`UPDATE clusters AS c SET ${columns.map((c) => `"${c}" = v."${c}"`).join(', ')} FROM (${source}) AS v WHERE c.name = v.name RETURNING c.name`, bindings as Binding[]));
+    return updated.map((r) => r.name);
   },
   async writeBatch(trx, b) {
     // One statement: the rows of every table, the change log, the watermark and the NOTIFY.

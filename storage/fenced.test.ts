@@ -79,6 +79,11 @@ const drivers: Record<FencedWrite, Driver> = {
     setup: (s, fence) => s.upsertCluster('east', { server: 'https://east' }, fence),
     write: (s, fence) => s.setClusterStatus('east', { phase: `P${++n}` }, fence),
   },
+  setClusterStatuses: {
+    lease: east,
+    setup: (s, fence) => s.upsertCluster('east', { server: 'https://east' }, fence),
+    write: (s, fence) => s.setClusterStatuses([{ name: 'east', status: { phase: `P${++n}` }, fence }]),
+  },
   upsertCluster: { lease: east, write: (s, fence) => s.upsertCluster('east', { server: `https://east-${++n}` }, fence) },
   deleteClusterRow: {
     lease: east,

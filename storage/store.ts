@@ -78,6 +78,7 @@ export const fencedWrites = [
   'writeImportedClusterObject',
   'writeClusterSourceObject',
   'setClusterStatus',
+  'setClusterStatuses',
   'upsertCluster',
   'deleteClusterRow',
   'replaceClusterOpenAPI',
@@ -309,6 +310,11 @@ export class Store {
   /** Writes a cluster's status under its lease; returns whether the cluster is registered. */
   setClusterStatus(name: string, status: Record<string, unknown>, fence: Fence): Promise<boolean> {
     return clusters.setClusterStatus(this.conn.knex, this.conn.dialect, name, status, fence);
+  }
+
+  /** setClusterStatus for many clusters in one transaction (FencedError naming a fence that no longer holds: nothing written). */
+  setClusterStatuses(writes: readonly clusters.ClusterStatusWrite[]): Promise<boolean[]> {
+    return clusters.setClusterStatuses(this.conn.knex, this.conn.dialect, writes);
   }
 
   getCluster(name: string): Promise<ClusterRecord | undefined> {

@@ -20,6 +20,7 @@ import type { MemberNetworks } from '../member/networks.ts';
 import type { Store } from '../storage/store.ts';
 import { defaultBatcherOptions, type BatcherOptions, type CommitHook } from './commit/batcher.ts';
 import { ClusterObjectCommitter } from './commit/cluster-object-committer.ts';
+import { ClusterStatusCommitter } from './commit/cluster-status-committer.ts';
 import { Committer } from './commit/committer.ts';
 import { defaultInitialSyncConcurrency, InitialSyncSlots } from './cluster/initial-sync-slots.ts';
 import { clusterLease, compactorLease, FencedError, importerLease } from '../storage/leases.ts';
@@ -128,6 +129,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
 
   const committer = new Committer(store, batch, metrics, log.child({ part: 'committer' }));
   const clusterObjects = new ClusterObjectCommitter(store, log.child({ part: 'committer' }), { onRound: (n) => metrics.clusterObjectRounds.observe(n) });
+  const clusterStatuses = new ClusterStatusCommitter(store, log.child({ part: 'committer' }), { onRound: (n) => metrics.clusterStatusRounds.observe(n) });
   const config = new ConfigSource({ ...opts, metrics, log, onFileChange: () => void reload().catch(() => undefined) });
   // The installation's id (one per database), in every Cluster's status: what it dispatches into members carries it.
   const installation = await store.installationId();
@@ -135,7 +137,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     metrics.initialSyncs.set({ state: 'running' }, running);
     metrics.initialSyncs.set({ state: 'waiting' }, waiting);
   });
-  const deps = { store, metrics, log, batch, committer, clusterObjects, initialSyncs, timings, onCommit: opts.onCommit, configError: () => config.error, installation, ...(opts.memberHttp2 !== undefined ? { http2: opts.memberHttp2 } : {}) };
+  const deps = { store, metrics, log, batch, committer, clusterObjects, clusterStatuses, initialSyncs, timings, onCommit: opts.onCommit, configError: () => config.error, installation, ...(opts.memberHttp2 !== undefined ? { http2: opts.memberHttp2 } : {}) };
   // A lost cluster lease stops that cluster's work (and its dispatch) at once.
   // Heartbeats and lease renewals on connections of their own (PostgreSQL): they never wait
   // for a connection behind this process's writes, whatever their number.
@@ -258,6 +260,7 @@ export async function startSynchro(opts: SynchroOptions): Promise<SynchroHandle>
     await work.stopAll();
     await committer.close();
     await clusterObjects.close();
+    await clusterStatuses.close();
     await compactor?.stop();
     await membership.stop();
     await leases.close();

@@ -13,6 +13,7 @@ import type { KubeObject } from '../../storage/types.ts';
 import { Backoff, Waker, sleep, type BackoffOptions } from '../../lib/backoff.ts';
 import { Batcher, clip, type BatcherOptions, type CommitHook } from '../commit/batcher.ts';
 import type { ClusterObjectCommitter } from '../commit/cluster-object-committer.ts';
+import type { ClusterStatusCommitter } from '../commit/cluster-status-committer.ts';
 import type { InitialSyncSlots, Release } from './initial-sync-slots.ts';
 import type { Committer } from '../commit/committer.ts';
 import { connectCluster, describeError, type WritableClusterClient } from '../../member/client.ts';
@@ -90,6 +91,8 @@ export interface ClusterDeps {
   initialSyncs?: InitialSyncSlots;
   /** The process's group commit of Cluster objects: every cluster's status object is written through it (default: each on its own). */
   clusterObjects?: ClusterObjectCommitter;
+  /** The process's group commit of the `clusters` table's statuses (default: each on its own). */
+  clusterStatuses?: ClusterStatusCommitter;
   timings: ClusterTimings;
   onCommit?: CommitHook;
   /** The problem with the configuration file, while its last good version is in effect. */
@@ -410,7 +413,8 @@ export class ClusterSync {
     this.lastStatusWrite = Date.now();
     const status = this.status() as unknown as Record<string, unknown>;
     try {
-      if (await this.deps.store.setClusterStatus(this.name, status, this.lease.fence)) await this.objectWriter.write(status, this.objectSource(), this.lease.fence);
+      const registered = this.deps.clusterStatuses ? this.deps.clusterStatuses.write(this.name, status, this.lease.fence) : this.deps.store.setClusterStatus(this.name, status, this.lease.fence);
+      if (await registered) await this.objectWriter.write(status, this.objectSource(), this.lease.fence);
     } catch (err) {
       // The lease moved on: nothing was written, and this sync stops.
       if (!(err instanceof FencedError)) throw err;

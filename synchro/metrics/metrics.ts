@@ -12,6 +12,7 @@ export class SynchroMetrics {
   readonly batchSize: Histogram<'cluster'>;
   readonly batchDuration: Histogram<'cluster'>;
   readonly clusterObjectRounds: Histogram;
+  readonly clusterStatusRounds: Histogram;
   readonly initialSyncs: Gauge<'state'>;
   readonly errors: Counter<'cluster' | 'kind'>;
   readonly reconnects: Counter<'cluster' | 'resource'>;
@@ -53,6 +54,7 @@ export class SynchroMetrics {
     this.batchDuration = new Histogram({ name: 'panoptes_synchro_batch_duration_seconds', help: 'Time to commit one storage batch', labelNames: ['cluster'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: r });
     this.initialSyncs = new Gauge({ name: 'panoptes_synchro_initial_syncs', help: 'Initial syncs of this process: running (holding a slot) and waiting for a slot (--initial-sync-concurrency)', labelNames: ['state'], registers: r });
     this.clusterObjectRounds = new Histogram({ name: 'panoptes_synchro_cluster_object_round_size', help: 'Cluster objects (status) written per transaction: every cluster of this process whose status changed meanwhile, under one rv lock', buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500], registers: r });
+    this.clusterStatusRounds = new Histogram({ name: 'panoptes_synchro_cluster_status_round_size', help: "Clusters whose row of the clusters table (their status) is written per transaction: every cluster of this process that wrote its status meanwhile", buckets: [1, 2, 5, 10, 25, 50, 100, 200], registers: r });
     this.errors = new Counter({ name: 'panoptes_synchro_errors_total', help: 'Errors by kind: config, connect, probe, discovery, openapi, list, watch, storage', labelNames: ['cluster', 'kind'], registers: r });
     this.reconnects = new Counter({ name: 'panoptes_synchro_reconnects_total', help: 'Watches re-established after a drop or an error', labelNames: ['cluster', 'resource'], registers: r });
     this.relists = new Counter({ name: 'panoptes_synchro_relists_total', help: 'Full lists (initial, expired history, removed resource)', labelNames: ['cluster', 'resource', 'reason'], registers: r });
