@@ -284,6 +284,9 @@ t.test('apiserver read path', async (t) => {
     const m = await GET('/metrics');
     t.match(m.text, /panoptes_apiserver_requests_total\{verb="list",group="",resource="pods",code="200"\} \d+/);
     t.match(m.text, /panoptes_apiserver_request_duration_seconds_bucket\{le="0.005",verb="get",group="",resource="pods",code="404"\}/);
+    // In flight: this scrape itself (readOnly), nothing else.
+    t.match(m.text, /^panoptes_apiserver_current_inflight_requests\{request_kind="readOnly"\} 1$/m);
+    t.match(m.text, /^panoptes_apiserver_current_inflight_requests\{request_kind="mutating"\} 0$/m);
     // The process's memory, as prom-client's default metrics name it.
     const rss = Number(/^process_resident_memory_bytes (\d+)$/m.exec(m.text)?.[1]);
     t.ok(rss > 10e6 && rss < 10e9, `process_resident_memory_bytes ${rss}`);

@@ -27,7 +27,7 @@ import { encodeReply } from './endpoints/compression.ts';
 import { readOnly, toStatus, writeStatus } from './endpoints/errors.ts';
 import { fixedRoutes } from './endpoints/fixed-routes.ts';
 import { catalogCheck, pingCheck, readStorageCheck, storageCheck, type HealthCheck } from './endpoints/health.ts';
-import { ApiserverMetrics } from './endpoints/metrics.ts';
+import { ApiserverMetrics, inflightKind } from './endpoints/metrics.ts';
 import { OpenAPIService, type OpenAPIServiceOptions } from './openapi/service.ts';
 import { RulesSource } from './external/rules-source.ts';
 import { clusterObjectsCluster, clusterResource } from '../storage/cluster-objects.ts';
@@ -193,9 +193,12 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
   // Metrics and the request log (outermost: sees the final code).
   app.use(async (ctx, next) => {
     const started = process.hrtime.bigint();
+    const kind = inflightKind(ctx.method, ctx.path, ctx.querystring);
+    if (kind) metrics.inflight.inc({ request_kind: kind });
     try {
       await next();
     } finally {
+      if (kind) metrics.inflight.dec({ request_kind: kind });
       const m = (ctx.state as { metric?: MetricLabels }).metric ?? { verb: 'other', group: '', resource: '' };
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.observe(m.verb, m.group, m.resource, ctx.status, seconds);

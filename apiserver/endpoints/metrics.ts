@@ -13,7 +13,8 @@ export class ApiserverMetrics {
   readonly registry: Registry;
   readonly requests: Counter<'verb' | 'group' | 'resource' | 'code'>;
   readonly latency: Histogram<'verb' | 'group' | 'resource' | 'code'>;
-  readonly inflight: Counter<'verb'>;
+  /** Requests being served, by kind as kube-apiserver counts them (readOnly, mutating; watches are long-running and left out). */
+  readonly inflight: Gauge<'request_kind'>;
   /** External metric queries served, by metric ('' when the name resolved to nothing) and HTTP code. */
   readonly externalQueries: Counter<'metric' | 'code'>;
   readonly externalLatency: Histogram<'metric'>;
@@ -34,12 +35,18 @@ export class ApiserverMetrics {
     this.requests = new Counter({ name: 'panoptes_apiserver_requests_total', help: 'Requests served, by verb, API group, resource and HTTP code', labelNames, registers });
     this.latency = new Histogram({
       name: 'panoptes_apiserver_request_duration_seconds',
-      help: 'Time to serve a request (watches: until the stream ends), by verb, API group, resource and HTTP code',
+      help: 'Time to serve a request (watches: until their stream starts), by verb, API group, resource and HTTP code',
       labelNames,
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers,
     });
-    this.inflight = new Counter({ name: 'panoptes_apiserver_requests_started_total', help: 'Requests started, by verb', labelNames: ['verb'], registers });
+    this.inflight = new Gauge({
+      name: 'panoptes_apiserver_current_inflight_requests',
+      help: 'Requests being served now, by kind: readOnly (GET, HEAD, OPTIONS) and mutating (the other methods); watches are long-running and left out, as kube-apiserver does (panoptes_watch_watchers counts them)',
+      labelNames: ['request_kind'],
+      registers,
+    });
+    for (const kind of ['readOnly', 'mutating']) this.inflight.set({ request_kind: kind }, 0);
     this.externalQueries = new Counter({ name: 'panoptes_external_metric_queries_total', help: 'external.metrics.k8s.io queries served, by metric and HTTP code', labelNames: ['metric', 'code'], registers });
     this.externalLatency = new Histogram({
       name: 'panoptes_external_metric_query_duration_seconds',
@@ -122,4 +129,18 @@ export class ApiserverMetrics {
     this.requests.inc(labels);
     this.latency.observe(labels, seconds);
   }
+}
+
+const parseBoolTrue = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
+
+/**
+ * A request's kind for the in-flight gauge, from what is known before routing: its method; a
+ * watch (its parameter as strconv.ParseBool reads it, or the legacy path) is long-running and not
+ * counted, as kube-apiserver leaves long-running requests out (panoptes_watch_watchers counts them).
+ */
+export function inflightKind(method: string, path: string, query: string): 'readOnly' | 'mutating' | undefined {
+  if (method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS') return 'mutating';
+  const watch = new URLSearchParams(query).get('watch');
+  if ((watch !== null && parseBoolTrue.has(watch)) || /\/v\d+(?:(?:alpha|beta)\d+)?\/watch\//.test(path)) return undefined;
+  return 'readOnly';
 }

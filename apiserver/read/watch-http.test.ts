@@ -299,6 +299,8 @@ t.test('watch over HTTP', async (t) => {
       t.match(text, new RegExp(`^${name} \\d+`, 'm'), name);
     }
     t.ok(Number(/^panoptes_watch_watchers (\d+)/m.exec(text)![1]) >= 1, 'open watchers counted');
+    // Long-running, as kube-apiserver counts them: the open watch is not in flight; the scrape is.
+    t.match(text, /^panoptes_apiserver_current_inflight_requests\{request_kind="readOnly"\} 1$/m, 'the open watch is not in flight');
     t.match(text, /panoptes_apiserver_requests_total\{verb="watch",group="",resource="pods",code="200"\}/);
     w.close();
   });
