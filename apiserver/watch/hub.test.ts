@@ -229,8 +229,7 @@ t.test('after a storage outage, a watch from a fresh rv is served at once (the p
   await synchro.applyBatch('c1', [podEvent('ADDED', 'n', 'c', '3')]);
   await r.count(1, 5000);
   const ms = Date.now() - started;
-  t.match(r.events, [{ type: 'ADDED', object: { metadata: { name: 'c' } } }], 'the next change, not ERROR 504');
-  t.ok(ms < 1000, `served ${ms} ms after the request (the future-rv wait is 3 s)`);
+  t.match(r.events, [{ type: 'ADDED', object: { metadata: { name: 'c' } } }], `the next change (${ms} ms after the request), not ERROR 504 after the future-rv wait`);
   r.w.close();
 });
 
@@ -259,11 +258,14 @@ t.test('with timeoutSeconds=3: exactly one bookmark, about 2 s before the deadli
   await delay(50);
   const start = Date.now();
   const r = new Reader(hub.watch(podWatch({ resourceVersion: B + 1, allowWatchBookmarks: true, timeoutSeconds: 3 })));
-  await r.count(1, 2500);
+  await r.count(1, 10_000);
   const at = Date.now() - start;
-  t.ok(at >= 900 && at < 1600, `bookmark after ${at} ms`);
-  await r.end(3000);
-  t.ok(Date.now() - start >= 2900);
+  t.ok(at >= 900, `bookmark after ${at} ms, not before the deadline's last 2 s`);
+  await r.end(10_000);
+  const end = Date.now() - start;
+  t.ok(end >= 2900, `ended at its timeout (${end} ms)`);
+  // Both are timers: a busy machine makes both late, so what is checked is the gap between them.
+  t.ok(end - at >= 1000, `the bookmark came well before the end (${end - at} ms): about 2 s before the deadline`);
   t.same(r.types, ['BOOKMARK']);
 });
 
