@@ -134,25 +134,33 @@ function guessKind(resource: string): Meta {
   return { kind: singular.charAt(0).toUpperCase() + singular.slice(1), singularName: singular, namespaced: true };
 }
 
-function buildView(cluster: string | undefined, entries: Array<{ cluster: string; group: string; version: string; resource: string; meta: Meta }>): ViewCatalog {
+/** One resource a cluster serves, with what discovery says of it. */
+interface CatalogEntry {
+  cluster: string;
+  group: string;
+  version: string;
+  resource: string;
+  meta: Meta;
+}
+
+function buildView(cluster: string | undefined, entries: readonly CatalogEntry[]): ViewCatalog {
   // group/resource -> version -> clusters; the version most clusters serve wins.
-  const byGR = new Map<string, Map<string, { clusters: string[]; meta: Meta }>>();
+  const byGR = new Map<string, Map<string, { clusters: Set<string>; meta: Meta }>>();
   for (const e of entries) {
     if (cluster !== undefined && e.cluster !== cluster) continue;
     const key = `${e.group}/${e.resource}`;
     let versions = byGR.get(key);
     if (!versions) byGR.set(key, (versions = new Map()));
     const v = versions.get(e.version);
-    if (v) {
-      if (!v.clusters.includes(e.cluster)) v.clusters.push(e.cluster);
-    } else versions.set(e.version, { clusters: [e.cluster], meta: e.meta });
+    if (v) v.clusters.add(e.cluster);
+    else versions.set(e.version, { clusters: new Set([e.cluster]), meta: e.meta });
   }
   const groups = new Map<string, Map<string, ResourceInfo[]>>();
   for (const [key, versions] of byGR) {
     const slash = key.indexOf('/');
     const group = key.slice(0, slash);
     const resource = key.slice(slash + 1);
-    const [version, chosen] = [...versions].sort((a, b) => b[1].clusters.length - a[1].clusters.length || a[0].localeCompare(b[0]))[0];
+    const [version, chosen] = [...versions].sort((a, b) => b[1].clusters.size - a[1].clusters.size || a[0].localeCompare(b[0]))[0];
     const m = chosen.meta;
     const info: ResourceInfo = {
       group,
@@ -348,28 +356,49 @@ export class Catalog {
       }
     }
 
-    const entries: Array<{ cluster: string; group: string; version: string; resource: string; meta: Meta }> = [];
+    const entries: CatalogEntry[] = [];
+    // Each cluster's own, for its view: built from its entries alone, not by scanning the fleet's.
+    const byCluster = new Map<string, CatalogEntry[]>();
     const seen = new Set<string>();
-    const add = async (cluster: string, r: ApiResourceRecord) => {
+    // Synchronous unless a resource is known by nothing but its stored objects (then read once):
+    // a fleet's thousands of entries are not as many awaits.
+    const add = (cluster: string, r: ApiResourceRecord): Promise<void> | undefined => {
       const id = `${cluster}|${r.group}/${r.resource}`;
       if (seen.has(id)) return;
       seen.add(id);
-      const meta = await this.metaFor(cluster, r, crdMeta, anyCrd);
-      entries.push({ cluster, group: r.group, version: r.version, resource: r.resource, meta });
+      const known = this.knownMeta(cluster, r, crdMeta, anyCrd);
+      if (known) return void push(cluster, r, known);
+      return this.probedMeta(cluster, r).then((meta) => push(cluster, r, meta));
     };
-    for (const rec of records) for (const r of apiResourceRecords(rec.status)) await add(rec.name, r);
-    for (const s of this.stored) await add(s.cluster, s);
+    const push = (cluster: string, r: ApiResourceRecord, meta: Meta) => {
+      const e = { cluster, group: r.group, version: r.version, resource: r.resource, meta };
+      entries.push(e);
+      const own = byCluster.get(cluster);
+      if (own) own.push(e);
+      else byCluster.set(cluster, [e]);
+    };
+    for (const rec of records) {
+      for (const r of apiResourceRecords(rec.status)) {
+        const probing = add(rec.name, r);
+        if (probing) await probing;
+      }
+    }
+    for (const s of this.stored) {
+      const probing = add(s.cluster, s);
+      if (probing) await probing;
+    }
 
     const views = new Map<string, ViewCatalog>();
     const names = new Set([...records.map((r) => r.name), ...this.stored.map((s) => s.cluster)]);
-    for (const name of names) views.set(name, buildView(name, entries));
+    for (const name of names) views.set(name, buildView(name, byCluster.get(name) ?? []));
     this.records = new Map(records.map((r) => [r.name, r]));
     this.known = names;
     this.views = views;
     this.all = buildView(undefined, entries);
   }
 
-  private async metaFor(cluster: string, r: ApiResourceRecord, crdMeta: Map<string, Meta>, anyCrd: Map<string, Meta>): Promise<Meta> {
+  /** What the cluster's record, its CRDs or kube's built-ins say of a resource; undefined when none does. */
+  private knownMeta(cluster: string, r: ApiResourceRecord, crdMeta: Map<string, Meta>, anyCrd: Map<string, Meta>): Meta | undefined {
     const gvr = `${r.group}/${r.version}/${r.resource}`;
     const crd = crdMeta.get(`${cluster}|${gvr}`) ?? anyCrd.get(gvr);
     const base = builtin[r.group ? `${r.group}/${r.version}` : r.version]?.find((b) => b.name === r.resource) ?? builtinByGR.get(`${r.group}/${r.resource}`);
@@ -385,7 +414,11 @@ export class Catalog {
     }
     if (crd) return crd;
     if (base) return { kind: base.kind, namespaced: base.namespaced, singularName: base.singularName, shortNames: base.shortNames, categories: base.categories };
-    // Nothing recorded: learn kind and scope from one stored object (once).
+    return undefined;
+  }
+
+  /** Nothing recorded: kind and scope learnt from one stored object (once). */
+  private async probedMeta(cluster: string, r: ApiResourceRecord): Promise<Meta> {
     const key = `${r.group}/${r.resource}`;
     let m = this.probed.get(key);
     if (!m) {
