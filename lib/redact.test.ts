@@ -3,6 +3,7 @@
 // JSON, escaped JSON, YAML and query strings, V8's JSON error snippets), the rest of the
 // text left readable.
 import t from 'tap';
+import { bestTimes } from '../hack/scaling.ts';
 import { redact, redactDeep, redactedText, rememberSecrets, secretValuesIn, withSecrets } from './redact.ts';
 
 const R = redactedText;
@@ -95,12 +96,7 @@ t.test('the cost of a redaction grows with the text, not with the values known',
       if (out.includes(few[999])) throw new Error('a value not redacted');
       return ms;
     });
-  const best = (runs: Array<() => number>, rounds = 3): number[] => {
-    const mins = runs.map(() => Infinity);
-    for (let r = 0; r < rounds; r++) for (const [i, run] of runs.entries()) mins[i] = Math.min(mins[i], run());
-    return mins;
-  };
-  const [withFew, withLots, ofSmall, ofLarge] = best([timeOf(few, large), timeOf([...lots, few[999]], large), timeOf(few, small), timeOf(few, large)]);
+  const [withFew, withLots, ofSmall, ofLarge] = bestTimes([timeOf(few, large), timeOf([...lots, few[999]], large), timeOf(few, small), timeOf(few, large)]);
   t.ok(withLots / withFew < 4, `16 times the values: ${(withLots / withFew).toFixed(1)} times the cost (${withFew.toFixed(1)} vs ${withLots.toFixed(1)} ms)`);
   t.ok(ofLarge / ofSmall < 10, `4 times the text: ${(ofLarge / ofSmall).toFixed(1)} times the cost (${ofSmall.toFixed(1)} vs ${ofLarge.toFixed(1)} ms)`);
 });
