@@ -4,7 +4,7 @@
 import t from 'tap';
 import { get, http } from '../hack/sim/testutil.ts';
 import { setLogLevel } from '../lib/log.ts';
-import { compactNow, openTestStore, podEvent, seedCluster, seedClusterObject } from '../storage/testing.ts';
+import { compactNow, crdEvent, openTestStore, podEvent, seedCluster, seedClusterObject } from '../storage/testing.ts';
 import type { UpstreamEvent } from '../storage/types.ts';
 import { createApiserver } from './server.ts';
 
@@ -324,4 +324,24 @@ t.test('apiserver read path', async (t) => {
     const l = await get(`${base2}${P}/api/v1/pods`);
     t.equal(l.json?.kind, 'Status', 'a list fails with a Status');
   });
+});
+
+t.test("a member's CRD that changes: discovery follows from the change stream, not from a period", async (t) => {
+  const { store, close } = await openTestStore('sqlite');
+  await seedCluster(store, 'a', { phase: 'Ready', ready: true, apiResources: [{ group: 'example.com', version: 'v1', resource: 'widgets' }] });
+  await store.applyBatch('a', [crdEvent('ADDED', 'widgets', 'Widget', '1', ['wd'])]);
+  // Both periods far beyond the bounded wait below: what is served within it came from the change.
+  const api = await createApiserver({ store, catalogOptions: { refreshMs: 600_000, storedRefreshMs: 600_000 } });
+  const base = await api.listen('127.0.0.1', 0);
+  t.teardown(async () => {
+    await api.close();
+    await close();
+  });
+  const shortNames = async () => ((await get(`${base}${P}/apis/example.com/v1`)).json as { resources?: Array<{ name: string; shortNames?: string[] }> }).resources?.find((r) => r.name === 'widgets')?.shortNames;
+  t.same(await shortNames(), ['wd']);
+  await store.applyBatch('a', [crdEvent('MODIFIED', 'widgets', 'Widget', '2', ['wdg'])]);
+  const started = Date.now();
+  let seen: string[] | undefined;
+  while (Date.now() - started < 20_000 && !(seen = await shortNames())?.includes('wdg')) await new Promise((r) => setTimeout(r, 50));
+  t.same(seen, ['wdg'], `the changed CRD is served (${Date.now() - started} ms)`);
 });

@@ -123,10 +123,12 @@ export async function createApiserver(opts: ApiserverOptions): Promise<Apiserver
   }
   const metrics = opts.metrics ?? new ApiserverMetrics();
   // One watch engine per server (one server per process): one poller whatever the number of watchers.
-  // A Cluster object changed (synchro wrote its status, it was registered or removed): discovery follows at once.
+  // A Cluster object changed (synchro wrote its status, it was registered or removed), or a CRD: discovery follows at once.
   const followClusters = (changes: readonly Change[]) => {
     // (Not the other own kinds: synchro writes a MultiClusterService's status at every dispatch, which discovery does not show.)
     if (changes.some((c) => c.cluster === clusterObjectsCluster && c.resource === clusterResource)) catalog!.refreshSoon();
+    // A CRD of a member changed: its printer columns, names and scope are read again.
+    if (changes.some((c) => c.group === 'apiextensions.k8s.io' && c.resource === 'customresourcedefinitions')) catalog!.crdsChanged();
   };
   const reads = opts.reads ?? ReadPool.primaryOnly(opts.store);
   const hub = new WatchHub(opts.store, {

@@ -110,6 +110,22 @@ export async function stopTestPostgres(): Promise<void> {
 }
 
 /** An upstream event for a pod, with the fields tests select on. */
+/** A member's CustomResourceDefinition of `plural`.example.com (namespaced, v1 served) as its watch delivers it. */
+export function crdEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', plural: string, kind: string, upstreamRv: string, shortNames?: string[]): UpstreamEvent {
+  return {
+    type,
+    group: 'apiextensions.k8s.io',
+    version: 'v1',
+    resource: 'customresourcedefinitions',
+    object: {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: `${plural}.example.com`, uid: `uid-${plural}`, resourceVersion: upstreamRv },
+      spec: { group: 'example.com', scope: 'Namespaced', names: { plural, singular: kind.toLowerCase(), kind, ...(shortNames ? { shortNames } : {}) }, versions: [{ name: 'v1', served: true, storage: true }] },
+    },
+  };
+}
+
 export function podEvent(
   type: 'ADDED' | 'MODIFIED' | 'DELETED',
   namespace: string,

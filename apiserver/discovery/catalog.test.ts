@@ -3,7 +3,7 @@
 // serve the old discovery (a cluster shown synced whose resources are not found).
 import t, { type Test } from 'tap';
 import { Catalog } from './catalog.ts';
-import { openTestStore, seedCluster } from '../../storage/testing.ts';
+import { crdEvent, openTestStore, seedCluster } from '../../storage/testing.ts';
 import type { Store } from '../../storage/store.ts';
 
 const pods = [{ group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, singularName: 'pod' }];
@@ -79,4 +79,33 @@ t.test('discovery waits for the refresh a change asked for (bounded)', async (t)
   t.ok(waited >= 150 && waited < 2000, `bounded: ${waited} ms`);
   stuck.release();
   await catalog.caughtUp(5000);
+});
+
+t.test("the fleet's CRDs are read again when one changed, not at every refresh", async (t) => {
+  const { store, close } = await openTestStore('sqlite');
+  const widgets = [{ group: 'example.com', version: 'v1', resource: 'widgets' }];
+  await seedCluster(store, 'a', { phase: 'Ready', ready: true, apiResources: widgets });
+  await store.applyBatch('a', [crdEvent('ADDED', 'widgets', 'Widget', '1', ['wd'])]);
+  const catalog = new Catalog(store, { refreshMs: 60_000 });
+  await catalog.start();
+  t.teardown(async () => {
+    catalog.stop();
+    await close();
+  });
+  const list = store.list.bind(store);
+  let crdReads = 0;
+  store.list = (q) => {
+    if (q.resource === 'customresourcedefinitions') crdReads++;
+    return list(q);
+  };
+  const shortNames = () => catalog.view()?.find('example.com', 'v1', 'widgets')?.shortNames;
+  t.same(shortNames(), ['wd'], 'what the CRD says, from the first refresh');
+  await catalog.refresh();
+  await catalog.refresh();
+  t.equal(crdReads, 0, 'refreshes without a CRD change read no CRD');
+  await store.applyBatch('a', [crdEvent('MODIFIED', 'widgets', 'Widget', '2', ['wdg'])]);
+  catalog.crdsChanged();
+  await catalog.refreshOnMiss(); // a refresh that reads after now
+  t.equal(crdReads, 1, 'a CRD changed: read once');
+  t.same(shortNames(), ['wdg'], 'the changed CRD is served');
 });

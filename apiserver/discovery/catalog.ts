@@ -209,7 +209,7 @@ export function compareVersions(a: string, b: string): number {
 export interface CatalogOptions {
   /** Period of the cluster-status and CRD refresh (default 2 s). */
   refreshMs?: number;
-  /** Period of the scan of what storage holds (default 60 s; it reads every object row). */
+  /** Period of the scan of what storage holds, and of the read of every CRD when none changed (default 60 s; each reads much). */
   storedRefreshMs?: number;
   log?: Logger;
 }
@@ -222,6 +222,9 @@ export class Catalog {
   private stored: Array<{ cluster: string; group: string; version: string; resource: string }> = [];
   private storedAt = 0;
   private probed = new Map<string, Meta>();
+  /** The CRDs' facts as last read (crdFacts), and whether a CRD changed since. */
+  private crds?: { at: number; crdMeta: Map<string, Meta>; anyCrd: Map<string, Meta> };
+  private crdsStale = true;
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
   private lastForced = 0;
@@ -346,15 +349,7 @@ export class Catalog {
       this.stored = await this.store.storedResources();
       this.storedAt = Date.now();
     }
-    const crds = await this.store.list({ group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions' });
-    const crdMeta = new Map<string, Meta>(); // cluster|group/version/resource
-    const anyCrd = new Map<string, Meta>(); // group/version/resource
-    for (const item of crds.items) {
-      for (const e of crdEntries(JSON.parse(item.object) as KubeObject)) {
-        crdMeta.set(`${item.cluster}|${e.group}/${e.version}/${e.resource}`, e.meta);
-        anyCrd.set(`${e.group}/${e.version}/${e.resource}`, e.meta);
-      }
-    }
+    const { crdMeta, anyCrd } = await this.crdFacts(storedEvery);
 
     const entries: CatalogEntry[] = [];
     // Each cluster's own, for its view: built from its entries alone, not by scanning the fleet's.
@@ -395,6 +390,40 @@ export class Catalog {
     this.known = names;
     this.views = views;
     this.all = buildView(undefined, entries);
+  }
+
+  /**
+   * What the fleet's CRDs say of their resources: read again only when a CRD changed
+   * (crdsChanged) or `everyMs` passed. Every CRD of every cluster is a large object (its
+   * schema): read at every refresh, a fleet's would be read every 2 s by every apiserver.
+   */
+  private async crdFacts(everyMs: number): Promise<{ crdMeta: Map<string, Meta>; anyCrd: Map<string, Meta> }> {
+    if (this.crds && !this.crdsStale && Date.now() - this.crds.at < everyMs) return this.crds;
+    // A change that comes while they are read asks for the next read.
+    this.crdsStale = false;
+    const at = Date.now();
+    const crdMeta = new Map<string, Meta>(); // cluster|group/version/resource
+    const anyCrd = new Map<string, Meta>(); // group/version/resource
+    try {
+      const crds = await this.store.list({ group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions' });
+      for (const item of crds.items) {
+        for (const e of crdEntries(JSON.parse(item.object) as KubeObject)) {
+          crdMeta.set(`${item.cluster}|${e.group}/${e.version}/${e.resource}`, e.meta);
+          anyCrd.set(`${e.group}/${e.version}/${e.resource}`, e.meta);
+        }
+      }
+    } catch (err) {
+      this.crdsStale = true;
+      throw err;
+    }
+    this.crds = { at, crdMeta, anyCrd };
+    return this.crds;
+  }
+
+  /** A CustomResourceDefinition of some cluster changed (the change stream says): the next refresh reads them again, soon. */
+  crdsChanged(): void {
+    this.crdsStale = true;
+    this.refreshSoon();
   }
 
   /** What the cluster's record, its CRDs or kube's built-ins say of a resource; undefined when none does. */
