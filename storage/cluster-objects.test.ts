@@ -243,3 +243,30 @@ t.test('postgres: a round of status writes runs beside other writers; one that c
   t.ok(gone.alone, 'deleting: alone');
   t.equal(gone.results[0].change?.type, 'DELETED');
 });
+
+for (const backend of backends) {
+  t.test(`${backend}: listClusterRegistrations reads again only the Cluster objects that changed`, async (t) => {
+    const { store, close } = await openTestStore(backend);
+    t.teardown(close);
+    for (const name of ['east', 'west', 'north']) await store.writeClusterObjectWithoutLease(name, () => put(cluster(name, `u-${name}`, { server: `https://${name}` })));
+    // Counts the statements of a read that read Cluster objects whole.
+    let wholeReads = 0;
+    store.conn.knex.on('query', (q: { sql: string }) => {
+      if (/^select .*\bobject\b.* from .objects./i.test(q.sql)) wholeReads++;
+    });
+    const read = async () => {
+      wholeReads = 0;
+      const regs = await store.listClusterRegistrations();
+      return { regs, wholeReads, names: regs.map((r) => `${r.name}:${(r.object.spec as { server: string }).server}`) };
+    };
+    t.match(await read(), { names: ['east:https://east', 'north:https://north', 'west:https://west'], wholeReads: 1 }, 'the first read has every object, read whole once');
+    t.match(await read(), { names: ['east:https://east', 'north:https://north', 'west:https://west'], wholeReads: 0 }, 'nothing changed: no object read again');
+    await store.writeClusterObjectWithoutLease('west', (cur) => put({ ...cur!.object, spec: { server: 'https://west-2' } }, { token: 'west-token' }));
+    await store.writeClusterObjectWithoutLease('north', () => ({ action: 'delete' }));
+    await store.writeClusterObjectWithoutLease('south', () => put(cluster('south', 'u-south', { server: 'https://south' })));
+    const { regs, ...after } = await read();
+    t.match(after, { names: ['east:https://east', 'south:https://south', 'west:https://west-2'], wholeReads: 1 }, 'a change, a deletion and a creation: the two that moved read in one statement');
+    t.same(regs.find((r) => r.name === 'west')?.credentials, { token: 'west-token' }, 'credentials as stored now');
+    t.ok(Object.isFrozen(regs[0].object) && Object.isFrozen(regs[0].object.metadata), 'shared between reads: frozen');
+  });
+}

@@ -94,6 +94,8 @@ export const unleasedWrites = ['applyBatch', 'writeClusterObjectWithoutLease', '
 export class Store {
   readonly conn: Connection;
   private readonly listeners = new Set<CommitListener>();
+  /** The Cluster objects as listClusterRegistrations last read them. */
+  private readonly registrations = new clusterObjects.ClusterRegistrationReader();
   /** The planner's statistics refreshed as this Store's writes grow the tables (PostgreSQL). */
   private readonly growth?: GrowthAnalyzer;
 
@@ -428,9 +430,13 @@ export class Store {
     return clusterObjects.getClusterObject(this.conn.knex, name);
   }
 
-  /** Every Cluster object with its inline credentials: synchro's read, never served. */
+  /**
+   * Every Cluster object with its inline credentials: synchro's read, never served. Only the
+   * objects that changed since this Store's last call are read again (ClusterRegistrationReader);
+   * the objects are frozen, shared between calls.
+   */
   listClusterRegistrations(): Promise<ClusterRegistration[]> {
-    return clusterObjects.listClusterRegistrations(this.conn.knex);
+    return this.registrations.read(this.conn.knex);
   }
 
   storedKeys(cluster: string, group: string, resource: string): Promise<StoredKey[]> {
