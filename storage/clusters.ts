@@ -61,7 +61,7 @@ export async function setClusterStatuses(knex: Knex, dialect: Dialect, writes: r
   const fences = writes.map((w) => fenceOf(w.fence, clusterLease(w.name)));
   return writeTransaction(knex, dialect, fences, 'leases', async (trx, { now }) => {
     const at = new Date(now).toISOString();
-    const found = new Set(await dialect.updateClusterRows(trx, writes.map((w) => ({ name: w.name, status: JSON.stringify(w.status), updated_at: at }))));
+    const found = new Set(await dialect.updateClusterRows(trx, writes.map((w) => ({ name: w.name, status: JSON.stringify(w.status), cluster_id: clusterIdOf(w.status), updated_at: at }))));
     return writes.map((w) => found.has(w.name));
   });
 }
@@ -87,12 +87,14 @@ export interface ClusterIdentityRecord {
   registeredAt: string;
 }
 
-export async function clusterIdentities(knex: Knex, dialect: Dialect): Promise<Map<string, ClusterIdentityRecord>> {
-  const [sql, bindings] = dialect.jsonText('status', 'clusterID');
-  const rows: Array<{ name: string; cluster_id: unknown; created_at: string }> = await knex('clusters').select('name', 'created_at', knex.raw(`${sql} AS cluster_id`, bindings));
-  return new Map(
-    rows.filter((r) => typeof r.cluster_id === 'string' && r.cluster_id !== '').map((r) => [r.name, { clusterID: r.cluster_id as string, registeredAt: r.created_at }]),
-  );
+export async function clusterIdentities(knex: Knex): Promise<Map<string, ClusterIdentityRecord>> {
+  const rows: Array<{ name: string; cluster_id: string | null; created_at: string }> = await knex('clusters').whereNotNull('cluster_id').select('name', 'created_at', 'cluster_id');
+  return new Map(rows.filter((r) => r.cluster_id).map((r) => [r.name, { clusterID: r.cluster_id!, registeredAt: r.created_at }]));
+}
+
+/** The member cluster id a status records (`status.clusterID`), as its column holds it: null without one. */
+export function clusterIdOf(status: Record<string, unknown>): string | null {
+  return typeof status.clusterID === 'string' && status.clusterID !== '' ? status.clusterID : null;
 }
 
 /** The names of the registered clusters and of every cluster that still has objects (cheap: no object is read). */

@@ -16,7 +16,7 @@ export type DialectName = 'sqlite' | 'postgres';
 
 /** An `objects` row's new values, by its id. */
 export type ObjectRowUpdate = { id: number } & Record<string, string | number | null>;
-export type ClusterRowUpdate = { name: string } & Record<string, string>;
+export type ClusterRowUpdate = { name: string } & Record<string, string | null>;
 
 export interface Dialect {
   name: DialectName;

@@ -85,3 +85,23 @@ for (const backend of backends) {
     t.equal(await store.acquireLease(clusterLease('east'), 'b', 60_000), 14, 'for every lease');
   });
 }
+
+for (const backend of backends) {
+  t.test(`${backend}: version 18 gives each cluster its recorded member id in a column; a status holding NUL reads like any other`, async (t) => {
+    const { url, cleanup } = await emptyStorageUrl(backend);
+    t.teardown(cleanup);
+    const conn = connect(url);
+    await migrate(conn.knex, conn.dialect, 17);
+    // As version 17 wrote them: the id only in the status text, one status with a NUL escape.
+    const row = (name: string, status: Record<string, unknown>) => ({ name, spec: '{}', status: JSON.stringify(status), created_at: `2026-01-0${name === 'east' ? 1 : 2}T00:00:00.000Z`, updated_at: '' });
+    await conn.knex('clusters').insert([row('east', { clusterID: 'id-east', message: 'a \u0000 b' }), row('west', { phase: 'Pending' })]);
+    await conn.knex.destroy();
+
+    const store = await Store.open(url);
+    t.teardown(() => store.close());
+    t.same([...(await store.clusterIdentities())], [['east', { clusterID: 'id-east', registeredAt: '2026-01-01T00:00:00.000Z' }]], 'backfilled from the status');
+    const fence = { lease: clusterLease('west'), holder: 'a', epoch: (await store.acquireLease(clusterLease('west'), 'a', 60_000))! };
+    await store.setClusterStatus('west', { clusterID: 'id-west', message: 'c \u0000 d' }, fence);
+    t.same((await store.clusterIdentities()).get('west')?.clusterID, 'id-west', 'written with the status, which holds a NUL');
+  });
+}

@@ -6,6 +6,7 @@ import { labelNumber } from './label-number.ts';
 import type { Dialect } from './dialect.ts';
 import { fieldIndexName, indexedFields } from './json-fields.ts';
 import { epochSequence } from './leases.ts';
+import { clusterIdOf } from './clusters.ts';
 import { writeProtocolKey } from './meta.ts';
 import { allocationTimingSchema, orderedCommitsSchema } from './ordered-commits.ts';
 import { sqlDocument, sqlText } from './sql-values.ts';
@@ -326,6 +327,23 @@ const migrations: Migration[] = [
     async up(trx, d) {
       if (d.name !== 'postgres') return;
       for (const sql of allocationTimingSchema()) await trx.raw(sql);
+    },
+  },
+  {
+    // The member cluster id a cluster's status records, in a column of its own: every
+    // synchro's reconcile pass reads every cluster's (clusterIdentities), and reading it out of
+    // the status made PostgreSQL parse every status as jsonb each second in each member, and
+    // fail the whole read on one status holding a NUL character. Backfilled here, in JS.
+    version: 18,
+    async up(trx) {
+      await trx.schema.alterTable('clusters', (t) => {
+        t.text('cluster_id').nullable();
+      });
+      const rows: Array<{ name: string; status: string }> = await trx('clusters').select('name', 'status');
+      for (const r of rows) {
+        const id = clusterIdOf(JSON.parse(r.status) as Record<string, unknown>);
+        if (id !== null) await trx('clusters').where({ name: r.name }).update({ cluster_id: id });
+      }
     },
   },
 ];

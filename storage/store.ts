@@ -329,7 +329,7 @@ export class Store {
 
   /** The member cluster id each cluster's status records and when it was registered, by cluster name (those without an id are left out). */
   clusterIdentities(): Promise<Map<string, clusters.ClusterIdentityRecord>> {
-    return clusters.clusterIdentities(this.conn.knex, this.conn.dialect);
+    return clusters.clusterIdentities(this.conn.knex);
   }
 
   /** Removes a cluster's registration row (its objects are deleted first, as changes), under its lease. */
