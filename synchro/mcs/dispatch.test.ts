@@ -132,6 +132,8 @@ for (const backend of backends) {
       const moved = () => (west.store.get(SLICES, 'shop', name)?.endpoints as Array<{ addresses: string[] }> | undefined)?.[0]?.addresses[0] === '10.0.1.1';
       await waitUntil('the new endpoints in west and lab', () => moved() && endpointsOf(lab, 'shop', name) === 3, 10_000);
       t.equal(heldAt, undefined, 'the change was planned from a read of its key, the change log held back');
+      // Observed once each write's answer is back, which can be after the consumer shows it.
+      await waitUntil('a timed write to each consumer', async () => (await observed()) >= before + 2, 10_000);
       t.ok((await observed()) >= before + 2, 'a timed write to each consumer');
     });
 
