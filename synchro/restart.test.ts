@@ -70,7 +70,9 @@ t.test('synchro killed mid-churn and restarted keeps an exact copy; a clean rest
   const after = await store.changesAfter(rv, 10_000);
   t.same(after.filter((c) => c.cluster !== clusterObjectsCluster), [], 'a restart without upstream changes writes no change of any synced object');
   t.ok(after.every((c) => c.group === 'panoptes.io' && c.resource === 'clusters' && c.type === 'MODIFIED'), 'only the Cluster object\'s status (its new owner) is news');
-  t.ok(proc.log.some((l) => l.includes('initial sync complete')), 'progress is logged');
+  // The status row can be read before the process's stderr line reaches this one.
+  const logged = await waitUntil('the progress line', () => proc!.log.some((l) => l.includes('initial sync complete')), 15_000).catch(() => false);
+  t.ok(logged, 'progress is logged');
   t.same(await waitForCopy(store, sim, 'c', ids()), [], 'still an exact copy');
   proc.child.kill('SIGTERM');
   t.equal(await proc.exited, 0);
