@@ -67,6 +67,8 @@ export interface ObjectWriterOptions {
 /** One cluster's object writes (status, and a file cluster's object), rate-limited as the header says. */
 export class ClusterObjectWriter {
   private lastWrite = 0;
+  /** The last write left newer object counts unwritten (within countsIntervalMs of the write before). */
+  countsPending = false;
   private readonly countsIntervalMs: number;
 
   constructor(private readonly opts: ObjectWriterOptions) {
@@ -122,7 +124,11 @@ export class ClusterObjectWriter {
     const a = statusDigest(previous);
     const b = statusDigest(next);
     const countsDue = a.counts !== b.counts && Date.now() - this.lastWrite >= this.countsIntervalMs;
-    if (!specChanged && !force && a.major === b.major && !countsDue) return { action: 'none' };
+    if (!specChanged && !force && a.major === b.major && !countsDue) {
+      this.countsPending = a.counts !== b.counts;
+      return { action: 'none' };
+    }
+    this.countsPending = false;
     return { action: 'put', object: { ...obj, status: next } };
   }
 

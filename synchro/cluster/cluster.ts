@@ -18,7 +18,8 @@ import type { InitialSyncSlots, Release } from './initial-sync-slots.ts';
 import type { Committer } from '../commit/committer.ts';
 import { connectCluster, describeError, type WritableClusterClient } from '../../member/client.ts';
 import { fileClusterSpec } from '../../api/cluster.ts';
-import { ClusterObjectWriter, type ObjectSource } from './cluster-objects.ts';
+import { ClusterObjectWriter, statusDigest, type ObjectSource } from './cluster-objects.ts';
+import { canonicalJson } from '../../kube/patch.ts';
 import { publicSpec, type ClusterConfig } from '../../member/cluster-config.ts';
 import { discover, type DiscoveryResult } from './discovery.ts';
 import { forbiddenCondition, forbiddenConditionType } from './forbidden.ts';
@@ -44,6 +45,12 @@ export interface ClusterTimings {
   progressIntervalMs: number;
   /** Minimum time between two status writes (default 1 s). */
   statusIntervalMs: number;
+  /**
+   * Longest time a status that stores nothing new (the same phase, conditions, resources and
+   * object counts: only probe and event times moved) goes unwritten (default 60 s). An idle
+   * cluster's probes then cost no write and no read of its Cluster object.
+   */
+  statusRefreshMs: number;
   /** Reconnect backoff of probes and reflectors. */
   backoff: BackoffOptions;
   /** Reflector watch timeoutSeconds lower bound (default 300). */
@@ -63,6 +70,7 @@ export const defaultTimings: ClusterTimings = {
   discoveryIntervalMs: 30_000,
   progressIntervalMs: 2_000,
   statusIntervalMs: 1_000,
+  statusRefreshMs: 60_000,
   backoff: { initialMs: 500, maxMs: 30_000 },
   minWatchTimeoutSeconds: 300,
   openapiV2RefreshMs: 600_000,
@@ -180,6 +188,8 @@ export class ClusterSync {
   private statusWrites: Promise<void> = Promise.resolve();
   private statusClosed = false;
   private lastStatusWrite = 0;
+  /** What the last status write stored (statusDigest and the object's source), and when. */
+  private lastStored?: { key: string; at: number };
   private initial = initialSync();
   private tasks: Promise<void> = Promise.resolve();
   private readonly objectWriter: ClusterObjectWriter;
@@ -412,9 +422,17 @@ export class ClusterSync {
   private async writeStatusNow(): Promise<void> {
     this.lastStatusWrite = Date.now();
     const status = this.status() as unknown as Record<string, unknown>;
+    const digest = statusDigest(status);
+    const key = `${digest.major}\n${digest.counts}\n${canonicalJson(this.objectSource())}`;
+    const stored = this.lastStored;
+    if (stored && stored.key === key && Date.now() - stored.at < this.deps.timings.statusRefreshMs) return;
     try {
       const registered = this.deps.clusterStatuses ? this.deps.clusterStatuses.write(this.name, status, this.lease.fence) : this.deps.store.setClusterStatus(this.name, status, this.lease.fence);
-      if (await registered) await this.objectWriter.write(status, this.objectSource(), this.lease.fence);
+      if (await registered) {
+        await this.objectWriter.write(status, this.objectSource(), this.lease.fence);
+        // Counts held back by the object's own interval are written by a later probe's pass.
+        this.lastStored = this.objectWriter.countsPending ? undefined : { key, at: Date.now() };
+      }
     } catch (err) {
       // The lease moved on: nothing was written, and this sync stops.
       if (!(err instanceof FencedError)) throw err;

@@ -1,6 +1,7 @@
 // Group commit of the `clusters` table's statuses: every cluster this process holds writes its
-// status there on every probe and every change of its sync (the Cluster object gets only what
-// means something new: cluster-objects.ts). Each was a transaction of its own, four round trips
+// status there on every change of its sync, and at least every statusRefreshMs with its latest
+// probe time (cluster.ts; the Cluster object gets only what means something new:
+// cluster-objects.ts). Each was a transaction of its own, four round trips
 // holding a pool connection: at a thousand clusters, about fourteen were open at any moment and
 // the batches of events waited for a connection. Here the writes queued while a round commits
 // form the next round: one transaction and one statement for all of them
