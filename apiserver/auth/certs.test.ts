@@ -7,7 +7,7 @@ import { X509Certificate } from 'node:crypto';
 import t from 'tap';
 import { makeCertSet } from '../../hack/certs.ts';
 import { certificateNames, directoryStringProblem, directoryStringProblems } from '../../hack/x509-names.ts';
-import { createCA, createCert, selfSignedServing, type KeyPair } from './certs.ts';
+import { createCA, createCert, selfSignedServing, serialFrom, type KeyPair } from './certs.ts';
 
 const CN = '2.5.4.3';
 const O = '2.5.4.10';
@@ -77,4 +77,16 @@ t.test('an issuer is byte for byte its CA subject, also for non-ASCII names', as
     t.ok(new X509Certificate(leaf.cert).checkIssued(new X509Certificate(ca.cert)), `${cn}: Node sees the chain`);
     t.ok(new X509Certificate(leaf.cert).verify(new X509Certificate(ca.cert).publicKey), `${cn}: signed by the CA`);
   }
+});
+
+t.test('serials are positive, minimal DER integers whatever the random bytes', async (t) => {
+  const bad: string[] = [];
+  for (let first = 0; first < 256; first++) {
+    for (const second of [0x00, 0x7f, 0x80, 0xff]) {
+      const hex = serialFrom(Buffer.from([first, second, ...new Array(14).fill(0)]));
+      const lead = parseInt(hex.slice(0, 2), 16);
+      if (hex.length !== 32 || lead === 0 || lead > 0x7f) bad.push(`${first}/${second}: ${hex}`);
+    }
+  }
+  t.same(bad, [], 'first byte 0x01-0x7f: no sign padding a parser refuses');
 });

@@ -49,11 +49,18 @@ function issuerOf(ca: forge.pki.Certificate): forge.pki.CertificateField[] {
   return ca.subject.attributes.map((a) => ({ ...a, value: a.valueTagClass === UTF8 && typeof a.value === 'string' ? forge.util.decodeUtf8(a.value) : a.value }));
 }
 
-function serial(): string {
-  const b = randomBytes(16);
-  b[0] &= 0x7f; // positive
-  return b.toString('hex');
+/**
+ * A certificate serial from 16 random bytes, as DER's INTEGER content: positive (top bit clear)
+ * and minimal (first byte not zero). A leading zero byte made OpenSSL refuse one certificate in
+ * 256 ("illegal padding").
+ */
+export function serialFrom(b: Buffer): string {
+  const out = Buffer.from(b);
+  out[0] = out[0] & 0x7f || 0x01;
+  return out.toString('hex');
 }
+
+const serial = (): string => serialFrom(randomBytes(16));
 
 function validity(cert: forge.pki.Certificate, days: number, shiftMs = 0): void {
   const now = Date.now() + shiftMs;
