@@ -35,12 +35,40 @@ export interface Chart {
 }
 
 export function renderSvg(chart: Chart): string {
-  const instance = echarts.init(null, null, { renderer: 'svg', ssr: true, width: chart.width, height: chart.height });
+  return withStillClock(() => {
+    const instance = echarts.init(null, null, { renderer: 'svg', ssr: true, width: chart.width, height: chart.height });
+    try {
+      instance.setOption(chart.option);
+      return stableIds(instance.renderToSVGString(), chart.name);
+    } finally {
+      instance.dispose();
+    }
+  });
+}
+
+/**
+ * Runs `render` with `Date` standing still. zrender times the first measurement of each font's
+ * ASCII characters (zrender/lib/contain/text.js): past 16 ms, or past 2 ms five times in a
+ * process (a busy machine descheduling it), it measures every ASCII character as wide as "a"
+ * from then on, and long texts wrap elsewhere: other bytes for the same chart. Rendering is
+ * synchronous, so nothing else runs while the clock stands still.
+ */
+function withStillClock<T>(render: () => T): T {
+  const RealDate = Date;
+  const t0 = RealDate.now();
+  class StillDate extends RealDate {
+    constructor(...args: [] | [string | number | Date]) {
+      super(...((args.length ? args : [t0]) as [number]));
+    }
+    static override now(): number {
+      return t0;
+    }
+  }
+  globalThis.Date = StillDate as DateConstructor;
   try {
-    instance.setOption(chart.option);
-    return stableIds(instance.renderToSVGString(), chart.name);
+    return render();
   } finally {
-    instance.dispose();
+    globalThis.Date = RealDate;
   }
 }
 
