@@ -72,6 +72,16 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
+/** The answer of a conditional GET: the document, or that the one whose ETag was given still stands (304). */
+export type ConditionalAnswer<T> = { notModified: true } | { notModified: false; body: T; contentType: string; etag?: string };
+
+export interface ConditionalOptions extends RequestOptions {
+  /** The Accept header (default application/json). */
+  accept?: string;
+  /** The ETag of the copy held: sent as If-None-Match. */
+  etag?: string;
+}
+
 export interface ClusterClient {
   readonly server: string;
   /** The name the server's certificate is verified for, when not the server's host (tls-server-name). */
@@ -79,6 +89,8 @@ export interface ClusterClient {
   /** What is weak about the connection (plain HTTP), for the log and the cluster's status. */
   readonly warnings: readonly string[];
   get<T = unknown>(path: string, opts?: RequestOptions): Promise<T>;
+  /** A GET with an Accept of the caller's and If-None-Match (kube's aggregated discovery answers 304 to a current ETag). */
+  getConditional<T = unknown>(path: string, opts?: ConditionalOptions): Promise<ConditionalAnswer<T>>;
   /** Starts a streaming GET; resolves to the 200 response (the caller reads it), rejects on other codes. */
   stream(path: string, opts?: RequestOptions): Promise<MemberResponse>;
   close(): void;
@@ -422,8 +434,8 @@ export async function memberEndpoint(c: ClusterConnection, opts: ConnectOptions 
 export async function connectCluster(c: ClusterConnection, opts: ConnectOptions = {}): Promise<WritableClusterClient> {
   const e = await memberEndpoint(c, opts);
   const s = { server: e.server, headers: e.headers, warnings: e.warnings };
-  const request = async (path: string, opts: RequestOptions, method = 'GET', body?: string): Promise<MemberResponse> => {
-    const headers: Record<string, string | number> = { Accept: 'application/json', 'User-Agent': 'panoptes-synchro', ...(await s.headers()) };
+  const request = async (path: string, opts: RequestOptions, method = 'GET', body?: string, extra: Record<string, string> = {}): Promise<MemberResponse> => {
+    const headers: Record<string, string | number> = { Accept: 'application/json', 'User-Agent': 'panoptes-synchro', ...extra, ...(await s.headers()) };
     if (body !== undefined) {
       headers['Content-Type'] = 'application/json';
       headers['Content-Length'] = Buffer.byteLength(body);
@@ -457,18 +469,27 @@ export async function connectCluster(c: ClusterConnection, opts: ConnectOptions 
     }
   };
 
-  /** One request with a JSON answer: the parsed body of a 2xx, an HttpError otherwise. */
-  const exchange = async <T>(method: string, path: string, opts: RequestOptions, body?: unknown): Promise<T> => {
+  /** One request with a JSON answer: the parsed body of a 2xx (with its headers), an HttpError otherwise; a 304 when `notModified` is allowed. */
+  const answer = async <T>(method: string, path: string, opts: RequestOptions, body?: unknown, extra?: Record<string, string>): Promise<ConditionalAnswer<T>> => {
     const started = Date.now();
-    const res = await request(path, opts, method, body === undefined ? undefined : JSON.stringify(body));
+    const res = await request(path, opts, method, body === undefined ? undefined : JSON.stringify(body), extra);
     const text = await readBody(res, opts.timeoutMs ? Math.max(1, opts.timeoutMs - (Date.now() - started)) : undefined);
     const status = res.statusCode ?? 0;
+    if (status === 304 && extra?.['If-None-Match'] !== undefined) return { notModified: true };
     if (status < 200 || status >= 300) throw statusMessage(status, text);
+    let parsed: T;
     try {
-      return JSON.parse(text) as T;
+      parsed = JSON.parse(text) as T;
     } catch {
       throw new Error(`${method} ${path}: the answer is not JSON`);
     }
+    const etag = res.headers.etag;
+    return { notModified: false, body: parsed, contentType: String(res.headers['content-type'] ?? ''), ...(typeof etag === 'string' ? { etag } : {}) };
+  };
+  const exchange = async <T>(method: string, path: string, opts: RequestOptions, body?: unknown): Promise<T> => {
+    const a = await answer<T>(method, path, opts, body);
+    if (a.notModified) throw new Error(`${method} ${path}: 304 to a request that was not conditional`);
+    return a.body;
   };
   const withManager = (path: string, opts: WriteOptions) => (opts.fieldManager ? `${path}${path.includes('?') ? '&' : '?'}fieldManager=${encodeURIComponent(opts.fieldManager)}` : path);
 
@@ -478,6 +499,12 @@ export async function connectCluster(c: ClusterConnection, opts: ConnectOptions 
     warnings: s.warnings,
     get<T>(path: string, opts: RequestOptions = {}): Promise<T> {
       return exchange<T>('GET', path, opts);
+    },
+    getConditional<T>(path: string, opts: ConditionalOptions = {}): Promise<ConditionalAnswer<T>> {
+      const extra: Record<string, string> = {};
+      if (opts.accept !== undefined) extra.Accept = opts.accept;
+      if (opts.etag !== undefined) extra['If-None-Match'] = opts.etag;
+      return answer<T>('GET', path, opts, undefined, extra);
     },
     create<T>(path: string, body: unknown, opts: WriteOptions = {}): Promise<T> {
       return exchange<T>('POST', withManager(path, opts), opts, body);

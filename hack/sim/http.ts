@@ -31,9 +31,9 @@ export async function readBody(req: IncomingMessage): Promise<unknown> {
 /** Transfer-Encoding: chunked for a streamed answer over HTTP/1.1; HTTP/2 has its own framing (and forbids the header). */
 export const chunked = (res: ServerResponse): Record<string, string> => ('stream' in res ? {} : { 'Transfer-Encoding': 'chunked' });
 
-export function sendJson(res: ServerResponse, code: number, body: unknown, contentType = 'application/json'): void {
+export function sendJson(res: ServerResponse, code: number, body: unknown, contentType = 'application/json', headers: Record<string, string> = {}): void {
   const text = typeof body === 'string' ? body : stringifyJson(body);
-  res.writeHead(code, { 'Content-Type': contentType, 'Cache-Control': 'no-cache, private', 'Content-Length': Buffer.byteLength(text) });
+  res.writeHead(code, { 'Content-Type': contentType, 'Cache-Control': 'no-cache, private', ...headers, 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
 }
 

@@ -2,7 +2,9 @@
 // on /api/v1/... and /apis/G/V/... (list, watch, get, create, update, patch, delete,
 // deletecollection, status and scale subresources), answered as JSON, Table or
 // PartialObjectMetadata as the Accept header asks (output.ts). /_sim/ goes to control.ts.
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { stringifyJson } from '../../kube/json-text.ts';
 import { negotiateDiscovery } from '../../apiserver/endpoints/negotiate.ts';
 import type { Verb } from '../../apiserver/endpoints/request.ts';
 import { checkFieldSelector, matchesFields, parseFieldSelector } from '../../kube/fields.ts';
@@ -118,7 +120,18 @@ async function route(ctx: SimContext, req: IncomingMessage, res: ServerResponse,
 
 function discovery(ctx: SimContext, req: IncomingMessage, res: ServerResponse, core: boolean, group: string | undefined): void {
   const n = negotiateDiscovery(req.headers.accept, group === undefined);
-  if (n.aggregated) return sendJson(res, 200, aggregatedDiscovery(ctx.registry, core ? 'api' : 'apis', n.version), n.contentType);
+  if (n.aggregated) {
+    // As kube-apiserver's aggregated discovery: an ETag (the document's sha512), 304 to a request that holds it.
+    const text = stringifyJson(aggregatedDiscovery(ctx.registry, core ? 'api' : 'apis', n.version));
+    const etag = `"${createHash('sha512').update(text).digest('hex').toUpperCase()}"`;
+    const headers = { ETag: etag, Vary: 'Accept', 'Cache-Control': 'public' };
+    if (req.headers['if-none-match'] === etag) {
+      res.writeHead(304, headers);
+      res.end();
+      return;
+    }
+    return sendJson(res, 200, text, n.contentType, headers);
+  }
   if (core) return sendJson(res, 200, apiVersions(ctx.address()));
   if (group === undefined) return sendJson(res, 200, apiGroupList(ctx.registry));
   const doc = apiGroupDoc(ctx.registry, group);

@@ -21,7 +21,7 @@ import { fileClusterSpec } from '../../api/cluster.ts';
 import { ClusterObjectWriter, statusDigest, type ObjectSource } from './cluster-objects.ts';
 import { canonicalJson } from '../../kube/patch.ts';
 import { publicSpec, type ClusterConfig } from '../../member/cluster-config.ts';
-import { discover, type DiscoveryResult } from './discovery.ts';
+import { DiscoveryCache, discover, type DiscoveryResult } from './discovery.ts';
 import { forbiddenCondition, forbiddenConditionType } from './forbidden.ts';
 import { probe, probeFailure, type ProbeFailure } from './health.ts';
 import type { SynchroMetrics } from '../metrics/metrics.ts';
@@ -168,6 +168,8 @@ type InitialSync = ReturnType<typeof initialSync>;
 export class ClusterSync {
   readonly name: string;
   private client?: WritableClusterClient;
+  /** The member's last discovery answers and their ETags: a rediscovery of an unchanged member is two 304s. */
+  private discoveryCache = new DiscoveryCache();
   private batcher?: Batcher;
   private openapi?: OpenAPIFetcher;
   /** A CRD changed since the last OpenAPI pass (a v2-only member's document is fetched again). */
@@ -460,8 +462,11 @@ export class ClusterSync {
             this.deps.metrics.reconnects.inc({ cluster: this.name, resource: '' });
           }
           backoff.reset();
-          // A reconnect may reach another member (a moved DNS name, a rebuilt cluster): ask again which.
-          if (isProbeFailure(was)) this.reidentify = true;
+          // A reconnect may reach another member (a moved DNS name, a rebuilt cluster, an upgrade): ask again which, and what it serves.
+          if (isProbeFailure(was)) {
+            this.reidentify = true;
+            this.discoveryCache = new DiscoveryCache();
+          }
           for (const r of this.reflectors.values()) r.kick();
           this.discoveryWaker.wake();
         }
@@ -490,7 +495,7 @@ export class ClusterSync {
           continue;
         }
         if (!this.initial.discovered && !this.initial.slot && !(await this.takeSlot())) break;
-        const found = await discover(this.client!, { signal: this.abort.signal, aggregation: this.config.patterns.some(isWildcard) });
+        const found = await discover(this.client!, { signal: this.abort.signal, aggregation: this.config.patterns.some(isWildcard), cache: this.discoveryCache });
         if (this.stopped) break;
         await this.task(() => this.reconcileReflectors(found));
         backoff.reset();

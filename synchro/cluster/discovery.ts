@@ -1,5 +1,9 @@
-// Discovery of what a member cluster serves: /api/v1, /apis and each group's preferred
-// version. Custom resources appear here once their CRD is established and disappear with it.
+// Discovery of what a member cluster serves. A member with aggregated discovery (kube 1.27+:
+// `apidiscovery.k8s.io`, GA in 1.30) answers it in two requests, /api and /apis, and while
+// nothing changed a rediscovery is two 304s (If-None-Match with the ETag of the last answer,
+// as client-go's cache does): no document sent, none parsed. A member without it is read the
+// legacy way: /api/v1, /apis and each group's preferred version. Custom resources appear here
+// once their CRD is established and disappear with it.
 // With `aggregation`, also which group versions the member does not serve itself: those whose
 // APIService (GET /apis/apiregistration.k8s.io/v1/apiservices) names a Service — an aggregated
 // API, e.g. metrics-server, Clusterpedia, or Panoptes itself on its host cluster. Built-in
@@ -15,6 +19,23 @@ interface APIResourceList {
 interface APIGroupList {
   groups?: Array<{ name: string; preferredVersion?: { version: string }; versions?: Array<{ version: string }> }>;
 }
+
+/** `apidiscovery.k8s.io` v2 and v2beta1 (the same shape): every group, its versions by preference, their resources. */
+interface APIGroupDiscoveryList {
+  kind?: string;
+  items?: Array<{
+    metadata?: { name?: string };
+    versions?: Array<{
+      version?: string;
+      /** `Stale`: the group version's resources could not be read (an aggregated API that is down). */
+      freshness?: string;
+      resources?: Array<{ resource?: string; responseKind?: { kind?: string }; scope?: string; singularResource?: string; verbs?: string[]; shortNames?: string[]; categories?: string[] }>;
+    }>;
+  }>;
+}
+
+/** client-go's Accept for aggregated discovery: v2, then v2beta1 (kube 1.27–1.29), then the legacy documents. */
+export const aggregatedDiscoveryAccept = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json';
 
 export interface DiscoveryResult {
   /** Every listable and watchable resource, core group first. */
@@ -70,20 +91,107 @@ function listable(group: string, version: string, list: APIResourceList): ApiRes
   return out;
 }
 
-/** Runs discovery; throws when the cluster cannot be reached at all (/api/v1 or /apis fails). */
-export async function discover(client: ClusterClient, opts: { timeoutMs?: number; signal?: AbortSignal; aggregation?: boolean } = {}): Promise<DiscoveryResult> {
+/** What one root (/api or /apis) of aggregated discovery said: its groups' preferred versions read. */
+interface RootDiscovery {
+  resources: ApiResource[];
+  failedGroups: Map<string, string>;
+  groups: string[];
+}
+
+function fromAggregated(list: APIGroupDiscoveryList): RootDiscovery {
+  const out: RootDiscovery = { resources: [], failedGroups: new Map(), groups: [] };
+  for (const g of list.items ?? []) {
+    const group = g.metadata?.name ?? '';
+    out.groups.push(group);
+    // Versions come in order of preference: the first is the one the legacy discovery names preferred.
+    const preferred = g.versions?.[0];
+    if (!preferred?.version) continue;
+    if (preferred.freshness === 'Stale') {
+      out.failedGroups.set(group, `${group === '' ? '' : `${group}/`}${preferred.version}: stale in the member's aggregated discovery (its API is not available)`);
+      continue;
+    }
+    const resources = (preferred.resources ?? []).flatMap((r) =>
+      typeof r.resource === 'string' && typeof r.responseKind?.kind === 'string'
+        ? [{ name: r.resource, kind: r.responseKind.kind, namespaced: r.scope === 'Namespaced', ...(r.verbs ? { verbs: r.verbs } : {}), ...(r.singularResource ? { singularName: r.singularResource } : {}), ...(r.shortNames ? { shortNames: r.shortNames } : {}), ...(r.categories ? { categories: r.categories } : {}) }]
+        : [],
+    );
+    out.resources.push(...listable(group, preferred.version, { resources }));
+  }
+  return out;
+}
+
+/**
+ * What a member's discovery said last, by root, with the ETag it came with; and whether the
+ * member serves aggregated discovery at all (once it answered the legacy way, it is read the
+ * legacy way). One per connection: a new connection starts from nothing.
+ */
+export class DiscoveryCache {
+  legacy = false;
+  readonly roots = new Map<'/api' | '/apis', { etag?: string; found: RootDiscovery }>();
+  /** Requests answered 304 (the copy held was current), for tests and metrics. */
+  notModified = 0;
+}
+
+/** One root of aggregated discovery, from the cache when the member answers 304; undefined when the member does not serve it. */
+async function aggregatedRoot(client: ClusterClient, root: '/api' | '/apis', cache: DiscoveryCache, req: { timeoutMs: number; signal?: AbortSignal }): Promise<RootDiscovery | undefined> {
+  const held = cache.roots.get(root);
+  let a;
+  try {
+    a = await client.getConditional<APIGroupDiscoveryList>(root, { ...req, accept: aggregatedDiscoveryAccept, ...(held?.etag ? { etag: held.etag } : {}) });
+  } catch (err) {
+    // Something in front of the member that refuses the media types: read it the legacy way.
+    if (err instanceof HttpError && err.status === 406) return undefined;
+    throw err;
+  }
+  if (a.notModified) {
+    if (!held) throw new Error(`GET ${root}: 304 without a copy held`);
+    cache.notModified++;
+    return held.found;
+  }
+  if (!a.contentType.includes('g=apidiscovery.k8s.io') || a.body?.kind !== 'APIGroupDiscoveryList') return undefined;
+  const found = fromAggregated(a.body);
+  cache.roots.set(root, { ...(a.etag ? { etag: a.etag } : {}), found });
+  return found;
+}
+
+/**
+ * Runs discovery; throws when the cluster cannot be reached at all (/api and /apis, or /api/v1
+ * and /apis, fail). `cache` (one per connection) makes a rediscovery of an unchanged member two
+ * 304s.
+ */
+export async function discover(client: ClusterClient, opts: { timeoutMs?: number; signal?: AbortSignal; aggregation?: boolean; cache?: DiscoveryCache } = {}): Promise<DiscoveryResult> {
   const req = { timeoutMs: opts.timeoutMs ?? 10_000, signal: opts.signal };
+  const cache = opts.cache ?? new DiscoveryCache();
+  if (!cache.legacy) {
+    const [core, apis] = await Promise.all([aggregatedRoot(client, '/api', cache, req), aggregatedRoot(client, '/apis', cache, req)]);
+    if (core && apis) {
+      const result: DiscoveryResult = { resources: [...core.resources, ...apis.resources], failedGroups: new Map([...core.failedGroups, ...apis.failedGroups]), groups: new Set(['', ...apis.groups]), aggregated: new Set() };
+      await withAggregation(client, result, opts.aggregation === true, req);
+      return result;
+    }
+    cache.legacy = true;
+    cache.roots.clear();
+  }
+  return legacyDiscovery(client, opts.aggregation === true, req);
+}
+
+/** With `aggregation` and an aggregator: which group versions APIServices hand to a Service. */
+async function withAggregation(client: ClusterClient, result: DiscoveryResult, aggregation: boolean, req: { timeoutMs: number; signal?: AbortSignal }): Promise<void> {
+  if (!aggregation || !result.groups.has('apiregistration.k8s.io')) return;
+  const found = await aggregatedGroupVersions(client, req);
+  result.aggregated = found.aggregated;
+  if (found.unknown) result.aggregationUnknown = found.unknown;
+}
+
+/** Discovery without `apidiscovery.k8s.io`: /api/v1, /apis, then each group's preferred version. */
+async function legacyDiscovery(client: ClusterClient, aggregation: boolean, req: { timeoutMs: number; signal?: AbortSignal }): Promise<DiscoveryResult> {
   const [core, apis] = await Promise.all([client.get<APIResourceList>('/api/v1', req), client.get<APIGroupList>('/apis', req)]);
   const result: DiscoveryResult = { resources: listable('', 'v1', core), failedGroups: new Map(), groups: new Set(['']), aggregated: new Set() };
   const groups = (apis.groups ?? []).filter((g) => g.name);
-  if (opts.aggregation && groups.some((g) => g.name === 'apiregistration.k8s.io')) {
-    const found = await aggregatedGroupVersions(client, req);
-    result.aggregated = found.aggregated;
-    if (found.unknown) result.aggregationUnknown = found.unknown;
-  }
+  for (const g of groups) result.groups.add(g.name);
+  await withAggregation(client, result, aggregation, req);
   const lists = await Promise.all(
     groups.map(async (g) => {
-      result.groups.add(g.name);
       const version = g.preferredVersion?.version ?? g.versions?.[0]?.version;
       if (!version) return [];
       try {

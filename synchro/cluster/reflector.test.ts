@@ -10,7 +10,7 @@ import { clusterLease } from '../../storage/leases.ts';
 import { openTestStore, takeLease } from '../../storage/testing.ts';
 import type { KubeObject } from '../../storage/types.ts';
 import { Batcher, defaultBatcherOptions } from '../commit/batcher.ts';
-import { HttpError, type ClusterClient } from '../../member/client.ts';
+import { HttpError, type ClusterClient, type ConditionalAnswer } from '../../member/client.ts';
 import { AnswerTooLargeError } from '../../member/answer-size.ts';
 import { Committer } from '../commit/committer.ts';
 import { SynchroMetrics } from '../metrics/metrics.ts';
@@ -34,6 +34,10 @@ class ScriptedMember implements ClusterClient {
     if (!next) throw new HttpError(500, 'script exhausted');
     if (next instanceof Error) throw next;
     return structuredClone(next) as T;
+  }
+
+  async getConditional<T>(path: string): Promise<ConditionalAnswer<T>> {
+    return { notModified: false, body: await this.get<T>(path), contentType: 'application/json' };
   }
 
   async stream(path: string): Promise<IncomingMessage> {

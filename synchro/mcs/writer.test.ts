@@ -8,7 +8,7 @@
 import t from 'tap';
 import { annotations, installationLabel, managedByLabel, managedByValue } from '../../api/multicluster-service.ts';
 import { logger } from '../../lib/log.ts';
-import { HttpError, type WritableClusterClient } from '../../member/client.ts';
+import { HttpError, type ConditionalAnswer, type WritableClusterClient } from '../../member/client.ts';
 import { clusterLease } from '../../storage/leases.ts';
 import { backends, openTestStore, stopTestPostgres } from '../../storage/testing.ts';
 import type { KubeObject } from '../../storage/types.ts';
@@ -54,6 +54,10 @@ class FakeMember implements WritableClusterClient {
     if (!o) throw new HttpError(404, 'HTTP 404 NotFound', 'NotFound');
     return structuredClone(o) as T;
   }
+  async getConditional<T>(path: string): Promise<ConditionalAnswer<T>> {
+    return { notModified: false, body: await this.get<T>(path), contentType: 'application/json' };
+  }
+
   async stream(): Promise<never> {
     throw new Error('no watch here');
   }
