@@ -545,6 +545,8 @@ export interface FleetFigures {
   /** RSS of a synchro member with no cluster, of each member when idle, of each apiserver after the pages (MiB). */
   synchroBaselineMiB: number;
   synchroRssMiB: number[];
+  /** Each member's RSS again after the pages and the watch, minutes later: V8 returns the initial sync's garbage slowly (absent in older runs). */
+  synchroRssLaterMiB?: number[];
   apiserverRssMiB: number[];
   /** The database's size over its objects (every table, index and the change log). */
   bytesPerObject: number;
