@@ -346,6 +346,16 @@ const migrations: Migration[] = [
       }
     },
   },
+  {
+    // The objects without an owner, in list order: a collection's bare kinds (the `workloads`
+    // Pods and ReplicaSets no controller owns, storage/collection.ts) read their page from it.
+    // Through objects_list_order a bare page read every Pod of the fleet to find the few
+    // without an owner, on every first page of the collection.
+    version: 19,
+    async up(trx) {
+      await trx.raw('CREATE INDEX objects_unowned_list_order ON objects (grp, resource, namespace, name, cluster) WHERE owner_uid IS NULL');
+    },
+  },
 ];
 
 /** Sets json_doc (and maps the selectable fields) of rows stored before version 8 whose text SQL cannot read as it is. */

@@ -1,6 +1,7 @@
-// The plans of owner chains and indexed JSON path terms, checked with EXPLAIN on both engines:
-// the chain walks objects_by_owner from the named owners (no read of every object), and an
-// `in` term on .status.phase reads objects_by_field_status_phase.
+// The plans of owner chains, indexed JSON path terms and bare kinds, checked with EXPLAIN on
+// both engines: the chain walks objects_by_owner from the named owners (no read of every
+// object), an `in` term on .status.phase reads objects_by_field_status_phase, and the objects
+// without an owner (a collection's bare Pods) are read from objects_unowned_list_order.
 import t from 'tap';
 import { pageQuery } from './list-scan.ts';
 import { backends, openTestStore, stopTestPostgres } from './testing.ts';
@@ -72,8 +73,15 @@ for (const backend of backends) {
       const running = await plan({ ...phase, jsonFields: [{ path: ['status', 'phase'], operator: 'in', values: ['Running'] }] });
       t.notMatch(running, /Sort Key/, `Running (99%) in list order, no sort:\n${running}`);
     }
+    // Every pod here has an owner: the bare page finds none without reading any of them.
+    const bare: ListQuery = { group: '', resource: 'pods', limit: 501, withoutOwner: true };
+    const b = await plan(bare);
+    t.match(b, /objects_unowned_list_order/, `the bare pods through the index of objects without an owner:\n${b}`);
+    t.notMatch(b, backend === 'postgres' ? /Sort Key|Seq Scan on objects/ : /USE TEMP B-TREE FOR ORDER BY|SCAN o\b(?! USING)/, `in list order, no other read:\n${b}`);
     t.equal((await store.list(chain)).items.length, 200);
     t.equal((await store.list(phase)).items.length, 40);
+    t.equal((await store.list(bare)).items.length, 0);
+    t.equal((await store.list({ group: 'apps', resource: 'deployments', limit: 500, withoutOwner: true })).items.length, 20, 'the deployments have no owner');
   });
 }
 
