@@ -1,5 +1,5 @@
 // The read path over HTTP against a seeded SQLite store: discovery of both prefixes, every
-// List rule and error path of CONFORMANCE.md this server builds, output formats, get in
+// List rule and error path of kube-apiserver's that this server builds, output formats, get in
 // both views, health, metrics and OpenAPI, and malformed input (always a Status, never a 500).
 import t from 'tap';
 import { get, http } from '../hack/sim/testutil.ts';

@@ -35,7 +35,7 @@ t.test('cells of the common kinds', async (t) => {
     },
   };
   t.same(printers['/pods'](pod, now), ['web-1', '1/2', 'CrashLoopBackOff', '2 (10m ago)', '60m', '10.0.0.1', 'n1', '<none>', '<none>']);
-  t.same(printers['/configmaps']({ metadata: { name: 'web', creationTimestamp: '2026-01-01T00:59:50Z' }, data: { a: '1' } }, now), ['web', 1, '10s'], 'configmaps as CONFORMANCE.md shows');
+  t.same(printers['/configmaps']({ metadata: { name: 'web', creationTimestamp: '2026-01-01T00:59:50Z' }, data: { a: '1' } }, now), ['web', 1, '10s'], 'configmaps as kube-apiserver prints them');
   t.same(printers['/secrets']({ metadata: { name: 's', creationTimestamp: created }, type: 'Opaque', data: { a: '', b: '' } }, now), ['s', 'Opaque', 2, '60m']);
   const dep = { metadata: { name: 'cpb-dep', creationTimestamp: created }, spec: { replicas: 0, selector: { matchLabels: { app: 'cpb-dep' } }, template: { spec: { containers: [{ name: 'pause', image: 'registry.invalid/pause:1' }] } } }, status: {} };
   t.same(printers['apps/deployments'](dep, now), ['cpb-dep', '0/0', 0, 0, '60m', 'pause', 'registry.invalid/pause:1', 'app=cpb-dep'], 'the reference sample row');

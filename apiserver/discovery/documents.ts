@@ -6,7 +6,7 @@ import { servedVerbs, type GroupEntry, type ResourceInfo, type ViewCatalog } fro
 
 /**
  * The Kubernetes API level Panoptes reports. kubectl dispatchers pick their client by this
- * minor version (CONFORMANCE.md); the resources served are those of the member clusters.
+ * minor version (apiserver/README.md, "kubectl"); the resources served are those of the member clusters.
  */
 export const kubeMajor = '1';
 export const kubeMinor = '32';

@@ -1,4 +1,4 @@
-// URL routing (DESIGN.md "URLs"): the server's own paths (health, metrics, version, OpenAPI,
+// URL routing (apiserver/README.md "URLs"): the server's own paths (health, metrics, version, OpenAPI,
 // discovery of panoptes.io/v1alpha1 and its own kinds, Cluster and MultiClusterService, and the
 // read-only views of collections and synchro members), and
 // the two resource prefixes `/apis/panoptes.io/v1alpha1/resources/<kubernetes path>` (every

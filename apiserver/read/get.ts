@@ -1,5 +1,5 @@
 // get by name. One-cluster view: that cluster's object. All-clusters view: the object when
-// exactly one cluster has it, a 400 naming the clusters when several do (DESIGN.md "URLs");
+// exactly one cluster has it, a 400 naming the clusters when several do (apiserver/README.md "URLs");
 // the clusters query parameter narrows the search.
 import { StatusError, notFound } from '../../kube/status.ts';
 import type { KubeObject, StoredObject } from '../../storage/types.ts';

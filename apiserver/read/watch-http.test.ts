@@ -1,4 +1,4 @@
-// Watch over HTTP, one test per Watch rule of CONFORMANCE.md (and the watch side of Output
+// Watch over HTTP, one test per Watch rule (apiserver/watch/README.md, "Semantics"; and the watch side of Output
 // formats), against a SQLite store written in process: the writes wake the hub's poller.
 import t from 'tap';
 import { get } from '../../hack/sim/testutil.ts';

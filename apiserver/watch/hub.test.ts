@@ -1,4 +1,4 @@
-// Watch semantics of the engine on SQLite (CONFORMANCE.md, Watch).
+// Watch semantics of the engine on SQLite (apiserver/watch/README.md, "Semantics").
 import t, { type Test } from 'tap';
 import { parseLabelSelector } from '../../kube/labels.ts';
 import { compactNow, openTestStore, podEvent } from '../../storage/testing.ts';
