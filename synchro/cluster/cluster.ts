@@ -495,7 +495,7 @@ export class ClusterSync {
           continue;
         }
         if (!this.initial.discovered && !this.initial.slot && !(await this.takeSlot())) break;
-        const found = await discover(this.client!, { signal: this.abort.signal, aggregation: this.config.patterns.some(isWildcard), cache: this.discoveryCache });
+        const found = await discover(this.client!, { signal: this.abort.signal, aggregation: this.config.patterns.some(isWildcard), cache: this.discoveryCache, onAnswer: (answer) => this.deps.metrics.discoveryAnswers.inc({ cluster: this.name, answer }) });
         if (this.stopped) break;
         await this.task(() => this.reconcileReflectors(found));
         backoff.reset();

@@ -68,10 +68,14 @@ function canonical(r: DiscoveryResult) {
 t.test("kube-apiserver v1.28's aggregated discovery finds what its legacy documents find", async (t) => {
   const member = new ReferenceMember();
   const cache = new DiscoveryCache();
-  const aggregated = await discover(member, { cache });
+  const answers: string[] = [];
+  const onAnswer = (a: string) => answers.push(a);
+  const aggregated = await discover(member, { cache, onAnswer });
   t.same(member.requests, ['GET /api (unconditional)', 'GET /apis (unconditional)'], 'two requests');
+  t.same(answers, ['document', 'document'], 'two documents, as the metric counts them');
   const legacyMember = new ReferenceMember(false);
-  const legacy = await discover(legacyMember, { cache: Object.assign(new DiscoveryCache(), { legacy: true }) });
+  const legacy = await discover(legacyMember, { cache: Object.assign(new DiscoveryCache(), { legacy: true }), onAnswer });
+  t.same(answers.slice(2), ['legacy'], 'a legacy pass counts once');
   t.ok(legacyMember.requests.length > 15, `the legacy way: ${legacyMember.requests.length} requests`);
   // The capture has no resource list of the two groups that serve only create (TokenReview, the access reviews): the legacy way fails them.
   t.same(canonical(legacy).failedGroups, ['authentication.k8s.io', 'authorization.k8s.io'], 'the legacy way: the groups not captured failed');
@@ -82,9 +86,11 @@ t.test("kube-apiserver v1.28's aggregated discovery finds what its legacy docume
   t.notOk(aggregated.resources.some((r) => r.resource.includes('/')), 'no subresource');
 
   member.requests.length = 0;
-  const again = await discover(member, { cache });
+  answers.length = 0;
+  const again = await discover(member, { cache, onAnswer });
   t.same(member.requests, ['GET /api (If-None-Match)', 'GET /apis (If-None-Match)'], 'a rediscovery asks with the ETags held');
   t.equal(cache.notModified, 2, 'both answered 304');
+  t.same(answers, ['not-modified', 'not-modified'], 'counted as not modified');
   t.same(canonical(again), canonical(aggregated), 'and finds the same from the copies held');
 });
 

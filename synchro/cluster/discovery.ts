@@ -132,8 +132,11 @@ export class DiscoveryCache {
   notModified = 0;
 }
 
+/** How a root was answered: a new aggregated document, 304 (the copy held stands), or the legacy documents (a whole pass). */
+export type DiscoveryAnswer = 'document' | 'not-modified' | 'legacy';
+
 /** One root of aggregated discovery, from the cache when the member answers 304; undefined when the member does not serve it. */
-async function aggregatedRoot(client: ClusterClient, root: '/api' | '/apis', cache: DiscoveryCache, req: { timeoutMs: number; signal?: AbortSignal }): Promise<RootDiscovery | undefined> {
+async function aggregatedRoot(client: ClusterClient, root: '/api' | '/apis', cache: DiscoveryCache, req: { timeoutMs: number; signal?: AbortSignal }, onAnswer: (a: DiscoveryAnswer) => void): Promise<RootDiscovery | undefined> {
   const held = cache.roots.get(root);
   let a;
   try {
@@ -146,11 +149,13 @@ async function aggregatedRoot(client: ClusterClient, root: '/api' | '/apis', cac
   if (a.notModified) {
     if (!held) throw new Error(`GET ${root}: 304 without a copy held`);
     cache.notModified++;
+    onAnswer('not-modified');
     return held.found;
   }
   if (!a.contentType.includes('g=apidiscovery.k8s.io') || a.body?.kind !== 'APIGroupDiscoveryList') return undefined;
   const found = fromAggregated(a.body);
   cache.roots.set(root, { ...(a.etag ? { etag: a.etag } : {}), found });
+  onAnswer('document');
   return found;
 }
 
@@ -159,11 +164,12 @@ async function aggregatedRoot(client: ClusterClient, root: '/api' | '/apis', cac
  * and /apis, fail). `cache` (one per connection) makes a rediscovery of an unchanged member two
  * 304s.
  */
-export async function discover(client: ClusterClient, opts: { timeoutMs?: number; signal?: AbortSignal; aggregation?: boolean; cache?: DiscoveryCache } = {}): Promise<DiscoveryResult> {
+export async function discover(client: ClusterClient, opts: { timeoutMs?: number; signal?: AbortSignal; aggregation?: boolean; cache?: DiscoveryCache; onAnswer?: (a: DiscoveryAnswer) => void } = {}): Promise<DiscoveryResult> {
   const req = { timeoutMs: opts.timeoutMs ?? 10_000, signal: opts.signal };
   const cache = opts.cache ?? new DiscoveryCache();
+  const onAnswer = opts.onAnswer ?? (() => undefined);
   if (!cache.legacy) {
-    const [core, apis] = await Promise.all([aggregatedRoot(client, '/api', cache, req), aggregatedRoot(client, '/apis', cache, req)]);
+    const [core, apis] = await Promise.all([aggregatedRoot(client, '/api', cache, req, onAnswer), aggregatedRoot(client, '/apis', cache, req, onAnswer)]);
     if (core && apis) {
       const result: DiscoveryResult = { resources: [...core.resources, ...apis.resources], failedGroups: new Map([...core.failedGroups, ...apis.failedGroups]), groups: new Set(['', ...apis.groups]), aggregated: new Set() };
       await withAggregation(client, result, opts.aggregation === true, req);
@@ -172,7 +178,9 @@ export async function discover(client: ClusterClient, opts: { timeoutMs?: number
     cache.legacy = true;
     cache.roots.clear();
   }
-  return legacyDiscovery(client, opts.aggregation === true, req);
+  const result = await legacyDiscovery(client, opts.aggregation === true, req);
+  onAnswer('legacy');
+  return result;
 }
 
 /** With `aggregation` and an aggregator: which group versions APIServices hand to a Service. */

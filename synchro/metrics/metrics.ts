@@ -34,6 +34,7 @@ export class SynchroMetrics {
   readonly rvLockWait: Histogram<'cluster'>;
   readonly rvLockHeld: Histogram;
   readonly openapiFetches: Counter<'cluster' | 'format' | 'result'>;
+  readonly discoveryAnswers: Counter<'cluster' | 'answer'>;
   readonly quarantinedEvents: Counter<'cluster' | 'resource'>;
   readonly quarantinedObjects: Gauge<'cluster'>;
   readonly duplicateClusters: Gauge<'cluster'>;
@@ -57,6 +58,7 @@ export class SynchroMetrics {
     this.clusterStatusRounds = new Histogram({ name: 'panoptes_synchro_cluster_status_round_size', help: "Clusters whose row of the clusters table (their status) is written per transaction: every cluster of this process that wrote its status meanwhile", buckets: [1, 2, 5, 10, 25, 50, 100, 200], registers: r });
     this.errors = new Counter({ name: 'panoptes_synchro_errors_total', help: 'Errors by kind: config, connect, probe, discovery, openapi, list, watch, storage', labelNames: ['cluster', 'kind'], registers: r });
     this.reconnects = new Counter({ name: 'panoptes_synchro_reconnects_total', help: 'Watches re-established after a drop or an error', labelNames: ['cluster', 'resource'], registers: r });
+    this.discoveryAnswers = new Counter({ name: 'panoptes_synchro_discovery_answers_total', help: "How members answered discovery: document (a new aggregated document), not-modified (304: the copy held stands), legacy (a pass of the legacy documents)", labelNames: ['cluster', 'answer'], registers: r });
     this.relists = new Counter({ name: 'panoptes_synchro_relists_total', help: 'Full lists (initial, expired history, removed resource)', labelNames: ['cluster', 'resource', 'reason'], registers: r });
     this.objects = new Gauge({ name: 'panoptes_synchro_objects', help: 'Objects in sync per cluster and resource', labelNames: ['cluster', 'resource'], registers: r });
     this.clusterReady = new Gauge({ name: 'panoptes_synchro_cluster_ready', help: '1 when the cluster answered its last readiness probe', labelNames: ['cluster'], registers: r });
@@ -113,7 +115,7 @@ export class SynchroMetrics {
 
   /** Drops every series of a removed cluster. */
   async forget(cluster: string): Promise<void> {
-    const all = [this.eventsReceived, this.eventsApplied, this.lag, this.batchSize, this.batchDuration, this.errors, this.reconnects, this.relists, this.objects, this.clusterReady, this.queued, this.openapiFetches, this.fencedBatches, this.rvLockWait, this.quarantinedEvents, this.quarantinedObjects, this.duplicateClusters, this.mcsDispatchLatency, this.mcsWrites, this.mcsErrors, this.mcsConflicts];
+    const all = [this.eventsReceived, this.eventsApplied, this.lag, this.batchSize, this.batchDuration, this.errors, this.reconnects, this.relists, this.objects, this.clusterReady, this.queued, this.openapiFetches, this.discoveryAnswers, this.fencedBatches, this.rvLockWait, this.quarantinedEvents, this.quarantinedObjects, this.duplicateClusters, this.mcsDispatchLatency, this.mcsWrites, this.mcsErrors, this.mcsConflicts];
     for (const m of all) {
       const seen = new Set<string>();
       for (const v of (await m.get()).values) {
