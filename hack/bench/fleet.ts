@@ -252,7 +252,8 @@ async function main(): Promise<void> {
     const pageFigures = [
       await pages('all clusters, pods', `${a}${R}/api/v1/pods?limit=500`),
       await pages(`one cluster (${cluster}), pods`, `${a}${R}/clusters/${cluster}/api/v1/pods?limit=500`),
-      await pages('all clusters, pods with labelSelector tier=web,app.kubernetes.io/part-of=suite-1', `${a}${R}/api/v1/pods?limit=500&labelSelector=${encodeURIComponent('tier=web,app.kubernetes.io/part-of=suite-1')}`),
+      // suite-0: every cluster's first group of 86 objects has it, whatever --objects-per-cluster (suite-1 begins with the second).
+      await pages('all clusters, pods with labelSelector tier=web,app.kubernetes.io/part-of=suite-0', `${a}${R}/api/v1/pods?limit=500&labelSelector=${encodeURIComponent('tier=web,app.kubernetes.io/part-of=suite-0')}`),
       await pages('all clusters, collection workloads', `${a}${P}/collectionresources/workloads?limit=500`),
     ];
     const apiRss = apis.map(rssOf);
